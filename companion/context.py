@@ -1,0 +1,133 @@
+"""What the user has open: the per-window list Gemini CLI receives as `ide/contextUpdate`.
+
+Most recent first, at most ten files, and only the active file carries a cursor and selected text
+(the CLI drops them from any other file). Editors feed the tracker from their own threads; the
+server reads snapshots on its loop, so every method takes the lock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .protocol import MAX_OPEN_FILES, MAX_SELECTED_TEXT
+
+
+@dataclass(frozen=True)
+class Position:
+    """A cursor in the CLI's units: 1-based line, 1-based character counted in UTF-16 code units."""
+
+    line: int
+    character: int
+
+
+@dataclass
+class _Entry:
+    path: str
+    timestamp: int
+    cursor: Position | None = None
+    selected_text: str | None = None
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class ContextTracker:
+    """Open files in most-recently-used order, with the active file first."""
+
+    def __init__(self, on_change: Callable[[], None] | None = None, clock: Callable[[], int] = _now_ms) -> None:
+        self._entries: list[_Entry] = []  # index 0 is the active file
+        self._lock = threading.Lock()
+        self._clock = clock
+        self._on_change = on_change
+        self._paused = False
+
+    def set_listener(self, on_change: Callable[[], None] | None) -> None:
+        self._on_change = on_change
+
+    def activate(self, path: str, cursor: Position | None = None, selected_text: str | None = None) -> None:
+        """`path` became the focused file: move it to the front with a fresh timestamp."""
+        with self._lock:
+            self._entries = [e for e in self._entries if e.path != path]
+            newest = self._entries[0].timestamp if self._entries else 0
+            # Strictly newer than every other entry: the CLI sorts by timestamp and treats the
+            # newest file as the only one that may be active.
+            entry = _Entry(path, max(self._clock(), newest + 1), cursor, _clip(selected_text))
+            self._entries.insert(0, entry)
+            del self._entries[MAX_OPEN_FILES:]
+        self._changed()
+
+    def select(self, path: str, cursor: Position | None, selected_text: str | None) -> None:
+        """The cursor or selection moved in `path`; ignored unless it is the active file."""
+        with self._lock:
+            if not self._entries or self._entries[0].path != path:
+                return
+            active = self._entries[0]
+            clipped = _clip(selected_text)
+            if active.cursor == cursor and active.selected_text == clipped:
+                return
+            active.cursor, active.selected_text = cursor, clipped
+        self._changed()
+
+    def close(self, path: str) -> None:
+        with self._lock:
+            before = len(self._entries)
+            self._entries = [e for e in self._entries if e.path != path]
+            if len(self._entries) == before:
+                return
+        self._changed()
+
+    def rename(self, old_path: str, new_path: str) -> None:
+        with self._lock:
+            for entry in self._entries:
+                if entry.path == old_path:
+                    entry.path = new_path
+        self._changed()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries = []
+        self._changed()
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    def set_paused(self, paused: bool) -> None:
+        """While paused the CLI is told that nothing is open (privacy switch)."""
+        self._paused = paused
+        self._changed()
+
+    def paths(self) -> list[str]:
+        with self._lock:
+            return [e.path for e in self._entries]
+
+    def params(self) -> dict[str, Any]:
+        """The `ide/contextUpdate` params for the current state (wire form, not yet validated)."""
+        with self._lock:
+            entries = [] if self._paused else list(self._entries)
+            files: list[dict[str, Any]] = []
+            for index, entry in enumerate(entries):
+                item: dict[str, Any] = {"path": entry.path, "timestamp": entry.timestamp}
+                if index == 0:
+                    item["isActive"] = True
+                    if entry.cursor is not None:
+                        item["cursor"] = {"line": entry.cursor.line, "character": entry.cursor.character}
+                    if entry.selected_text:
+                        item["selectedText"] = entry.selected_text
+                files.append(item)
+        return {"workspaceState": {"openFiles": files}}
+
+    def _changed(self) -> None:
+        if self._on_change is not None:
+            self._on_change()
+
+
+def _clip(text: str | None) -> str | None:
+    if text is None:
+        return None
+    return text[:MAX_SELECTED_TEXT]

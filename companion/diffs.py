@@ -1,0 +1,97 @@
+"""Diff reviews: one per file path, opened by `openDiff`, ended by the user or by `closeDiff`.
+
+A review ends exactly once. Whoever ends it first wins: the user's Accept/Reject in the editor, a
+client's `closeDiff`, or the window going away. Only the user's decision produces a notification;
+`closeDiff` must stay silent, or an accept typed in the CLI's terminal would turn into a reject.
+
+A second `openDiff` for a path whose review is still open does not open a second review: the open
+one shows the newer proposal (for the editor this is one undoable edit, so the user's edits to the
+earlier proposal are an undo away). The single outcome is broadcast by path, so every client waiting
+on that path is answered and no review is left behind.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+class Outcome(enum.Enum):
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+    CLOSED = "closed"  # closed by a client (closeDiff) or by shutdown: no notification
+
+
+DecisionSink = Callable[["Review", Outcome, "str | None"], None]
+
+_ids = itertools.count(1)
+
+
+@dataclass(eq=False)
+class Review:
+    """One proposed change as the editor shows it. `accept`/`reject` may be called from any thread."""
+
+    file_path: str  # exactly as the client sent it: notifications must echo it unchanged
+    proposal: str
+    requested_by: str
+    _sink: DecisionSink = field(repr=False)
+    id: int = field(default_factory=lambda: next(_ids))
+    revision: int = 1
+    outcome: Outcome | None = None
+
+    def accept(self, content: str) -> None:
+        """The user accepted; `content` is the proposal as the user left it (edits included)."""
+        self._sink(self, Outcome.ACCEPTED, content)
+
+    def reject(self) -> None:
+        self._sink(self, Outcome.REJECTED, None)
+
+    @property
+    def is_open(self) -> bool:
+        return self.outcome is None
+
+
+class Reviews:
+    """The open reviews of one window, keyed by the exact `filePath` string."""
+
+    def __init__(self, sink: DecisionSink) -> None:
+        self._sink = sink
+        self._open: dict[str, Review] = {}
+        self._lock = threading.Lock()
+
+    def open(self, file_path: str, proposal: str, requested_by: str) -> tuple[Review, bool]:
+        """Start a review, or show a newer proposal in the open one; returns (review, replaced)."""
+        with self._lock:
+            current = self._open.get(file_path)
+            if current is not None:
+                current.proposal = proposal
+                current.requested_by = requested_by
+                current.revision += 1
+                return current, True
+            review = Review(file_path, proposal, requested_by, self._sink)
+            self._open[file_path] = review
+            return review, False
+
+    def get(self, file_path: str) -> Review | None:
+        with self._lock:
+            return self._open.get(file_path)
+
+    def finish(self, review: Review, outcome: Outcome) -> bool:
+        """End `review` with `outcome`; False when it had already ended (the first ending wins)."""
+        with self._lock:
+            if review.outcome is not None or self._open.get(review.file_path) is not review:
+                return False
+            review.outcome = outcome
+            del self._open[review.file_path]
+            return True
+
+    def all(self) -> list[Review]:
+        with self._lock:
+            return list(self._open.values())
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._open)

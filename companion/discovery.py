@@ -1,0 +1,151 @@
+"""The discovery file Gemini CLI looks for: `<tmpdir>/gemini/ide/gemini-ide-server-<PID>-<PORT>.json`.
+
+The CLI reads every such file owned by its own user and keeps the ones whose `workspacePath`
+contains its working directory, so the file must exist before `gemini` starts, carry `ideInfo`
+(Terminus forces `TERM_PROGRAM=Terminus-Sublime`, leaving the file as the only way to recognise
+Sublime), hold the bearer token only for our user (0600 from creation, in a 0700 folder), and be
+gone when the server is.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import socket
+import sys
+from collections.abc import Mapping, Sequence
+
+from .processes import pid_alive
+from .protocol import IDE_INFO
+
+log = logging.getLogger("gemini_companion")
+
+FILE_PATTERN = re.compile(r"^gemini-ide-server-(\d+)-(\d+)\.json$")
+
+
+def node_tmpdir(environ: Mapping[str, str] | None = None, platform: str = sys.platform) -> str:
+    """Node's `os.tmpdir()`, which is what Gemini CLI uses (Python's `tempfile` differs)."""
+    env = os.environ if environ is None else environ
+    if platform == "win32":
+        system_root = env.get("SystemRoot") or env.get("windir") or ""
+        path = env.get("TEMP") or env.get("TMP") or (system_root + "\\temp")
+        if len(path) > 1 and path.endswith("\\") and not path.endswith(":\\"):
+            path = path[:-1]
+        return path
+    path = env.get("TMPDIR") or env.get("TMP") or env.get("TEMP") or "/tmp"
+    if len(path) > 1 and path.endswith("/"):
+        path = path[:-1]
+    return path
+
+
+def discovery_dir(environ: Mapping[str, str] | None = None) -> str:
+    return os.path.join(node_tmpdir(environ), "gemini", "ide")
+
+
+def file_name(editor_pid: int, port: int) -> str:
+    return f"gemini-ide-server-{editor_pid}-{port}.json"
+
+
+def workspace_path(folders: Sequence[str]) -> str:
+    """The window's folders joined the way the CLI splits them; "" tells it no folder is open."""
+    return os.pathsep.join(folders)
+
+
+def ensure_private_dir(path: str) -> None:
+    """Create the folder 0700 (each missing level), and narrow it to 0700 if it is ours."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    if sys.platform != "win32":
+        st = os.stat(path)
+        if st.st_uid == os.getuid() and st.st_mode & 0o077:
+            os.chmod(path, 0o700)
+
+
+def write(editor_pid: int, port: int, folders: Sequence[str], token: str, directory: str | None = None) -> str:
+    """Write (or atomically rewrite) the discovery file and return its path."""
+    directory = directory or discovery_dir()
+    ensure_private_dir(directory)
+    path = os.path.join(directory, file_name(editor_pid, port))
+    payload = {
+        "port": port,
+        "workspacePath": workspace_path(folders),
+        "authToken": token,
+        "ideInfo": IDE_INFO,
+    }
+    _atomic_write_private(path, json.dumps(payload, indent=2).encode("utf-8"))
+    return path
+
+
+def _atomic_write_private(path: str, data: bytes) -> None:
+    # The temporary name does not match FILE_PATTERN, so the CLI never reads a half-written file.
+    temp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
+    if os.path.lexists(temp):
+        os.unlink(temp)
+    fd = os.open(temp, flags | os.O_EXCL, 0o600)  # 0600 from the first byte, never chmod after
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.lexists(temp):
+            os.unlink(temp)
+        raise
+
+
+def remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def sweep_stale(own_editor_pid: int, directory: str | None = None) -> list[str]:
+    """Delete discovery files that can no longer answer; returns the paths removed.
+
+    Only our user's files are considered. A file whose PID is dead is stale. A file with *our*
+    editor's PID whose port no longer accepts connections is stale too: it was left by an earlier
+    plugin host of this same editor (a crash or a forced reload). Live files are never touched.
+    """
+    directory = directory or discovery_dir()
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    removed: list[str] = []
+    for name in names:
+        match = FILE_PATTERN.match(name)
+        if not match:
+            continue
+        path = os.path.join(directory, name)
+        pid, port = int(match.group(1)), int(match.group(2))
+        if not _owned_by_us(path):
+            continue
+        if pid_alive(pid) and not (pid == own_editor_pid and not _port_answers(port)):
+            continue
+        try:
+            os.unlink(path)
+            removed.append(path)
+        except OSError as exc:
+            log.debug("could not remove stale discovery file %s: %s", path, exc)
+    return removed
+
+
+def _owned_by_us(path: str) -> bool:
+    if sys.platform == "win32":
+        return True
+    try:
+        return os.stat(path).st_uid == os.getuid()
+    except OSError:
+        return False
+
+
+def _port_answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False

@@ -1,0 +1,22 @@
+"""The Editor port: everything the core needs from an editor, and nothing more.
+
+The server calls these coroutines on its own event loop. An implementation that must touch a UI
+thread (Sublime's main thread) marshals the work there and awaits the result; it never blocks the
+loop. Reviews report the user's decision back through `Review.accept` / `Review.reject`.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from .diffs import Review
+
+
+class Editor(Protocol):
+    async def show_review(self, review: Review) -> None:
+        """Show `review` to the user (a new review, or a newer proposal for an open one)."""
+        ...
+
+    async def close_review(self, review: Review) -> str:
+        """Close the review without asking, and return the proposal's current text (user edits included)."""
+        ...

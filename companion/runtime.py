@@ -1,0 +1,223 @@
+"""The loop thread: one background thread, one asyncio loop, every window's server on it.
+
+Callers on any thread (Sublime's main thread, its async worker, tests) get a `WindowHandle` at
+once and never wait for the loop: requests made before the thread is up are queued. The heavy
+imports (mcp, uvicorn, pydantic) happen on the loop thread, so creating a runtime costs the
+caller nothing but starting a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import threading
+from collections.abc import Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from . import discovery
+from .context import ContextTracker
+
+if TYPE_CHECKING:
+    from .editor import Editor
+    from .server import WindowServer
+
+log = logging.getLogger("gemini_companion")
+
+T = TypeVar("T")
+THREAD_NAME = "gemini-companion-loop"
+
+
+class RuntimeStopped(RuntimeError):
+    """The runtime was stopped; start a new one to serve again."""
+
+
+class WindowHandle:
+    """A window's server as seen from any thread."""
+
+    def __init__(self, runtime: Runtime, editor: Editor, folders: Sequence[str], port: int, token: str | None) -> None:
+        self.runtime = runtime
+        self.editor = editor
+        self.folders: list[str] = list(folders)
+        self.context = ContextTracker()
+        self.requested_port = port
+        self.requested_token = token
+        self.ready: concurrent.futures.Future[WindowHandle] = concurrent.futures.Future()
+        self.server: WindowServer | None = None  # loop-side object; read its fields only on the loop
+        self.port = 0
+        self.token = ""
+        self.discovery_path = ""
+        self.closed = False
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def set_folders(self, folders: Sequence[str]) -> concurrent.futures.Future[None]:
+        """The window's folders changed: rewrite the discovery file (atomically)."""
+        return self.runtime.submit(lambda: self.runtime._set_folders(self, list(folders)))
+
+    def close(self) -> concurrent.futures.Future[None]:
+        return self.runtime.submit(lambda: self.runtime._close_window(self))
+
+    def client_names(self) -> list[str]:
+        """Names of the connected clients (blocks briefly for the loop)."""
+
+        async def names() -> list[str]:
+            server = self.server
+            return [c.client_name for c in server.broadcaster.clients()] if server else []
+
+        return self.runtime.submit(names).result(2)
+
+
+class Runtime:
+    def __init__(self, editor_pid: int | None = None, discovery_directory: str | None = None) -> None:
+        self.editor_pid = editor_pid if editor_pid is not None else os.getpid()
+        self.discovery_directory = discovery_directory
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pending: list[Callable[[], None]] = []
+        self._thread: threading.Thread | None = None
+        self._stop_requested: asyncio.Event | None = None
+        self._stopped = False
+        self._loop_ready = threading.Event()
+        self.windows: list[WindowHandle] = []
+
+    # -- thread plumbing --
+
+    def start(self) -> None:
+        with self._lock:
+            if self._stopped:
+                raise RuntimeStopped("this runtime was stopped")
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException:
+            log.exception("the companion's loop thread ended with an error")
+
+    async def _main(self) -> None:
+        self._stop_requested = asyncio.Event()
+        removed = discovery.sweep_stale(self.editor_pid, self.discovery_directory)
+        for path in removed:
+            log.info("removed a stale discovery file: %s", path)
+        with self._lock:
+            self._loop = asyncio.get_running_loop()
+            pending, self._pending = self._pending, []
+        self._loop_ready.set()
+        for callback in pending:
+            callback()
+        await self._stop_requested.wait()
+        await asyncio.gather(*(self._close_window(w) for w in list(self.windows)), return_exceptions=True)
+
+    def submit(self, make: Callable[[], Coroutine[Any, Any, T]]) -> concurrent.futures.Future[T]:
+        """Run the coroutine `make()` on the loop from any thread; the result comes as a Future."""
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def launch() -> None:
+            task = asyncio.ensure_future(make())
+            task.add_done_callback(lambda t: _copy_result(t, future))
+
+        self._post(launch)
+        return future
+
+    def _post(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if self._stopped:
+                raise RuntimeStopped("the companion runtime has stopped; start a new one to serve")
+            if self._loop is None:
+                self._pending.append(callback)
+                return
+            loop = self._loop
+        loop.call_soon_threadsafe(callback)
+
+    def in_loop_thread(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    # -- windows --
+
+    def open_window(
+        self, editor: Editor, folders: Sequence[str], port: int = 0, token: str | None = None
+    ) -> WindowHandle:
+        """Start a server for one window; returns at once, `handle.ready` completes when it listens."""
+        self.start()
+        handle = WindowHandle(self, editor, folders, port, token)
+        self.submit(lambda: self._open_window(handle))
+        return handle
+
+    async def _open_window(self, handle: WindowHandle) -> None:
+        from .security import new_token
+        from .server import WindowServer
+
+        if handle.closed:
+            return
+        server = WindowServer(
+            handle.editor, handle.context, handle.requested_token or new_token(), handle.requested_port
+        )
+        try:
+            await server.start()
+            handle.server, handle.port, handle.token = server, server.port, server.token
+            handle.discovery_path = self._write_discovery(handle)
+        except BaseException as exc:
+            await server.stop()
+            handle.server = None
+            handle.ready.set_exception(exc)
+            return
+        self.windows.append(handle)
+        log.info("window server listening on %s (discovery file %s)", handle.url, handle.discovery_path)
+        handle.ready.set_result(handle)
+
+    def _write_discovery(self, handle: WindowHandle) -> str:
+        return discovery.write(self.editor_pid, handle.port, handle.folders, handle.token, self.discovery_directory)
+
+    async def _set_folders(self, handle: WindowHandle, folders: list[str]) -> None:
+        handle.folders = folders
+        if handle.server is not None and not handle.closed:
+            handle.discovery_path = self._write_discovery(handle)
+
+    async def _close_window(self, handle: WindowHandle) -> None:
+        if handle.closed:
+            return
+        handle.closed = True
+        # The file goes first, so no new CLI picks a server that is about to stop.
+        if handle.discovery_path:
+            discovery.remove(handle.discovery_path)
+        if handle in self.windows:
+            self.windows.remove(handle)
+        if handle.server is not None:
+            await handle.server.stop()
+        if not handle.ready.done():
+            handle.ready.set_exception(RuntimeStopped("the window was closed before its server started"))
+
+    # -- shutdown --
+
+    def stop(self, timeout: float = 3.0) -> None:
+        """Stop every window server, delete their discovery files and end the loop thread."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True  # refuse new work; what was already queued still runs
+            thread = self._thread
+        if thread is None:
+            return
+        if self._loop_ready.wait(timeout) and self._loop is not None and self._stop_requested is not None:
+            self._loop.call_soon_threadsafe(self._stop_requested.set)
+        thread.join(timeout)
+        if thread.is_alive():
+            log.warning("the companion's loop thread did not stop within %.1f s", timeout)
+
+
+def _copy_result(task: asyncio.Future[T], future: concurrent.futures.Future[T]) -> None:
+    if future.done():
+        return
+    if task.cancelled():
+        future.cancel()
+    elif task.exception() is not None:
+        future.set_exception(task.exception())  # type: ignore[arg-type]
+    else:
+        future.set_result(task.result())

@@ -1,0 +1,89 @@
+"""The request guard in front of every window server (pure ASGI, so streams pass untouched).
+
+Checks, in this order, for every request: the path is `/mcp`; no `Origin` header (browsers send
+one, Gemini CLI and other local agents do not: a web page must never reach the server); the `Host`
+is exactly `127.0.0.1:<port>` or `localhost:<port>` (defeats DNS rebinding); the bearer token
+matches (constant-time); a declared body is not larger than the cap. The token never appears in
+a response or a log line.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import secrets
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+MCP_PATH = "/mcp"
+# An 8 MB file can double when JSON-escaped (newlines, quotes, backslashes); leave room for that.
+MAX_BODY_BYTES = 32 * 1024 * 1024
+
+
+def new_token() -> str:
+    """256 bits from the OS's CSPRNG, URL-safe so it survives headers and env vars unchanged."""
+    return secrets.token_urlsafe(32)
+
+
+class RequestGuard:
+    def __init__(self, app: ASGIApp, token: str, port: int, max_body: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode("latin-1")
+        self._hosts = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
+        self._max_body = max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            # lifespan passes through; anything else (websocket) is not served.
+            if scope["type"] == "lifespan":
+                await self.app(scope, receive, send)
+            return
+        refusal = self._refusal(scope)
+        if refusal is not None:
+            status, message, extra = refusal
+            await _send_json(send, status, {"error": message}, extra)
+            return
+        await self.app(scope, receive, send)
+
+    def _refusal(self, scope: Scope) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
+        if scope.get("path") != MCP_PATH:
+            return 404, "Not found: the only endpoint is /mcp.", []
+        headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+        origins = _values(headers, b"origin")
+        if origins:
+            return 403, "Request denied: requests from web pages (with an Origin header) are not accepted.", []
+        hosts = _values(headers, b"host")
+        if len(hosts) != 1 or hosts[0].lower() not in self._hosts:
+            return 403, "Invalid Host header: connect to 127.0.0.1 on this server's port.", []
+        auth = _values(headers, b"authorization")
+        if len(auth) != 1 or not hmac.compare_digest(auth[0], self._expected):
+            challenge = [(b"www-authenticate", b'Bearer realm="gemini-companion"')]
+            return 401, "Unauthorized: send the authToken from the discovery file as a Bearer token.", challenge
+        lengths = _values(headers, b"content-length")
+        if len(lengths) > 1:
+            return 400, "Bad request: more than one Content-Length header.", []
+        if lengths:
+            try:
+                length = int(lengths[0])
+            except ValueError:
+                return 400, "Bad request: Content-Length is not a number.", []
+            if length > self._max_body:
+                return 413, f"Request body too large: the limit is {self._max_body} bytes.", []
+        return None
+
+
+def _values(headers: list[tuple[bytes, bytes]], name: bytes) -> list[bytes]:
+    return [value for key, value in headers if key.lower() == name]
+
+
+async def _send_json(send: Send, status: int, body: dict[str, Any], extra: list[tuple[bytes, bytes]]) -> None:
+    data = json.dumps(body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), *extra]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": data})

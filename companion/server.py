@@ -1,0 +1,434 @@
+"""One window's MCP server: the `openDiff`/`closeDiff` tools, context updates and diff outcomes.
+
+Built on the `mcp` SDK's low-level `Server` in stateful Streamable HTTP mode (the only mode with a
+standalone GET stream, which is the only way notifications reach Gemini CLI), served by uvicorn
+(h11) on a socket bound to 127.0.0.1. Everything here runs on the runtime's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import mcp_types as types
+import uvicorn
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+from . import __version__
+from .context import ContextTracker
+from .diffs import Outcome, Review, Reviews
+from .editor import Editor
+from .notifications import Broadcaster
+from .protocol import (
+    CLOSE_DIFF,
+    CLOSE_DIFF_INPUT_SCHEMA,
+    CONTEXT_UPDATE,
+    DIFF_ACCEPTED,
+    DIFF_REJECTED,
+    OPEN_DIFF,
+    OPEN_DIFF_INPUT_SCHEMA,
+    SERVER_NAME,
+)
+from .security import MAX_BODY_BYTES, Receive, RequestGuard, Scope, Send
+
+log = logging.getLogger("gemini_companion")
+
+DEBOUNCE_SECONDS = 0.05
+PRUNE_INTERVAL_SECONDS = 20.0
+SHOW_REVIEW_TIMEOUT_SECONDS = 10.0
+STOP_TIMEOUT_SECONDS = 0.8
+# A client that went away without a DELETE is reaped this long after its last request ended and
+# its stream closed; a connected Gemini CLI always holds its stream, so it is never reaped.
+SESSION_IDLE_SECONDS = 300.0
+
+
+class ToolError(Exception):
+    """A tool call that cannot be served; its message is shown to the client as is."""
+
+
+class WindowServer:
+    """The MCP server of one editor window. Construct, `await start()`, `await stop()`; not reusable."""
+
+    def __init__(self, editor: Editor, context: ContextTracker, token: str, port: int = 0) -> None:
+        self.editor = editor
+        self.context = context
+        self.token = token
+        self._requested_port = port
+        self.port = 0
+        self.reviews = Reviews(self._decision_from_any_thread)
+        self.broadcaster = Broadcaster(context.params)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._uvicorn: uvicorn.Server | None = None
+        self._serve_task: asyncio.Task[None] | None = None
+        self._mcp: Server[Any] | None = None
+        self._debounce: asyncio.TimerHandle | None = None
+        self._last_context: dict[str, Any] | None = None
+        self._pruner: asyncio.Task[None] | None = None
+        self.extra_tools: dict[str, ToolSpec] = {}
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    # -- lifecycle --
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        sock = _bind_loopback(self._requested_port)
+        self.port = sock.getsockname()[1]
+        self._mcp = self._build_mcp_server()
+        sdk_app = self._mcp.streamable_http_app(
+            streamable_http_path="/mcp",
+            stateless_http=False,
+            json_response=False,
+            max_request_body_size=MAX_BODY_BYTES,
+            session_idle_timeout=SESSION_IDLE_SECONDS,
+            transport_security=TransportSecuritySettings(
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=[f"127.0.0.1:{self.port}", f"localhost:{self.port}"],
+                allowed_origins=[],
+            ),
+        )
+        app = RequestGuard(_StreamWatcher(_HandshakeEraOnly(sdk_app), self), self.token, self.port)
+        config = uvicorn.Config(
+            app,
+            lifespan="on",
+            loop="none",
+            http="h11",
+            ws="none",
+            log_config=None,
+            access_log=False,
+            timeout_graceful_shutdown=1,
+        )
+        self._uvicorn = uvicorn.Server(config)
+        self._serve_task = asyncio.create_task(self._serve(sock), name=f"uvicorn-{self.port}")
+        while not self._uvicorn.started:
+            if self._serve_task.done():
+                sock.close()
+                error = self._serve_task.exception()
+                raise RuntimeError(f"the server on port {self.port} failed to start: {error!r}")
+            await asyncio.sleep(0.002)
+        self._pruner = asyncio.create_task(self._prune_periodically(), name=f"prune-{self.port}")
+        self.context.set_listener(self.context_changed_threadsafe)
+
+    async def _serve(self, sock: socket.socket) -> None:
+        assert self._uvicorn is not None
+        try:
+            await self._uvicorn.serve(sockets=[sock])
+        except SystemExit as exc:  # uvicorn exits on a lifespan failure; keep it inside the task
+            raise RuntimeError(f"uvicorn stopped with exit code {exc.code}") from None
+        finally:
+            sock.close()
+
+    async def stop(self) -> None:
+        """Stop serving; returns within about a second even while clients hold their streams."""
+        self.context.set_listener(None)
+        if self._debounce is not None:
+            self._debounce.cancel()
+        if self._pruner is not None:
+            self._pruner.cancel()
+        for review in self.reviews.all():
+            if self.reviews.finish(review, Outcome.CLOSED):
+                await self._close_in_editor(review)
+        await self._terminate_sessions()
+        await self.broadcaster.close()
+        if self._uvicorn is not None and self._serve_task is not None:
+            self._uvicorn.should_exit = True
+            try:
+                await asyncio.wait_for(asyncio.shield(self._serve_task), STOP_TIMEOUT_SECONDS)
+            except (TimeoutError, asyncio.TimeoutError):
+                self._uvicorn.force_exit = True
+                self._serve_task.cancel()
+                await asyncio.gather(self._serve_task, return_exceptions=True)
+            except Exception as exc:
+                log.debug("server on port %s ended with %r", self.port, exc)
+
+    async def _terminate_sessions(self) -> None:
+        # An open GET stream never ends by itself, and uvicorn waits for open connections:
+        # end every session first so shutdown does not hang.
+        for transport in list(self._transports().values()):
+            try:
+                await transport.terminate()
+            except Exception as exc:
+                log.debug("terminating a session failed: %r", exc)
+
+    def _transports(self) -> dict[str, Any]:
+        if self._mcp is None:
+            return {}
+        # Private in mcp 2.3.0 (pinned exactly); tests fail loudly if it moves.
+        return self._mcp.session_manager._server_instances  # pyright: ignore[reportPrivateUsage]
+
+    async def _prune_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(PRUNE_INTERVAL_SECONDS)
+            self.prune_sessions()
+
+    def prune_sessions(self) -> None:
+        live = {sid for sid, t in self._transports().items() if not t.is_terminated}
+        self.broadcaster.prune(live)
+
+    # -- context --
+
+    def context_changed_threadsafe(self) -> None:
+        """The editor's context changed (any thread): send it after a trailing 50 ms debounce."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._restart_debounce)
+
+    def _restart_debounce(self) -> None:
+        assert self._loop is not None
+        if self._debounce is not None:
+            self._debounce.cancel()
+        self._debounce = self._loop.call_later(DEBOUNCE_SECONDS, self.flush_context)
+
+    def flush_context(self) -> None:
+        self._debounce = None
+        params = self.context.params()
+        if params == self._last_context:
+            return
+        self._last_context = params
+        self.broadcaster.broadcast(CONTEXT_UPDATE, params)
+
+    # -- diff outcomes from the editor --
+
+    def _decision_from_any_thread(self, review: Review, outcome: Outcome, content: str | None) -> None:
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        loop.call_soon_threadsafe(self._decide, review, outcome, content)
+
+    def _decide(self, review: Review, outcome: Outcome, content: str | None) -> None:
+        if not self.reviews.finish(review, outcome):
+            return  # already ended by closeDiff, another decision or shutdown
+        if outcome is Outcome.ACCEPTED:
+            self.broadcaster.broadcast(DIFF_ACCEPTED, {"filePath": review.file_path, "content": content or ""})
+        elif outcome is Outcome.REJECTED:
+            self.broadcaster.broadcast(DIFF_REJECTED, {"filePath": review.file_path})
+
+    # -- MCP --
+
+    def _build_mcp_server(self) -> Server[Any]:
+        server: Server[Any] = Server(
+            SERVER_NAME,
+            version=__version__,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+        server.add_notification_handler("notifications/initialized", types.NotificationParams, self._initialized)
+        return server
+
+    def _remember(self, ctx: ServerRequestContext[Any]) -> None:
+        request = ctx.request
+        session_id = request.headers.get("mcp-session-id") if request is not None else None
+        if not session_id:
+            return
+        params = ctx.session.client_params
+        name = params.client_info.name if params is not None else "client"
+        self.broadcaster.seen(session_id, ctx.session, name)
+
+    async def _initialized(self, ctx: ServerRequestContext[Any], params: types.NotificationParams | None) -> None:
+        self._remember(ctx)
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        self._remember(ctx)
+        tools = [
+            types.Tool(
+                name=OPEN_DIFF,
+                description="Show a proposed change to a file as a diff the user can edit, accept or reject. "
+                "Answers at once; the outcome arrives as ide/diffAccepted or ide/diffRejected.",
+                input_schema=OPEN_DIFF_INPUT_SCHEMA,
+            ),
+            types.Tool(
+                name=CLOSE_DIFF,
+                description="Close the diff review of a file and return its current proposed text as "
+                'JSON {"content": ...}. Sends no notification.',
+                input_schema=CLOSE_DIFF_INPUT_SCHEMA,
+            ),
+        ]
+        tools += [spec.tool for spec in self.extra_tools.values()]
+        return types.ListToolsResult(tools=tools)
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        self._remember(ctx)
+        arguments = params.arguments or {}
+        try:
+            if params.name == OPEN_DIFF:
+                return await self._open_diff(ctx, arguments)
+            if params.name == CLOSE_DIFF:
+                return await self._close_diff(arguments)
+            spec = self.extra_tools.get(params.name)
+            if spec is None:
+                raise ToolError(f"Unknown tool {params.name!r}. Call tools/list for the tools this server offers.")
+            return await spec.handler(ctx, arguments)
+        except ToolError as exc:
+            return _error_result(str(exc))
+
+    async def _open_diff(self, ctx: ServerRequestContext[Any], arguments: dict[str, Any]) -> types.CallToolResult:
+        file_path = _string_argument(arguments, "filePath")
+        new_content = _string_argument(arguments, "newContent", allow_empty=True)
+        if not file_path:
+            raise ToolError("openDiff needs a non-empty filePath (the absolute path of the file to change).")
+        client_params = ctx.session.client_params
+        requested_by = client_params.client_info.name if client_params is not None else "client"
+        review, _replaced = self.reviews.open(file_path, new_content, requested_by)
+        try:
+            await asyncio.wait_for(self.editor.show_review(review), SHOW_REVIEW_TIMEOUT_SECONDS)
+        except Exception as exc:
+            if self.reviews.finish(review, Outcome.CLOSED):
+                await self._close_in_editor(review)
+            log.warning("could not show the diff for %s: %r", file_path, exc)
+            raise ToolError(
+                f"The editor could not show the diff for {file_path}: {exc or type(exc).__name__}. "
+                "Check that the window is still open, then try again."
+            ) from exc
+        return types.CallToolResult(content=[])
+
+    async def _close_diff(self, arguments: dict[str, Any]) -> types.CallToolResult:
+        file_path = _string_argument(arguments, "filePath")
+        review = self.reviews.get(file_path)
+        content: str | None = None
+        # Claim the review before awaiting the editor, so a user decision arriving meanwhile is
+        # ignored instead of being sent while closeDiff is served.
+        if review is not None and self.reviews.finish(review, Outcome.CLOSED):
+            content = await self._close_in_editor(review)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps({"content": content}))])
+
+    async def _close_in_editor(self, review: Review) -> str:
+        try:
+            return await asyncio.wait_for(self.editor.close_review(review), SHOW_REVIEW_TIMEOUT_SECONDS)
+        except Exception as exc:
+            log.warning("the editor could not close the diff for %s: %r", review.file_path, exc)
+            return review.proposal
+
+
+class ToolSpec:
+    """An extra tool offered by a window server (the workspace tools for other agents)."""
+
+    def __init__(self, tool: types.Tool, handler: Callable[..., Any]) -> None:
+        self.tool = tool
+        self.handler = handler
+
+
+def _string_argument(arguments: dict[str, Any], name: str, allow_empty: bool = False) -> str:
+    value = arguments.get(name)
+    if not isinstance(value, str):
+        raise ToolError(f"The argument {name!r} must be a string.")
+    if not value and not allow_empty:
+        raise ToolError(f"The argument {name!r} must not be empty.")
+    return value
+
+
+def _error_result(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+def _bind_loopback(port: int) -> socket.socket:
+    # IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on sockets created with it, and without
+    # it every response stalls ~40 ms on Nagle + delayed ACK.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        if port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+    except OSError:
+        sock.close()
+        raise
+    sock.setblocking(False)
+    return sock
+
+
+class _HandshakeEraOnly:
+    """Steer clients to the session (handshake) era, the only one with a notification stream.
+
+    A client offering the sessionless 2026-07-28 era is answered with the standard
+    unsupported-version error listing the handshake versions; SDK clients in "auto" mode then fall
+    back to `initialize` and get their notifications like Gemini CLI does.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            version = _header(scope, b"mcp-protocol-version")
+            if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+                body = json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": None,
+                        "error": {
+                            "code": types.UNSUPPORTED_PROTOCOL_VERSION,
+                            "message": "Unsupported protocol version: use the initialize handshake.",
+                            "data": {"supported": list(HANDSHAKE_PROTOCOL_VERSIONS), "requested": version},
+                        },
+                    }
+                ).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 400,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+class _StreamWatcher:
+    """Tell the broadcaster when a session's GET stream opens or ends, and when it is deleted."""
+
+    def __init__(self, app: Any, server: WindowServer) -> None:
+        self.app = app
+        self.server = server
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        method = scope.get("method")
+        session_id = _header(scope, b"mcp-session-id")
+        if method == "GET" and session_id:
+            await self._serve_stream(session_id, scope, receive, send)
+        elif method == "DELETE" and session_id:
+            await self.app(scope, receive, send)
+            self.server.broadcaster.forget(session_id)
+        else:
+            await self.app(scope, receive, send)
+
+    async def _serve_stream(self, session_id: str, scope: Scope, receive: Receive, send: Send) -> None:
+        opened = False
+
+        async def watch(message: Any) -> None:
+            nonlocal opened
+            await send(message)
+            if message["type"] == "http.response.start" and message["status"] == 200 and not opened:
+                opened = True
+                self.server.broadcaster.stream_opened(session_id)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            if opened:
+                self.server.broadcaster.stream_closed(session_id)
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None

@@ -1,0 +1,1 @@
+"""Sublime Text entry point of Gemini Companion (placeholder until the adapter lands)."""
