@@ -72,8 +72,12 @@ class WindowHandle:
 
 
 class Runtime:
-    def __init__(self, editor_pid: int | None = None, discovery_directory: str | None = None) -> None:
-        self.editor_pid = editor_pid if editor_pid is not None else os.getpid()
+    def __init__(
+        self, editor_pid: int | Callable[[], int] | None = None, discovery_directory: str | None = None
+    ) -> None:
+        # A callable is resolved on the loop thread (finding Sublime's PID may import psutil).
+        self._editor_pid_source = editor_pid
+        self.editor_pid = editor_pid if isinstance(editor_pid, int) else os.getpid()
         self.discovery_directory = discovery_directory
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -103,6 +107,11 @@ class Runtime:
 
     async def _main(self) -> None:
         self._stop_requested = asyncio.Event()
+        if callable(self._editor_pid_source):
+            try:
+                self.editor_pid = self._editor_pid_source()
+            except Exception as exc:
+                log.warning("could not determine the editor's PID, using our own: %s", exc)
         removed = discovery.sweep_stale(self.editor_pid, self.discovery_directory)
         for path in removed:
             log.info("removed a stale discovery file: %s", path)

@@ -1,0 +1,82 @@
+"""Plugin lifecycle: start the runtime when Sublime loads the package, leave nothing when it goes.
+
+`plugin_loaded` only creates objects and starts the loop thread; the imports of the server stack,
+the socket binding and the discovery files all happen on that thread, so the editor never waits.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import sublime
+
+from ..processes import editor_pid
+from ..runtime import Runtime
+from . import settings
+from .windows import WindowRegistry
+
+MIN_BUILD = 4205
+LOGGER_NAME = "gemini_companion"
+
+_runtime: Runtime | None = None
+_registry: WindowRegistry | None = None
+
+
+def registry() -> WindowRegistry | None:
+    return _registry
+
+
+def plugin_loaded() -> None:
+    global _runtime, _registry
+    if not build_supported():
+        return
+    configure_logging()
+    _runtime = Runtime(editor_pid=lambda: editor_pid(sublime.executable_path()))
+    _registry = WindowRegistry(_runtime)
+    for window in sublime.windows():
+        _registry.open(window)
+
+
+def plugin_unloaded() -> None:
+    shutdown()
+
+
+def shutdown() -> None:
+    """Close our reviews, stop every server and delete every discovery file (idempotent)."""
+    global _runtime, _registry
+    registry, runtime = _registry, _runtime
+    _registry, _runtime = None, None
+    if registry is not None:
+        registry.close_all()
+    if runtime is not None:
+        runtime.stop()
+
+
+def build_supported() -> bool:
+    try:
+        build = int(sublime.version())
+    except ValueError:
+        return True
+    if build >= MIN_BUILD:
+        return True
+    sublime.status_message(f"Gemini Companion needs Sublime Text build {MIN_BUILD} or newer (this is {build}).")
+    print(
+        f"Gemini Companion: this is Sublime Text build {build}; the companion needs build {MIN_BUILD} or newer, "
+        "whose Python 3.14 plugin host can run the MCP server. Update Sublime Text (Help > Check for Updates, "
+        "or the dev channel before build 4213 is stable for you); the package stays inactive until then."
+    )
+    return False
+
+
+def configure_logging() -> None:
+    logger = logging.getLogger(LOGGER_NAME)
+    for handler in list(logger.handlers):
+        if getattr(handler, "_gemini_companion", False):
+            logger.removeHandler(handler)  # a reload must not double every line
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("Gemini Companion: %(levelname)s: %(message)s"))
+    handler._gemini_companion = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+    logger.propagate = False
+    logger.setLevel(logging.DEBUG if settings.get("debug", False) else logging.WARNING)

@@ -1,0 +1,285 @@
+"""Diff reviews in a window: the current text on the left, the editable proposal on the right.
+
+Everything here runs on Sublime's main thread. The proposal is a scratch view the user may edit;
+its gutter shows the changes against the current text (Sublime's incremental diff, through
+`set_reference_document`), and a banner phantom offers Accept / Reject and hunk navigation. Saving
+the proposal accepts it, closing it rejects it. The user's layout and focus come back when the
+last review of the window ends.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import sublime
+
+from ..diffs import Review
+from . import settings
+
+if TYPE_CHECKING:
+    from sublime_types import WindowLayout
+
+REVIEW_SETTING = "gemini_companion.review"
+ROLE_SETTING = "gemini_companion.role"
+BANNER_KEY = "gemini_companion.banner"
+SPLIT_LAYOUT: WindowLayout = {"cols": [0.0, 0.5, 1.0], "rows": [0.0, 1.0], "cells": [[0, 0, 1, 1], [1, 0, 2, 1]]}
+
+
+@dataclass
+class CurrentText:
+    """What the file holds now, as the user sees it: the unsaved buffer wins over the disk."""
+
+    text: str
+    is_new: bool = False
+    from_unsaved_buffer: bool = False
+
+    @staticmethod
+    def of(window: sublime.Window, path: str) -> CurrentText:
+        open_view = window.find_open_file(path) if os.path.isabs(path) else None
+        if open_view is not None and open_view.is_dirty():
+            return CurrentText(open_view.substr(sublime.Region(0, open_view.size())), from_unsaved_buffer=True)
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:  # newline=None: as Sublime shows it
+                return CurrentText(handle.read())
+        except FileNotFoundError:
+            return CurrentText("", is_new=True)
+        except OSError:
+            return CurrentText("")
+
+
+@dataclass
+class LayoutMemory:
+    """The user's layout, view positions and focus before the first review took over."""
+
+    layout: WindowLayout
+    positions: list[tuple[sublime.View, int, int]]
+    active_view: sublime.View | None
+
+    @staticmethod
+    def capture(window: sublime.Window) -> LayoutMemory:
+        positions = [
+            (view, group, index)
+            for group in range(window.num_groups())
+            for index, view in enumerate(window.views_in_group(group))
+        ]
+        return LayoutMemory(window.layout(), positions, window.active_view())
+
+    def restore(self, window: sublime.Window) -> None:
+        window.set_layout(self.layout)
+        for view, group, index in self.positions:
+            if view.is_valid() and group < window.num_groups():
+                window.set_view_index(view, group, min(index, len(window.views_in_group(group))))
+        if self.active_view is not None and self.active_view.is_valid():
+            window.focus_view(self.active_view)
+
+
+@dataclass
+class ReviewViews:
+    review: Review
+    proposal: sublime.View
+    current: sublime.View | None
+    current_text: CurrentText
+    newline: str = "\n"
+    closing: bool = False
+    banner: sublime.PhantomSet | None = field(default=None, repr=False)
+
+    def proposal_text(self) -> str:
+        text = self.proposal.substr(sublime.Region(0, self.proposal.size()))
+        return text.replace("\n", self.newline) if self.newline != "\n" else text
+
+    def views(self) -> list[sublime.View]:
+        return [v for v in (self.proposal, self.current) if v is not None]
+
+
+class WindowReviews:
+    """The open reviews of one Sublime window."""
+
+    def __init__(self, window: sublime.Window) -> None:
+        self.window = window
+        self.open: dict[int, ReviewViews] = {}
+        self._memory: LayoutMemory | None = None
+
+    # -- called by the server (through the Editor port, marshalled to the main thread) --
+
+    def show(self, review: Review) -> None:
+        if not self.window.is_valid():
+            raise RuntimeError("the window was closed")
+        existing = self.open.get(review.id)
+        if existing is not None:
+            self._show_newer_proposal(existing)
+            return
+        inline = settings.diff_layout() == "inline"
+        if not self.open and not inline:
+            self._memory = LayoutMemory.capture(self.window)
+        entry = self._create_views(review, inline)
+        self.open[review.id] = entry
+        self._render_banner(entry)
+        if settings.get("focus_review", True):
+            self.window.focus_view(entry.proposal)
+
+    def close(self, review: Review) -> str:
+        """Close the review's views without a decision; returns the proposal's current text."""
+        entry = self.open.get(review.id)
+        if entry is None:
+            return review.proposal
+        text = entry.proposal_text() if entry.proposal.is_valid() else review.proposal
+        self._dispose(entry)
+        return text
+
+    def close_all(self) -> None:
+        for entry in list(self.open.values()):
+            self._dispose(entry)
+
+    # -- called by commands and listeners (the user's decisions) --
+
+    def accept(self, entry: ReviewViews) -> None:
+        content = entry.proposal_text()
+        self._dispose(entry)
+        entry.review.accept(content)
+
+    def reject(self, entry: ReviewViews) -> None:
+        self._dispose(entry)
+        entry.review.reject()
+
+    def for_view(self, view: sublime.View) -> ReviewViews | None:
+        review_id = view.settings().get(REVIEW_SETTING)
+        return self.open.get(review_id) if isinstance(review_id, int) else None
+
+    def target(self) -> ReviewViews | None:
+        """The review the palette commands act on: the focused one, else the newest."""
+        active = self.window.active_view()
+        if active is not None:
+            entry = self.for_view(active)
+            if entry is not None:
+                return entry
+        return list(self.open.values())[-1] if self.open else None
+
+    def proposal_closed_by_user(self, view_id: int) -> None:
+        for entry in list(self.open.values()):
+            if entry.proposal.id() == view_id and not entry.closing:
+                self.reject(entry)
+
+    # -- views --
+
+    def _create_views(self, review: Review, inline: bool) -> ReviewViews:
+        current = CurrentText.of(self.window, review.file_path)
+        newline = "\r\n" if "\r\n" in review.proposal else "\n"
+        syntax = sublime.find_syntax_for_file(review.file_path)
+        name = os.path.basename(review.file_path) or review.file_path
+        left: sublime.View | None = None
+        if not inline:
+            self.window.set_layout(SPLIT_LAYOUT)
+            label = "new file" if current.is_new else ("unsaved" if current.from_unsaved_buffer else "current")
+            left = self._new_view(review, "current", f"{name} ({label})", current.text, syntax, group=0)
+            left.set_read_only(True)
+        right = self._new_view(
+            review,
+            "proposal",
+            f"{name} ↔ proposed",
+            review.proposal.replace("\r\n", "\n"),
+            syntax,
+            group=None if inline else 1,
+        )
+        right.set_reference_document(current.text)
+        if inline:
+            right.run_command("toggle_inline_diff")
+        entry = ReviewViews(review, right, left, current, newline)
+        entry.banner = sublime.PhantomSet(right, BANNER_KEY)
+        return entry
+
+    def _new_view(
+        self, review: Review, role: str, name: str, text: str, syntax: sublime.Syntax | None, group: int | None
+    ) -> sublime.View:
+        view = self.window.new_file()
+        view.set_scratch(True)
+        view.set_name(name)
+        if syntax is not None:
+            view.assign_syntax(syntax)
+        view.settings().set(REVIEW_SETTING, review.id)
+        view.settings().set(ROLE_SETTING, role)
+        view.run_command("append", {"characters": text, "force": True, "scroll_to_end": False})
+        view.sel().clear()
+        view.sel().add(sublime.Region(0, 0))
+        if group is not None:
+            self.window.set_view_index(view, group, len(self.window.views_in_group(group)))
+        return view
+
+    def _show_newer_proposal(self, entry: ReviewViews) -> None:
+        review = entry.review
+        entry.newline = "\r\n" if "\r\n" in review.proposal else "\n"
+        entry.current_text = CurrentText.of(self.window, review.file_path)
+        # One undoable edit: the user's changes to the earlier proposal are an undo away.
+        entry.proposal.run_command("gemini_companion_replace_text", {"text": review.proposal.replace("\r\n", "\n")})
+        entry.proposal.set_reference_document(entry.current_text.text)
+        if entry.current is not None:
+            entry.current.set_read_only(False)
+            entry.current.run_command("gemini_companion_replace_text", {"text": entry.current_text.text})
+            entry.current.set_read_only(True)
+        self._render_banner(entry)
+
+    def _render_banner(self, entry: ReviewViews) -> None:
+        if entry.banner is None:
+            return
+        content = banner_html(entry)
+        entry.banner.update(
+            [
+                sublime.Phantom(
+                    sublime.Region(0, 0),
+                    content,
+                    sublime.PhantomLayout.BLOCK,
+                    on_navigate=lambda href, e=entry: self._on_banner_link(e, href),
+                )
+            ]
+        )
+
+    def _on_banner_link(self, entry: ReviewViews, href: str) -> None:
+        if entry.review.id not in self.open:
+            return
+        if href == "accept":
+            self.accept(entry)
+        elif href == "reject":
+            self.reject(entry)
+        elif href in ("next", "previous"):
+            entry.proposal.run_command("next_modification" if href == "next" else "prev_modification")
+
+    def _dispose(self, entry: ReviewViews) -> None:
+        if entry.closing:
+            return
+        entry.closing = True
+        self.open.pop(entry.review.id, None)
+        for view in entry.views():
+            if view.is_valid():
+                view.close()
+        if not self.open and self._memory is not None and self.window.is_valid():
+            memory, self._memory = self._memory, None
+            memory.restore(self.window)
+
+
+def banner_html(entry: ReviewViews) -> str:
+    review = entry.review
+    path = html.escape(review.file_path)
+    requester = html.escape(review.requested_by)
+    notes: list[str] = []
+    if entry.current_text.is_new:
+        notes.append("This file does not exist yet: accepting creates it.")
+    if entry.current_text.from_unsaved_buffer:
+        notes.append(
+            '<span class="warning">The file has unsaved changes in Sublime; they are what the left side shows.</span>'
+        )
+    if review.revision > 1:
+        notes.append(f"Updated proposal ({review.revision}); undo brings back your edits to the earlier one.")
+    notes.append("Edit this side freely: Save accepts it, closing it rejects it.")
+    note_html = "".join(f"<div>{n}</div>" for n in notes)
+    return (
+        '<body id="gemini-companion-banner"><style>'
+        "div.banner { padding: 0.4rem 0.6rem; border-radius: 0.3rem; background-color: var(--bluish); }"
+        "a { text-decoration: none; font-weight: bold; } .warning { color: var(--yellowish); }"
+        "</style>"
+        f'<div class="banner"><div><b>{requester}</b> proposes a change to <code>{path}</code></div>'
+        '<div><a href="accept">Accept</a> · <a href="reject">Reject</a> · '
+        '<a href="previous">◀ Previous change</a> · <a href="next">Next change ▶</a></div>'
+        f"{note_html}</div></body>"
+    )

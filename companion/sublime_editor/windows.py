@@ -1,0 +1,93 @@
+"""One companion server per Sublime window, and the Editor port that shows its reviews."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import sublime
+
+from ..diffs import Review
+from ..runtime import Runtime, WindowHandle
+from .main_thread import on_main
+from .review_ui import WindowReviews
+
+log = logging.getLogger("gemini_companion")
+
+
+class SublimeEditor:
+    """The Editor port for one window: reviews are shown on Sublime's main thread."""
+
+    def __init__(self, reviews: WindowReviews) -> None:
+        self.reviews = reviews
+
+    async def show_review(self, review: Review) -> None:
+        await on_main(lambda: self.reviews.show(review))
+
+    async def close_review(self, review: Review) -> str:
+        return await on_main(lambda: self.reviews.close(review))
+
+
+@dataclass
+class WindowState:
+    window: sublime.Window
+    handle: WindowHandle
+    reviews: WindowReviews
+
+
+class WindowRegistry:
+    """Window id → its server and reviews. Used from the main thread and the async worker."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._windows: dict[int, WindowState] = {}
+
+    def get(self, window: sublime.Window | None) -> WindowState | None:
+        return self._windows.get(window.id()) if window is not None else None
+
+    def open(self, window: sublime.Window) -> WindowState:
+        state = self._windows.get(window.id())
+        if state is not None:
+            return state
+        reviews = WindowReviews(window)
+        handle = self.runtime.open_window(SublimeEditor(reviews), window.folders())
+        state = WindowState(window, handle, reviews)
+        self._windows[window.id()] = state
+        window_id = window.id()
+        handle.ready.add_done_callback(lambda f: _report_start(window_id, f))
+        return state
+
+    def close(self, window: sublime.Window) -> None:
+        """The window is going away: its reviews close silently, its server and file go."""
+        state = self._windows.pop(window.id(), None)
+        if state is None:
+            return
+        state.reviews.close_all()
+        state.handle.close()
+
+    def sync_folders(self, window: sublime.Window) -> None:
+        state = self.get(window)
+        if state is None:
+            return
+        folders = window.folders()
+        if folders != state.handle.folders:
+            state.handle.folders = list(folders)
+            state.handle.set_folders(folders)
+
+    def all(self) -> list[WindowState]:
+        return list(self._windows.values())
+
+    def close_all(self) -> None:
+        for state in self.all():
+            state.reviews.close_all()
+        self._windows.clear()
+
+
+def _report_start(window_id: int, future: object) -> None:
+    import concurrent.futures
+
+    assert isinstance(future, concurrent.futures.Future)
+    error = future.exception()
+    if error is not None:
+        log.error("Gemini Companion could not start the server for window %s: %s", window_id, error)
+        sublime.set_timeout(lambda: sublime.status_message(f"Gemini Companion: server failed to start ({error})"))
