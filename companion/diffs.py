@@ -41,6 +41,9 @@ class Review:
     id: int = field(default_factory=lambda: next(_ids))
     revision: int = 1
     outcome: Outcome | None = None
+    # Set for reviews a tool waits on itself (write_file): the decision goes here instead of
+    # being broadcast to Gemini CLI, which has no pending diff for it.
+    on_decided: Callable[[Outcome, str | None], None] | None = field(default=None, repr=False)
 
     def accept(self, content: str) -> None:
         """The user accepted; `content` is the proposal as the user left it (edits included)."""
@@ -74,6 +77,17 @@ class Reviews:
             review = Review(file_path, proposal, requested_by, self._sink)
             self._open[file_path] = review
             return review, False
+
+    def open_exclusive(
+        self, file_path: str, proposal: str, requested_by: str, on_decided: Callable[[Outcome, str | None], None]
+    ) -> Review | None:
+        """Start a review a tool waits on; None when the path already has an open review."""
+        with self._lock:
+            if file_path in self._open:
+                return None
+            review = Review(file_path, proposal, requested_by, self._sink, on_decided=on_decided)
+            self._open[file_path] = review
+            return review
 
     def get(self, file_path: str) -> Review | None:
         with self._lock:

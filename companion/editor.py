@@ -20,3 +20,14 @@ class Editor(Protocol):
     async def close_review(self, review: Review) -> str:
         """Close the review without asking, and return the proposal's current text (user edits included)."""
         ...
+
+    async def unsaved_text(self, path: str) -> str | None:
+        """The text of `path`'s open buffer if it has unsaved changes, else None."""
+        ...
+
+    async def write_through_buffer(self, path: str, text: str) -> bool:
+        """If `path` is open, replace its buffer with `text` (one undoable edit) and save it.
+
+        Returns False when the file is not open; the caller then writes the file itself.
+        """
+        ...

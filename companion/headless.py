@@ -55,6 +55,12 @@ class HeadlessEditor:
             self._say(f"\nThe client closed the review of {review.file_path}; no answer is needed.\n")
         return review.proposal
 
+    async def unsaved_text(self, path: str) -> str | None:
+        return None  # no buffers: the disk is the truth
+
+    async def write_through_buffer(self, path: str, text: str) -> bool:
+        return False
+
     def _prompt(self, review: Review) -> None:
         with self._prompt_lock:
             if not review.is_open:

@@ -21,7 +21,9 @@ from .context import ContextTracker
 
 if TYPE_CHECKING:
     from .editor import Editor
-    from .server import WindowServer
+    from .server import ToolSpec, WindowServer
+
+    ToolFactory = Callable[[WindowServer], list[ToolSpec]]
 
 log = logging.getLogger("gemini_companion")
 
@@ -36,8 +38,17 @@ class RuntimeStopped(RuntimeError):
 class WindowHandle:
     """A window's server as seen from any thread."""
 
-    def __init__(self, runtime: Runtime, editor: Editor, folders: Sequence[str], port: int, token: str | None) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        editor: Editor,
+        folders: Sequence[str],
+        port: int,
+        token: str | None,
+        tool_factory: ToolFactory | None = None,
+    ) -> None:
         self.runtime = runtime
+        self.tool_factory = tool_factory
         self.editor = editor
         self.folders: list[str] = list(folders)
         self.context = ContextTracker()
@@ -151,11 +162,19 @@ class Runtime:
     # -- windows --
 
     def open_window(
-        self, editor: Editor, folders: Sequence[str], port: int = 0, token: str | None = None
+        self,
+        editor: Editor,
+        folders: Sequence[str],
+        port: int = 0,
+        token: str | None = None,
+        tool_factory: ToolFactory | None = None,
     ) -> WindowHandle:
-        """Start a server for one window; returns at once, `handle.ready` completes when it listens."""
+        """Start a server for one window; returns at once, `handle.ready` completes when it listens.
+
+        `tool_factory(server)` (run on the loop) returns the extra tools the server offers.
+        """
         self.start()
-        handle = WindowHandle(self, editor, folders, port, token)
+        handle = WindowHandle(self, editor, folders, port, token, tool_factory)
         self.submit(lambda: self._open_window(handle))
         return handle
 

@@ -56,8 +56,16 @@ class ToolError(Exception):
 class WindowServer:
     """The MCP server of one editor window. Construct, `await start()`, `await stop()`; not reusable."""
 
-    def __init__(self, editor: Editor, context: ContextTracker, token: str, port: int = 0) -> None:
+    def __init__(
+        self,
+        editor: Editor,
+        context: ContextTracker,
+        token: str,
+        port: int = 0,
+        folders: Callable[[], list[str]] = list,
+    ) -> None:
         self.editor = editor
+        self.folders = folders
         self.context = context
         self.token = token
         self._requested_port = port
@@ -135,7 +143,7 @@ class WindowServer:
         if self._pruner is not None:
             self._pruner.cancel()
         for review in self.reviews.all():
-            if self.reviews.finish(review, Outcome.CLOSED):
+            if self._finish(review, Outcome.CLOSED):
                 await self._close_in_editor(review)
         await self._terminate_sessions()
         await self.broadcaster.close()
@@ -205,12 +213,19 @@ class WindowServer:
         loop.call_soon_threadsafe(self._decide, review, outcome, content)
 
     def _decide(self, review: Review, outcome: Outcome, content: str | None) -> None:
+        self._finish(review, outcome, content)
+
+    def _finish(self, review: Review, outcome: Outcome, content: str | None = None) -> bool:
+        """End `review` once; only the user's decision on an openDiff review is broadcast."""
         if not self.reviews.finish(review, outcome):
-            return  # already ended by closeDiff, another decision or shutdown
-        if outcome is Outcome.ACCEPTED:
+            return False  # already ended by closeDiff, another decision or shutdown
+        if review.on_decided is not None:
+            review.on_decided(outcome, content)
+        elif outcome is Outcome.ACCEPTED:
             self.broadcaster.broadcast(DIFF_ACCEPTED, {"filePath": review.file_path, "content": content or ""})
         elif outcome is Outcome.REJECTED:
             self.broadcaster.broadcast(DIFF_REJECTED, {"filePath": review.file_path})
+        return True
 
     # -- MCP --
 
@@ -285,7 +300,7 @@ class WindowServer:
         try:
             await asyncio.wait_for(self.editor.show_review(review), SHOW_REVIEW_TIMEOUT_SECONDS)
         except Exception as exc:
-            if self.reviews.finish(review, Outcome.CLOSED):
+            if self._finish(review, Outcome.CLOSED):
                 await self._close_in_editor(review)
             log.warning("could not show the diff for %s: %r", file_path, exc)
             raise ToolError(
@@ -300,9 +315,38 @@ class WindowServer:
         content: str | None = None
         # Claim the review before awaiting the editor, so a user decision arriving meanwhile is
         # ignored instead of being sent while closeDiff is served.
-        if review is not None and self.reviews.finish(review, Outcome.CLOSED):
+        if review is not None and self._finish(review, Outcome.CLOSED):
             content = await self._close_in_editor(review)
         return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps({"content": content}))])
+
+    async def request_review(
+        self, file_path: str, proposal: str, requested_by: str, timeout: float
+    ) -> tuple[Outcome, str | None]:
+        """Show a review that the caller waits on (write_file); returns (outcome, accepted text).
+
+        Nothing is broadcast. A timeout counts as a rejection; a cancelled call closes the review.
+        """
+        loop = asyncio.get_running_loop()
+        decision: asyncio.Future[tuple[Outcome, str | None]] = loop.create_future()
+
+        def decided(outcome: Outcome, content: str | None) -> None:
+            if not decision.done():
+                decision.set_result((outcome, content))
+
+        review = self.reviews.open_exclusive(file_path, proposal, requested_by, decided)
+        if review is None:
+            raise ToolError(f"A review of {file_path} is already open in the editor; finish it first, then try again.")
+        try:
+            await asyncio.wait_for(self.editor.show_review(review), SHOW_REVIEW_TIMEOUT_SECONDS)
+            return await asyncio.wait_for(asyncio.shield(decision), timeout)
+        except (TimeoutError, asyncio.TimeoutError):
+            if self._finish(review, Outcome.REJECTED):
+                await self._close_in_editor(review)
+            return decision.result() if decision.done() else (Outcome.REJECTED, None)
+        except BaseException:
+            if self._finish(review, Outcome.CLOSED):
+                await self._close_in_editor(review)
+            raise
 
     async def _close_in_editor(self, review: Review) -> str:
         try:

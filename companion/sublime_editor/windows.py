@@ -27,6 +27,27 @@ class SublimeEditor:
     async def close_review(self, review: Review) -> str:
         return await on_main(lambda: self.reviews.close(review))
 
+    async def unsaved_text(self, path: str) -> str | None:
+        def read() -> str | None:
+            view = self.reviews.window.find_open_file(path)
+            if view is None or not view.is_dirty():
+                return None
+            return view.substr(sublime.Region(0, view.size()))
+
+        return await on_main(read)
+
+    async def write_through_buffer(self, path: str, text: str) -> bool:
+        def write() -> bool:
+            view = self.reviews.window.find_open_file(path)
+            if view is None or view.is_loading():
+                return False
+            # One undoable edit, saved with the view's own line endings and encoding.
+            view.run_command("gemini_companion_replace_text", {"text": text.replace("\r\n", "\n")})
+            view.run_command("save")
+            return True
+
+        return await on_main(write)
+
 
 @dataclass
 class WindowState:
