@@ -7,10 +7,12 @@ server reads snapshots on its loop, so every method takes the lock.
 
 from __future__ import annotations
 
+import fnmatch
+import os
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from .protocol import MAX_OPEN_FILES, MAX_SELECTED_TEXT
@@ -22,6 +24,49 @@ class Position:
 
     line: int
     character: int
+
+
+DEFAULT_EXCLUDES = (
+    ".env",
+    ".env.*",
+    "*.env",
+    ".envrc",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.keystore",
+    "*.jks",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+    "credentials",
+    "credentials.json",
+    "*.secret",
+    "secrets.*",
+)
+
+
+@dataclass(frozen=True)
+class SharingPolicy:
+    """What the user allows the CLI to see.
+
+    `exclude` globs match a file's name or its whole path; such files are never listed and their
+    selection never shared. With `share_selection` off, only cursors are shared.
+    """
+
+    exclude: Sequence[str] = field(default=DEFAULT_EXCLUDES)
+    share_selection: bool = True
+
+    def excludes(self, path: str) -> bool:
+        name = os.path.basename(path)
+        normalized = path.replace(os.sep, "/")
+        return any(fnmatch.fnmatch(name, pattern) or fnmatch.fnmatch(normalized, pattern) for pattern in self.exclude)
 
 
 @dataclass
@@ -45,6 +90,15 @@ class ContextTracker:
         self._clock = clock
         self._on_change = on_change
         self._paused = False
+        self._policy = SharingPolicy()
+
+    @property
+    def policy(self) -> SharingPolicy:
+        return self._policy
+
+    def set_policy(self, policy: SharingPolicy) -> None:
+        self._policy = policy
+        self._changed()
 
     def set_listener(self, on_change: Callable[[], None] | None) -> None:
         self._on_change = on_change
@@ -108,19 +162,27 @@ class ContextTracker:
 
     def params(self) -> dict[str, Any]:
         """The `ide/contextUpdate` params for the current state (wire form, not yet validated)."""
+        policy = self._policy
         with self._lock:
             entries = [] if self._paused else list(self._entries)
-            files: list[dict[str, Any]] = []
-            for index, entry in enumerate(entries):
-                item: dict[str, Any] = {"path": entry.path, "timestamp": entry.timestamp}
-                if index == 0:
-                    item["isActive"] = True
-                    if entry.cursor is not None:
-                        item["cursor"] = {"line": entry.cursor.line, "character": entry.cursor.character}
-                    if entry.selected_text:
-                        item["selectedText"] = entry.selected_text
-                files.append(item)
+        files: list[dict[str, Any]] = []
+        for index, entry in enumerate(entries):
+            if policy.excludes(entry.path):
+                continue  # an excluded active file leaves no file active: its cursor stays private
+            item: dict[str, Any] = {"path": entry.path, "timestamp": entry.timestamp}
+            if index == 0:
+                item["isActive"] = True
+                if entry.cursor is not None:
+                    item["cursor"] = {"line": entry.cursor.line, "character": entry.cursor.character}
+                if entry.selected_text and policy.share_selection:
+                    item["selectedText"] = entry.selected_text
+            files.append(item)
         return {"workspaceState": {"openFiles": files}}
+
+    def snapshot_paths(self) -> list[str]:
+        """The paths the CLI currently sees (after pausing and exclusions), most recent first."""
+        files = self.params()["workspaceState"]["openFiles"]
+        return [f["path"] for f in files]
 
     def _changed(self) -> None:
         if self._on_change is not None:

@@ -19,7 +19,7 @@ import mcp_types
 from mcp.server.session import ServerSession
 
 from .protocol import CONTEXT_UPDATE
-from .wire import validated_params
+from .wire import InvalidNotification, validated_params
 
 log = logging.getLogger("gemini_companion")
 
@@ -50,9 +50,12 @@ class ClientSession:
 class Broadcaster:
     """Sessions of one window and the notifications fanned out to them."""
 
-    def __init__(self, current_context: Callable[[], dict[str, Any]]) -> None:
+    def __init__(
+        self, current_context: Callable[[], dict[str, Any]], on_clients_changed: Callable[[], None] | None = None
+    ) -> None:
         self._current_context = current_context
         self._sessions: dict[str, ClientSession] = {}
+        self.on_clients_changed = on_clients_changed
 
     # -- session bookkeeping (called from the server's request handlers and ASGI hooks) --
 
@@ -68,6 +71,7 @@ class Broadcaster:
             entry.pump = asyncio.get_running_loop().create_task(self._drain(entry), name=f"outbox-{session_id[:8]}")
             if entry.stream_open.is_set():
                 self._queue_initial_context(entry)
+            self._clients_changed()
 
     def stream_opened(self, session_id: str) -> None:
         """The session's GET stream answered 200; the SDK attaches its writer a moment later."""
@@ -82,17 +86,27 @@ class Broadcaster:
         entry.stream_open.set()
         if entry.session is not None:
             self._queue_initial_context(entry)
+        self._clients_changed()
 
     def stream_closed(self, session_id: str) -> None:
         entry = self._sessions.get(session_id)
         if entry is not None:
             entry.stream_generation += 1
             entry.stream_open.clear()
+            self._clients_changed()
 
     def forget(self, session_id: str) -> None:
         entry = self._sessions.pop(session_id, None)
         if entry is not None and entry.pump is not None:
             entry.pump.cancel()
+            self._clients_changed()
+
+    def _clients_changed(self) -> None:
+        if self.on_clients_changed is not None:
+            try:
+                self.on_clients_changed()
+            except Exception as exc:  # an editor callback must never break the server
+                log.debug("clients-changed callback failed: %r", exc)
 
     def prune(self, live_session_ids: set[str]) -> None:
         """Drop sessions the transport no longer knows (closed, deleted or reaped when idle)."""
@@ -101,6 +115,10 @@ class Broadcaster:
 
     def clients(self) -> list[ClientSession]:
         return [s for s in self._sessions.values() if s.session is not None]
+
+    def connected(self) -> list[ClientSession]:
+        """Clients listening right now: their notification stream is open."""
+        return [s for s in self.clients() if s.stream_open.is_set()]
 
     # -- sending --
 
@@ -112,7 +130,12 @@ class Broadcaster:
                 entry.outbox.put_nowait((method, wire))
 
     def _queue_initial_context(self, entry: ClientSession) -> None:
-        entry.outbox.put_nowait((CONTEXT_UPDATE, validated_params(CONTEXT_UPDATE, self._current_context())))
+        try:
+            params = validated_params(CONTEXT_UPDATE, self._current_context())
+        except InvalidNotification as exc:
+            log.error("not sending a context update that Gemini CLI would reject: %s", exc)
+            return
+        entry.outbox.put_nowait((CONTEXT_UPDATE, params))
 
     async def _drain(self, entry: ClientSession) -> None:
         while True:

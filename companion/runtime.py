@@ -60,6 +60,10 @@ class WindowHandle:
         self.token = ""
         self.discovery_path = ""
         self.closed = False
+        # Snapshots for the editor's status bar and doctor view (replaced whole, so any thread may read).
+        self.connected_clients: list[str] = []
+        self.last_context_paths: list[str] = []
+        self.on_clients_changed: Callable[[WindowHandle], None] | None = None
 
     @property
     def url(self) -> str:
@@ -200,6 +204,11 @@ class Runtime:
         log.info("window server listening on %s (discovery file %s)", handle.url, handle.discovery_path)
         handle.ready.set_result(handle)
 
+    def _clients_changed(self, handle: WindowHandle, server: WindowServer) -> None:
+        handle.connected_clients = [c.client_name for c in server.broadcaster.connected()]
+        if handle.on_clients_changed is not None:
+            handle.on_clients_changed(handle)
+
     def _write_discovery(self, handle: WindowHandle) -> str:
         return discovery.write(self.editor_pid, handle.port, handle.folders, handle.token, self.discovery_directory)
 
@@ -238,6 +247,10 @@ class Runtime:
         thread.join(timeout)
         if thread.is_alive():
             log.warning("the companion's loop thread did not stop within %.1f s", timeout)
+
+
+def _remember_paths(handle: WindowHandle, params: dict[str, Any]) -> None:
+    handle.last_context_paths = [f["path"] for f in params["workspaceState"]["openFiles"]]
 
 
 def _copy_result(task: asyncio.Future[T], future: concurrent.futures.Future[T]) -> None:

@@ -37,6 +37,7 @@ from .protocol import (
     SERVER_NAME,
 )
 from .security import MAX_BODY_BYTES, Receive, RequestGuard, Scope, Send
+from .wire import InvalidNotification
 
 log = logging.getLogger("gemini_companion")
 
@@ -80,6 +81,7 @@ class WindowServer:
         self._last_context: dict[str, Any] | None = None
         self._pruner: asyncio.Task[None] | None = None
         self.extra_tools: dict[str, ToolSpec] = {}
+        self.on_context_sent: Callable[[dict[str, Any]], None] | None = None
 
     @property
     def url(self) -> str:
@@ -202,7 +204,14 @@ class WindowServer:
         if params == self._last_context:
             return
         self._last_context = params
-        self.broadcaster.broadcast(CONTEXT_UPDATE, params)
+        try:
+            self.broadcaster.broadcast(CONTEXT_UPDATE, params)
+        except InvalidNotification as exc:
+            # Sending it would disconnect Gemini CLI for good: drop it and say so.
+            log.error("not sending a context update that Gemini CLI would reject: %s", exc)
+            return
+        if self.on_context_sent is not None:
+            self.on_context_sent(params)
 
     # -- diff outcomes from the editor --
 
