@@ -22,15 +22,31 @@ from .companion.sublime_editor.listeners import (  # noqa: E402
     GeminiCompanionContextListener,
     GeminiCompanionReviewListener,
 )
+from .companion.sublime_editor.status_commands import (  # noqa: E402
+    GeminiCompanionStatusCommand,
+    GeminiCompanionToggleSharingCommand,
+)
+from .companion.sublime_editor.terminal_commands import (  # noqa: E402
+    GeminiCompanionOpenCliCommand,
+    GeminiCompanionSendFileCommand,
+    GeminiCompanionSendPathsCommand,
+    GeminiCompanionSendSelectionCommand,
+)
 
 __all__ = [
     "GeminiCompanionApplyCommand",
     "GeminiCompanionContextListener",
     "GeminiCompanionNextChangeCommand",
+    "GeminiCompanionOpenCliCommand",
     "GeminiCompanionRejectCommand",
     "GeminiCompanionReplaceTextCommand",
     "GeminiCompanionReviewListener",
     "GeminiCompanionSaveReviewCommand",
+    "GeminiCompanionSendFileCommand",
+    "GeminiCompanionSendPathsCommand",
+    "GeminiCompanionSendSelectionCommand",
+    "GeminiCompanionStatusCommand",
+    "GeminiCompanionToggleSharingCommand",
     "plugin_loaded",
     "plugin_unloaded",
 ]

@@ -11,6 +11,7 @@ import sys
 
 import sublime
 
+from ..context import DEFAULT_EXCLUDES, SharingPolicy
 from ..processes import editor_pid
 from ..runtime import Runtime
 from . import settings
@@ -18,6 +19,7 @@ from .windows import WindowRegistry
 
 MIN_BUILD = 4205
 LOGGER_NAME = "gemini_companion"
+SETTINGS_LISTENER = "gemini_companion.lifecycle"
 
 _runtime: Runtime | None = None
 _registry: WindowRegistry | None = None
@@ -33,7 +35,8 @@ def plugin_loaded() -> None:
         return
     configure_logging()
     _runtime = Runtime(editor_pid=lambda: editor_pid(sublime.executable_path()))
-    _registry = WindowRegistry(_runtime)
+    _registry = WindowRegistry(_runtime, sharing_policy())
+    settings.settings().add_on_change(SETTINGS_LISTENER, settings_changed)
     for window in sublime.windows():
         _registry.open(window)
 
@@ -48,9 +51,26 @@ def shutdown() -> None:
     registry, runtime = _registry, _runtime
     _registry, _runtime = None, None
     if registry is not None:
+        settings.settings().clear_on_change(SETTINGS_LISTENER)
         registry.close_all()
     if runtime is not None:
         runtime.stop()
+
+
+def sharing_policy() -> SharingPolicy:
+    exclude = settings.get("context_exclude", list(DEFAULT_EXCLUDES))
+    return SharingPolicy(exclude=tuple(str(p) for p in exclude), share_selection=settings.get("share_selection", True))
+
+
+def settings_changed() -> None:
+    """Apply edited settings at once: sharing policy, log level, status bars."""
+    from . import status
+
+    configure_logging()
+    if _registry is not None:
+        _registry.set_policy(sharing_policy())
+        for state in _registry.all():
+            status.show(state)
 
 
 def build_supported() -> bool:

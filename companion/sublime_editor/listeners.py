@@ -14,6 +14,7 @@ import sublime_plugin
 
 from ..context import Position
 from ..protocol import MAX_SELECTED_TEXT
+from . import status
 from .lifecycle import registry, shutdown
 from .review_ui import REVIEW_SETTING, ROLE_SETTING
 from .windows import WindowState
@@ -63,6 +64,8 @@ class GeminiCompanionContextListener(sublime_plugin.EventListener):
             return
         reg.sync_folders(window)
         state = reg.get(window)
+        if state is not None:
+            status.show_later(state)  # the status bar is per view: a newly focused view needs it too
         path = tracked_path(view)
         if state is None or path is None:
             return

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import sublime
 
+from ..context import SharingPolicy
 from ..diffs import Review
 from ..runtime import Runtime, WindowHandle
 from .main_thread import on_main
@@ -54,13 +55,15 @@ class WindowState:
     window: sublime.Window
     handle: WindowHandle
     reviews: WindowReviews
+    terminal_folder: str | None = None  # where this window's Gemini CLI terminal runs
 
 
 class WindowRegistry:
     """Window id → its server and reviews. Used from the main thread and the async worker."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, policy: SharingPolicy | None = None) -> None:
         self.runtime = runtime
+        self.policy = policy or SharingPolicy()
         self._windows: dict[int, WindowState] = {}
 
     def get(self, window: sublime.Window | None) -> WindowState | None:
@@ -70,19 +73,30 @@ class WindowRegistry:
         state = self._windows.get(window.id())
         if state is not None:
             return state
+        from . import status  # status imports this module
+
         reviews = WindowReviews(window)
         handle = self.runtime.open_window(SublimeEditor(reviews), window.folders())
+        handle.context.set_policy(self.policy)
         state = WindowState(window, handle, reviews)
         self._windows[window.id()] = state
         window_id = window.id()
+        handle.on_clients_changed = lambda _h: status.show_later(state)
         handle.ready.add_done_callback(lambda f: _report_start(window_id, f))
+        handle.ready.add_done_callback(lambda _f: status.show_later(state))
         return state
+
+    def set_policy(self, policy: SharingPolicy) -> None:
+        self.policy = policy
+        for state in self.all():
+            state.handle.context.set_policy(policy)
 
     def close(self, window: sublime.Window) -> None:
         """The window is going away: its reviews close silently, its server and file go."""
         state = self._windows.pop(window.id(), None)
         if state is None:
             return
+        state.handle.on_clients_changed = None
         state.reviews.close_all()
         state.handle.close()
 
@@ -99,8 +113,13 @@ class WindowRegistry:
         return list(self._windows.values())
 
     def close_all(self) -> None:
+        from . import status
+
         for state in self.all():
+            state.handle.on_clients_changed = None
             state.reviews.close_all()
+            if state.window.is_valid():
+                status.clear(state.window)
         self._windows.clear()
 
 

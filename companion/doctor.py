@@ -1,0 +1,164 @@
+"""The "Status and Troubleshooting" report: what is running, what is wrong, and how to fix it.
+
+Pure text from facts the editor gathers; it never contains the auth token.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import sys
+from dataclasses import dataclass, field
+
+LIBRARIES = (
+    "mcp",
+    "mcp-types",
+    "uvicorn",
+    "starlette",
+    "sse-starlette",
+    "pydantic",
+    "pydantic-core",
+    "anyio",
+    "h11",
+    "httpx2",
+    "psutil",
+)
+
+
+@dataclass
+class DiscoveryCheck:
+    path: str
+    exists: bool = False
+    owned_by_us: bool = False
+    mode: int | None = None
+
+    @property
+    def private(self) -> bool:
+        return self.mode is None or self.mode & 0o077 == 0
+
+    @staticmethod
+    def of(path: str) -> DiscoveryCheck:
+        check = DiscoveryCheck(path)
+        if not path:
+            return check
+        try:
+            st = os.stat(path)
+        except OSError:
+            return check
+        check.exists = True
+        check.owned_by_us = sys.platform == "win32" or st.st_uid == os.getuid()
+        check.mode = None if sys.platform == "win32" else st.st_mode & 0o777
+        return check
+
+
+@dataclass
+class Facts:
+    build: str
+    platform: str
+    python: str
+    server_state: str  # "listening", "starting", "failed: …", "stopped"
+    url: str
+    discovery: DiscoveryCheck
+    workspace_path: str
+    clients: list[str]
+    paused: bool
+    last_context: list[str]
+    libraries: dict[str, str | None]
+    terminus_installed: bool
+    excluded_patterns: list[str] = field(default_factory=list)
+
+
+def library_versions(names: tuple[str, ...] = LIBRARIES) -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def problems(facts: Facts) -> list[str]:
+    """Each problem found, with what to do about it."""
+    found: list[str] = []
+    missing = [name for name, version in facts.libraries.items() if version is None and name != "psutil"]
+    if missing:
+        found.append(
+            f"Libraries missing: {', '.join(missing)}. "
+            "Run “Package Control: Satisfy Libraries” and restart Sublime Text."
+        )
+    if facts.server_state != "listening":
+        found.append(
+            f"The server is {facts.server_state}. Check the console (View > Show Console) for the reason, "
+            "then reload the package (or restart Sublime Text)."
+        )
+    if facts.server_state == "listening" and not facts.discovery.exists:
+        found.append(
+            "The discovery file is missing, so Gemini CLI cannot find this window. Reload the package; "
+            "if it stays missing, check that the temporary folder is writable."
+        )
+    if facts.discovery.exists and not facts.discovery.owned_by_us:
+        found.append(
+            "The discovery file belongs to another user; Gemini CLI ignores it. Delete it and reload the package."
+        )
+    if facts.discovery.exists and not facts.discovery.private:
+        found.append("The discovery file is readable by other users. Delete it and reload the package.")
+    if not facts.workspace_path:
+        found.append(
+            "This window has no folder. Open one (File > Open Folder…): Gemini CLI connects only when it runs "
+            "inside one of the window's folders."
+        )
+    if facts.server_state == "listening" and facts.workspace_path and not facts.clients:
+        found.append(
+            "No Gemini CLI is connected. Start `gemini` inside one of the folders above (Command Palette: "
+            "“Gemini Companion: Open Gemini CLI”, or any terminal). The first time, type `/ide enable` in Gemini CLI. "
+            "If it reports “Directory mismatch”, change into one of the folders first."
+        )
+    if facts.paused:
+        found.append(
+            "Context sharing is paused: Gemini CLI sees no open files. Run “Gemini Companion: Resume Context Sharing”."
+        )
+    if not facts.terminus_installed:
+        found.append(
+            "Terminus is not installed, so “Open Gemini CLI” cannot open a terminal in Sublime Text. Install it with "
+            "“Package Control: Install Package” → Terminus, or run `gemini` in any terminal inside the folder."
+        )
+    return found
+
+
+def report(facts: Facts) -> str:
+    lines = [
+        "# Gemini Companion: Status and Troubleshooting",
+        "",
+        f"- Sublime Text build: {facts.build} ({facts.platform})",
+        f"- Plugin host Python: {facts.python}",
+        f"- Server: {facts.server_state}" + (f" at {facts.url}" if facts.server_state == "listening" else ""),
+        f"- Discovery file: {facts.discovery.path or '(none)'}",
+        f"  - on disk: {'yes' if facts.discovery.exists else 'no'}"
+        + (
+            f"; owner: {'you' if facts.discovery.owned_by_us else 'another user'}"
+            + (f"; mode: {facts.discovery.mode:o}" if facts.discovery.mode is not None else "")
+            if facts.discovery.exists
+            else ""
+        ),
+        f"- Workspace path: {facts.workspace_path or '(no folder open)'}",
+        f"- Connected clients: {', '.join(facts.clients) if facts.clients else 'none'}",
+        f"- Context sharing: {'paused' if facts.paused else 'on'}",
+        "- Last context sent (paths only): " + (", ".join(facts.last_context) if facts.last_context else "none"),
+        f"- Terminus: {'installed' if facts.terminus_installed else 'not installed'}",
+        "- Libraries: " + ", ".join(f"{name} {version or 'MISSING'}" for name, version in facts.libraries.items()),
+        "",
+        "## Problems and fixes",
+        "",
+    ]
+    found = problems(facts)
+    lines += [f"{i}. {text}" for i, text in enumerate(found, 1)] if found else ["None found."]
+    lines += [
+        "",
+        "## Good to know",
+        "",
+        "- Gemini CLI needs `/ide enable` once; after that it connects by itself when started inside the folder.",
+        "- Gemini CLI started in any terminal inside this window's folders connects to this window.",
+        "- Changes are never written by Sublime: Gemini CLI writes the file after you accept.",
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,45 @@
+"""The status-bar item of each window: connected, waiting or paused (main thread only)."""
+
+from __future__ import annotations
+
+import sublime
+
+from . import settings
+from .windows import WindowState
+
+STATUS_KEY = "gemini_companion"
+
+
+def status_text(state: WindowState) -> str:
+    handle = state.handle
+    if not handle.ready.done() or handle.ready.exception() is not None:
+        return "Gemini ✕" if handle.ready.done() else "Gemini …"
+    if handle.context.paused:
+        return "Gemini ⏸ paused"
+    count = len(handle.connected_clients)
+    if count == 0:
+        return "Gemini ○"
+    return "Gemini ●" if count == 1 else f"Gemini ● {count}"
+
+
+def show(state: WindowState) -> None:
+    """Put the window's status on each of its views (Sublime's status bar is per view)."""
+    window = state.window
+    if not window.is_valid():
+        return
+    text = status_text(state) if settings.get("show_status_bar", True) else ""
+    for view in window.views():
+        if text:
+            view.set_status(STATUS_KEY, text)
+        else:
+            view.erase_status(STATUS_KEY)
+
+
+def show_later(state: WindowState) -> None:
+    """From any thread: update the status bar on the main thread."""
+    sublime.set_timeout(lambda: show(state))
+
+
+def clear(window: sublime.Window) -> None:
+    for view in window.views():
+        view.erase_status(STATUS_KEY)

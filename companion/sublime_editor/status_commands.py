@@ -1,0 +1,100 @@
+"""Commands: Status and Troubleshooting, and pausing context sharing."""
+
+from __future__ import annotations
+
+import sys
+
+import sublime
+import sublime_plugin
+
+from .. import doctor
+from ..discovery import workspace_path
+from . import status, terminal
+from .lifecycle import registry
+from .windows import WindowState
+
+DOCTOR_VIEW_SETTING = "gemini_companion.doctor"
+
+
+def _state(window: sublime.Window | None) -> WindowState | None:
+    reg = registry()
+    return reg.get(window) if reg is not None else None
+
+
+def gather_facts(window: sublime.Window, state: WindowState | None) -> doctor.Facts:
+    python = sys.version.split()[0]
+    common = {
+        "build": sublime.version(),
+        "platform": f"{sublime.platform()} {sublime.arch()}",
+        "python": python,
+        "libraries": doctor.library_versions(),
+        "terminus_installed": terminal.terminus_installed(),
+    }
+    if state is None:
+        return doctor.Facts(
+            server_state="stopped",
+            url="",
+            discovery=doctor.DiscoveryCheck(""),
+            workspace_path="",
+            clients=[],
+            paused=False,
+            last_context=[],
+            **common,  # type: ignore[arg-type]
+        )
+    handle = state.handle
+    if not handle.ready.done():
+        server_state = "starting"
+    elif handle.ready.exception() is not None:
+        server_state = f"failed: {handle.ready.exception()}"
+    else:
+        server_state = "listening"
+    return doctor.Facts(
+        server_state=server_state,
+        url=handle.url,
+        discovery=doctor.DiscoveryCheck.of(handle.discovery_path),
+        workspace_path=workspace_path(handle.folders),
+        clients=list(handle.connected_clients),
+        paused=handle.context.paused,
+        last_context=list(handle.last_context_paths),
+        **common,  # type: ignore[arg-type]
+    )
+
+
+class GeminiCompanionStatusCommand(sublime_plugin.WindowCommand):
+    """Gemini Companion: Status and Troubleshooting (a read-only report, never the token)."""
+
+    def run(self) -> None:
+        text = doctor.report(gather_facts(self.window, _state(self.window)))
+        view = next((v for v in self.window.views() if v.settings().get(DOCTOR_VIEW_SETTING)), None)
+        if view is None:
+            view = self.window.new_file()
+            view.set_scratch(True)
+            view.set_name("Gemini Companion: Status")
+            view.settings().set(DOCTOR_VIEW_SETTING, True)
+            view.assign_syntax("Packages/Markdown/Markdown.sublime-syntax")
+        view.set_read_only(False)
+        view.run_command("gemini_companion_replace_text", {"text": text})
+        view.set_read_only(True)
+        self.window.focus_view(view)
+
+
+class GeminiCompanionToggleSharingCommand(sublime_plugin.WindowCommand):
+    """Pause or resume sharing this window's open files and selection with Gemini CLI."""
+
+    def run(self) -> None:
+        state = _state(self.window)
+        if state is None:
+            return
+        context = state.handle.context
+        context.set_paused(not context.paused)
+        status.show(state)
+        word = "paused: Gemini CLI sees no open files" if context.paused else "resumed"
+        sublime.status_message(f"Gemini Companion: context sharing {word}.")
+
+    def is_enabled(self) -> bool:
+        return _state(self.window) is not None
+
+    def description(self) -> str:
+        state = _state(self.window)
+        paused = state is not None and state.handle.context.paused
+        return "Gemini Companion: Resume Context Sharing" if paused else "Gemini Companion: Pause Context Sharing"
