@@ -189,8 +189,16 @@ class Runtime:
         if handle.closed:
             return
         server = WindowServer(
-            handle.editor, handle.context, handle.requested_token or new_token(), handle.requested_port
+            handle.editor,
+            handle.context,
+            handle.requested_token or new_token(),
+            handle.requested_port,
+            folders=lambda: list(handle.folders),
         )
+        server.broadcaster.on_clients_changed = lambda: self._clients_changed(handle, server)
+        server.on_context_sent = lambda params: _remember_paths(handle, params)
+        if handle.tool_factory is not None:
+            server.extra_tools = {spec.tool.name: spec for spec in handle.tool_factory(server)}
         try:
             await server.start()
             handle.server, handle.port, handle.token = server, server.port, server.token
