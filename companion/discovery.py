@@ -55,7 +55,13 @@ def workspace_path(folders: Sequence[str]) -> str:
 
 def ensure_private_dir(path: str) -> None:
     """Create the folder 0700 (each missing level), and narrow it to 0700 if it is ours."""
-    os.makedirs(path, mode=0o700, exist_ok=True)
+    parent = os.path.dirname(path)
+    if parent and parent != path and not os.path.isdir(parent):
+        ensure_private_dir(parent)  # makedirs would create missing parents with mode 0777 & ~umask
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
     if sys.platform != "win32":
         st = os.stat(path)
         if st.st_uid == os.getuid() and st.st_mode & 0o077:

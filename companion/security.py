@@ -2,7 +2,7 @@
 
 Checks, in this order, for every request: the path is `/mcp`; no `Origin` header (browsers send
 one, Gemini CLI and other local agents do not: a web page must never reach the server); the `Host`
-is exactly `127.0.0.1:<port>` or `localhost:<port>` (defeats DNS rebinding); the bearer token
+is exactly `127.0.0.1:<port>` or `localhost:<port>`, byte for byte (defeats DNS rebinding); the bearer token
 matches (constant-time); a declared body is not larger than the cap. The token never appears in
 a response or a log line.
 """
@@ -59,7 +59,7 @@ class RequestGuard:
         if origins:
             return 403, "Request denied: requests from web pages (with an Origin header) are not accepted.", []
         hosts = _values(headers, b"host")
-        if len(hosts) != 1 or hosts[0].lower() not in self._hosts:
+        if len(hosts) != 1 or hosts[0] not in self._hosts:
             return 403, "Invalid Host header: connect to 127.0.0.1 on this server's port.", []
         auth = _values(headers, b"authorization")
         if len(auth) != 1 or not hmac.compare_digest(auth[0], self._expected):

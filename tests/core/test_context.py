@@ -1,0 +1,102 @@
+"""The context Gemini CLI receives: order, limits, what only the active file carries, privacy."""
+
+from __future__ import annotations
+
+import itertools
+
+from companion.context import ContextTracker, Position, SharingPolicy
+from companion.wire import validated_params
+
+
+def frozen_clock() -> ContextTracker:
+    return ContextTracker(clock=lambda: 1_000)  # every change in the same millisecond
+
+
+def files(tracker: ContextTracker) -> list[dict[str, object]]:
+    return tracker.params()["workspaceState"]["openFiles"]
+
+
+def test_most_recent_first_at_most_ten_with_strictly_increasing_timestamps() -> None:
+    tracker = frozen_clock()
+    for i in range(12):
+        tracker.activate(f"/w/{i}.py")
+    tracker.activate("/w/5.py")
+    listed = files(tracker)
+    assert [f["path"] for f in listed] == ["/w/5.py"] + [f"/w/{i}.py" for i in (11, 10, 9, 8, 7, 6, 4, 3, 2)]
+    stamps = [f["timestamp"] for f in listed]
+    assert stamps == sorted(stamps, reverse=True) and len(set(stamps)) == len(stamps)
+    validated_params("ide/contextUpdate", tracker.params())
+
+
+def test_only_the_active_file_carries_cursor_and_selection() -> None:
+    tracker = ContextTracker()
+    tracker.activate("/w/a.py", Position(2, 3), "picked")
+    tracker.activate("/w/b.py", Position(7, 1), None)
+    first, second = files(tracker)
+    assert first == {"path": "/w/b.py", "timestamp": first["timestamp"], "isActive": True,
+                     "cursor": {"line": 7, "character": 1}}
+    assert second == {"path": "/w/a.py", "timestamp": second["timestamp"]}
+
+
+def test_selection_changes_count_only_for_the_active_file() -> None:
+    changes = itertools.count()
+    tracker = ContextTracker(on_change=lambda: next(changes))
+    tracker.activate("/w/a.py")
+    tracker.activate("/w/b.py")
+    before = next(changes)
+    tracker.select("/w/a.py", Position(1, 1), "not active")
+    assert next(changes) == before + 1  # no change was reported in between
+    tracker.select("/w/b.py", Position(4, 2), "now")
+    assert files(tracker)[0]["selectedText"] == "now"
+
+
+def test_selected_text_is_clipped_to_16384_characters() -> None:
+    tracker = ContextTracker()
+    tracker.activate("/w/a.py", Position(1, 1), "é" * 20_000)
+    assert files(tracker)[0]["selectedText"] == "é" * 16384
+    validated_params("ide/contextUpdate", tracker.params())
+
+
+def test_close_and_rename() -> None:
+    tracker = ContextTracker()
+    tracker.activate("/w/a.py")
+    tracker.activate("/w/b.py")
+    tracker.rename("/w/a.py", "/w/renamed.py")
+    tracker.close("/w/b.py")
+    assert [f["path"] for f in files(tracker)] == ["/w/renamed.py"]
+
+
+def test_paused_sharing_sends_an_empty_context() -> None:
+    tracker = ContextTracker()
+    tracker.activate("/w/a.py", Position(1, 1), "secret")
+    tracker.set_paused(True)
+    assert tracker.params() == {"workspaceState": {"openFiles": []}}
+    tracker.set_paused(False)
+    assert files(tracker)[0]["path"] == "/w/a.py"
+
+
+def test_excluded_files_are_never_listed_and_their_selection_never_shared() -> None:
+    tracker = ContextTracker()
+    tracker.activate("/w/app.py")
+    for secret in ("/w/.env", "/w/.env.local", "/w/certs/server.pem", "/home/me/.ssh/id_rsa", "/w/k.key"):
+        tracker.activate(secret, Position(1, 1), "API_KEY=123")
+    listed = files(tracker)
+    assert [f["path"] for f in listed] == ["/w/app.py"]
+    assert "cursor" not in listed[0] and "selectedText" not in listed[0]
+    assert tracker.snapshot_paths() == ["/w/app.py"]
+
+
+def test_custom_exclusions_match_names_and_paths() -> None:
+    tracker = ContextTracker()
+    tracker.set_policy(SharingPolicy(exclude=("*/private/*", "*.log")))
+    for path in ("/w/private/notes.md", "/w/run.log", "/w/ok.py"):
+        tracker.activate(path)
+    assert tracker.snapshot_paths() == ["/w/ok.py"]
+
+
+def test_selection_sharing_can_be_turned_off_keeping_the_cursor() -> None:
+    tracker = ContextTracker()
+    tracker.set_policy(SharingPolicy(share_selection=False))
+    tracker.activate("/w/a.py", Position(3, 4), "private")
+    assert files(tracker)[0]["cursor"] == {"line": 3, "character": 4}
+    assert "selectedText" not in files(tracker)[0]

@@ -1,0 +1,158 @@
+"""The discovery file: where Gemini CLI looks, what it reads, who may read it, when it goes."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from companion import discovery
+
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX permission bits")
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"TMPDIR": "/var/folders/xy/T/"}, "/var/folders/xy/T"),  # macOS sets it with a trailing slash
+        ({"TMPDIR": "/custom"}, "/custom"),
+        ({"TMP": "/from-tmp"}, "/from-tmp"),
+        ({"TEMP": "/from-temp"}, "/from-temp"),
+        ({"TMPDIR": "", "TMP": "/second"}, "/second"),
+        ({}, "/tmp"),
+        ({"TMPDIR": "/"}, "/"),
+    ],
+)
+def test_tmpdir_follows_node_on_posix(env: dict[str, str], expected: str) -> None:
+    assert discovery.node_tmpdir(env, platform="linux") == expected
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"TEMP": "C:\\Users\\me\\AppData\\Local\\Temp\\"}, "C:\\Users\\me\\AppData\\Local\\Temp"),
+        ({"TMP": "D:\\tmp"}, "D:\\tmp"),
+        ({"TEMP": "C:\\"}, "C:\\"),  # a drive root keeps its backslash
+        ({"SystemRoot": "C:\\Windows"}, "C:\\Windows\\temp"),
+    ],
+)
+def test_tmpdir_follows_node_on_windows(env: dict[str, str], expected: str) -> None:
+    assert discovery.node_tmpdir(env, platform="win32") == expected
+
+
+def test_the_file_has_what_the_cli_reads(tmp_path: str) -> None:
+    folders = [os.path.join(str(tmp_path), "a"), os.path.join(str(tmp_path), "b")]
+    path = discovery.write(4242, 51234, folders, "tok", str(tmp_path))
+    assert os.path.basename(path) == "gemini-ide-server-4242-51234.json"
+    with open(path) as handle:
+        payload = json.load(handle)
+    assert payload == {
+        "port": 51234,
+        "workspacePath": os.pathsep.join(folders),
+        "authToken": "tok",
+        "ideInfo": {"name": "sublimetext", "displayName": "Sublime Text"},
+    }
+
+
+def test_a_window_without_folders_says_so_with_an_empty_workspace(tmp_path: str) -> None:
+    path = discovery.write(1, 2, [], "t", str(tmp_path))
+    with open(path) as handle:
+        assert json.load(handle)["workspacePath"] == ""
+
+
+def test_the_default_directory_is_under_node_tmpdir(monkeypatch: pytest.MonkeyPatch, tmp_path: str) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path) + "/")
+    assert discovery.discovery_dir() == os.path.join(str(tmp_path), "gemini", "ide")
+
+
+@posix_only
+def test_directory_0700_and_file_0600_from_the_moment_of_creation(
+    tmp_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = os.path.join(str(tmp_path), "gemini", "ide")
+    seen: list[tuple[int, int]] = []
+    real_replace = os.replace
+
+    def watching_replace(src: str, dst: str) -> None:
+        # The content is complete here and nothing can read it yet but us: check both modes now.
+        seen.append((stat.S_IMODE(os.stat(src).st_mode), stat.S_IMODE(os.stat(os.path.dirname(src)).st_mode)))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", watching_replace)
+    old_umask = os.umask(0)  # even a permissive umask must not widen the modes
+    try:
+        path = discovery.write(1, 2, ["/w"], "secret", directory)
+    finally:
+        os.umask(old_umask)
+    assert seen == [(0o600, 0o700)]
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.join(str(tmp_path), "gemini")).st_mode) == 0o700
+
+
+@posix_only
+def test_an_existing_open_directory_of_ours_is_narrowed_to_0700(tmp_path: str) -> None:
+    directory = os.path.join(str(tmp_path), "ide")
+    os.makedirs(directory, mode=0o755)
+    os.chmod(directory, 0o777)
+    discovery.write(1, 2, [], "t", directory)
+    assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
+
+
+def test_rewrite_is_atomic_and_leaves_no_temporary_file(tmp_path: str) -> None:
+    path = discovery.write(1, 2, ["/one"], "t", str(tmp_path))
+    path2 = discovery.write(1, 2, ["/one", "/two"], "t", str(tmp_path))
+    assert path == path2
+    with open(path) as handle:
+        assert json.load(handle)["workspacePath"] == os.pathsep.join(["/one", "/two"])
+    assert os.listdir(str(tmp_path)) == [os.path.basename(path)]
+
+
+def test_remove_is_idempotent(tmp_path: str) -> None:
+    path = discovery.write(1, 2, [], "t", str(tmp_path))
+    discovery.remove(path)
+    discovery.remove(path)
+    assert not os.path.exists(path)
+
+
+def dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_sweep_removes_files_of_dead_editors_and_never_live_ones(tmp_path: str) -> None:
+    directory = str(tmp_path)
+    dead = discovery.write(dead_pid(), 1111, [], "t", directory)
+    live_other = discovery.write(os.getppid(), 2222, [], "t", directory)
+    unrelated = os.path.join(directory, "notes.json")
+    with open(unrelated, "w") as handle:
+        handle.write("{}")
+    removed = discovery.sweep_stale(own_editor_pid=os.getpid(), directory=directory)
+    assert removed == [dead]
+    assert os.path.exists(live_other) and os.path.exists(unrelated)
+
+
+def test_sweep_removes_our_own_editors_file_whose_port_is_dead_but_keeps_a_live_one(tmp_path: str) -> None:
+    directory = str(tmp_path)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    try:
+        stale = discovery.write(os.getpid(), closed_port, [], "t", directory)
+        live = discovery.write(os.getpid(), listener.getsockname()[1], [], "t", directory)
+        assert discovery.sweep_stale(os.getpid(), directory) == [stale]
+        assert os.path.exists(live)
+    finally:
+        listener.close()
+
+
+def test_sweep_of_a_missing_directory_is_harmless(tmp_path: str) -> None:
+    assert discovery.sweep_stale(os.getpid(), os.path.join(str(tmp_path), "absent")) == []
