@@ -1,0 +1,120 @@
+"""`python -m companion serve`: what a user sees in a terminal, and that Ctrl-C cleans up."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import anyio
+import pytest
+
+from companion.discovery import discovery_dir
+from tests.mcp_client import connect
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class Serve:
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.process = process
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.output: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.output.append(line)
+            self.lines.put(line)
+
+    def expect(self, fragment: str, timeout: float = 30) -> str:
+        while True:
+            try:
+                line = self.lines.get(timeout=timeout)
+            except queue.Empty:
+                raise AssertionError(f"no line with {fragment!r}; output so far: {''.join(self.output)}") from None
+            if fragment in line:
+                return line
+
+
+@contextmanager
+def serve(tmp_path: str, workspace: str, policy: str, stdin: bool = False) -> Iterator[Serve]:
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "companion", "serve", "--workspace", workspace, "--diff-policy", policy],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    try:
+        yield Serve(process)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def endpoint(tmp_path: str) -> tuple[str, str, str]:
+    directory = discovery_dir({"TMPDIR": str(tmp_path)})
+    (name,) = os.listdir(directory)
+    path = os.path.join(directory, name)
+    with open(path) as f:
+        payload = json.load(f)
+    return path, f"http://127.0.0.1:{payload['port']}/mcp", payload["authToken"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery to a child differs on Windows")
+def test_serve_says_where_it_listens_and_ctrl_c_removes_the_discovery_file(tmp_path: str, workspace: str) -> None:
+    with serve(tmp_path, workspace, "reject") as server:
+        url_line = server.expect("listening on http://127.0.0.1:")
+        server.expect("Discovery file:")
+        path, url, token = endpoint(tmp_path)
+        assert url in url_line and token not in "".join(server.output)
+        with open(path) as f:
+            assert json.load(f)["workspacePath"] == os.path.realpath(workspace)
+        server.process.send_signal(signal.SIGINT)
+        assert server.process.wait(15) == 0
+        server.expect("Stopped")
+    assert not os.path.exists(path)
+
+
+def test_serve_refuses_a_missing_folder_with_advice(tmp_path: str) -> None:
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": ROOT}
+    done = subprocess.run(
+        [sys.executable, "-m", "companion", "serve", "--workspace", os.path.join(str(tmp_path), "nope")],
+        capture_output=True, text=True, env=env, timeout=60,
+    )
+    assert done.returncode == 2 and "--workspace" in done.stderr
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("answer", "method"), [("y", "ide/diffAccepted"), ("n", "ide/diffRejected")])
+async def test_prompt_mode_shows_a_unified_diff_and_the_answer_decides(
+    tmp_path: str, workspace: str, answer: str, method: str
+) -> None:
+    target = os.path.join(workspace, "hello.txt")
+    with open(target, "w") as f:
+        f.write("hello\n")
+    with serve(tmp_path, workspace, "prompt", stdin=True) as server:
+        await anyio.to_thread.run_sync(server.expect, "Discovery file:")
+        _, url, token = endpoint(tmp_path)
+        async with connect(url, token) as client:
+            await client.open_diff(target, "hello\nworld\n")
+            await anyio.to_thread.run_sync(server.expect, "+world")
+            assert server.process.stdin is not None
+            server.process.stdin.write(answer + "\n")
+            server.process.stdin.flush()
+            outcome = await client.wait_for(method)
+    assert outcome["filePath"] == target
+    assert "Apply this change" in "".join(server.output)
+    with open(target) as f:
+        assert f.read() == "hello\n"
