@@ -13,8 +13,8 @@ import psutil
 import pytest
 
 from companion.runtime import Runtime, RuntimeStopped, WindowHandle
-from tests.core.conftest import ScriptedEditor
 from tests.mcp_client import connect
+from tests.scripted_editor import ScriptedEditor
 
 
 class HeldClient:

@@ -12,8 +12,8 @@ import pytest
 
 from companion.context import Position
 from companion.runtime import WindowHandle
-from tests.core.conftest import ScriptedEditor
 from tests.mcp_client import connect, text_of
+from tests.scripted_editor import ScriptedEditor
 
 pytestmark = pytest.mark.anyio
 
