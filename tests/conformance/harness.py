@@ -1,9 +1,19 @@
 """Run the real Gemini CLI IDE client (Node) against a companion and talk to it synchronously.
 
-`IdeClientProcess` starts `ide_client_driver.mjs` in the workspace folder with the environment
-Gemini CLI would have inside a Terminus terminal, and turns its JSON lines into method calls. The
-API is synchronous on purpose: the fake-Sublime tests play the editor's main thread themselves,
-so waits call `pump` (e.g. one pass of the fake's main-thread queue) between polls.
+`IdeClientProcess` starts `ide_client_driver.mjs` in the workspace folder with the environment Gemini
+CLI has inside a Terminus terminal, and turns its JSON lines into blocking calls (a reader thread per
+pipe; no asyncio in the caller). Tests that play an editor's main thread themselves (the fake
+Sublime) pass `pump`, which is called between polls while waiting.
+
+The companion side: `HeadlessCompanion` runs `companion.runtime.Runtime` in-process with a
+`DecidingEditor`, the Editor port whose user is scripted by the test (decisions by file name or by a
+callback, with an optional edit of the proposal before accepting; or decided later by hand).
+
+Isolation: the client finds discovery files in `<os.tmpdir()>/gemini/ide`; Node's `os.tmpdir()` is
+`$TMPDIR`, so both sides get the same private TMPDIR (`isolate_tmpdir`). It picks the file by the
+editor's PID (`GEMINI_CLI_IDE_PID`, else a walk up its process tree to the shell's grandparent) and
+then by workspace; `client_env` sets `GEMINI_CLI_IDE_PID` to the companion's editor PID, which is
+what the walk finds inside Sublime (Terminus' shell -> plugin host -> sublime_text).
 """
 
 from __future__ import annotations
@@ -11,65 +21,116 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import queue
 import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
+
+import pytest
+
+from companion.diffs import Review
+from companion.discovery import discovery_dir, node_tmpdir
+from companion.runtime import Runtime, WindowHandle
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NODE_MODULES = os.path.join(HERE, "node_modules")
 CORE_DIR = os.path.join(NODE_MODULES, "@google", "gemini-cli-core")
+CLI_DIR = os.path.join(NODE_MODULES, "@google", "gemini-cli")
 DRIVER = os.path.join(HERE, "ide_client_driver.mjs")
 
+IDE_INFO = {"name": "sublimetext", "displayName": "Sublime Text"}
+
 Event = dict[str, Any]
+
+
+class IdeClientError(AssertionError):
+    """The client did not do what the test waited for; the message carries its events and stderr."""
 
 
 def node() -> str:
     found = shutil.which("node")
     if found is None:
-        raise RuntimeError("Node.js is not on PATH; install Node 20+ to run the conformance tests.")
+        raise IdeClientError("Node.js is not on PATH; install Node 20+ to run the conformance tests.")
     return found
 
 
-def client_env(discovery_tmpdir: str, editor_pid: int, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment `gemini` sees in a Terminus terminal of the window, with an isolated tmpdir."""
+def require_node_modules() -> None:
+    for package in (CORE_DIR, CLI_DIR):
+        if not os.path.isfile(os.path.join(package, "package.json")):
+            raise IdeClientError(
+                f"{package} is missing: run `python3 dev.py test`, which installs it with `npm ci` in {HERE}."
+            )
+
+
+def isolate_tmpdir(monkeypatch: pytest.MonkeyPatch, path: str) -> str:
+    """Point TMPDIR (Node's os.tmpdir()) at `path` in this process for the test, so an in-process
+    companion writes its discovery file where a client started with the same TMPDIR looks.
+    Returns the discovery folder."""
+    os.makedirs(path, exist_ok=True)
+    monkeypatch.setenv("TMPDIR", path)
+    return discovery_dir({"TMPDIR": path})
+
+
+def client_env(discovery_tmpdir: str, editor_pid: int | None, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment `gemini` sees in a Terminus terminal of the window, with an isolated tmpdir.
+
+    `editor_pid=None` leaves GEMINI_CLI_IDE_PID unset: the client then walks its process tree.
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith("GEMINI_CLI_IDE_")}
     env.update(
         {
             "TMPDIR": discovery_tmpdir,  # Node's os.tmpdir(): where the client looks for discovery files
-            "GEMINI_CLI_IDE_PID": str(editor_pid),
             "TERM_PROGRAM": "Terminus-Sublime",  # what Terminus forces; the file's ideInfo must identify us
             # Inside a container the client would connect to host.docker.internal instead of
             # 127.0.0.1 unless one of these is set (getIdeServerHost in ide-connection-utils).
             "SSH_CONNECTION": env.get("SSH_CONNECTION") or "conformance 0 127.0.0.1 0",
         }
     )
+    if editor_pid is not None:
+        env["GEMINI_CLI_IDE_PID"] = str(editor_pid)
     env.update(extra or {})
     return env
 
 
+def _base_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GEMINI_CLI_IDE_")}
+    env["TERM_PROGRAM"] = "Terminus-Sublime"
+    env["SSH_CONNECTION"] = env.get("SSH_CONNECTION") or "conformance 0 127.0.0.1 0"
+    return env
+
+
 class IdeClientProcess:
+    """The real `IdeClient` in a Node process, one per simulated `gemini`.
+
+    `env` is laid over the environment of this process (minus any GEMINI_CLI_IDE_* variables), with
+    TERM_PROGRAM=Terminus-Sublime and SSH_CONNECTION set; give TMPDIR (and GEMINI_CLI_IDE_PID,
+    GEMINI_CLI_IDE_SERVER_PORT, ...) there. The working directory is `workspace`.
+    """
+
     def __init__(
-        self, workspace: str, env: dict[str, str], pump: Callable[[], None] | None = None
+        self, workspace: str, env: dict[str, str] | None = None, pump: Callable[[], None] | None = None
     ) -> None:
         self.workspace = workspace
-        self.env = env
-        self.pump = pump or (lambda: time.sleep(0.01))
+        self.env = {**_base_env(), **(env or {})}
+        self.pump = pump
         self.events: list[Event] = []
         self.stderr: list[str] = []
-        self._lines: queue.Queue[Event] = queue.Queue()
+        self._changed = threading.Condition()
         self._process: subprocess.Popen[str] | None = None
+        self._readers: list[threading.Thread] = []
         self._ids = itertools.count(1)
+        self._stdout_done = False
 
     # -- process --
 
     def start(self) -> IdeClientProcess:
+        require_node_modules()
         self._process = subprocess.Popen(
-            [node(), DRIVER, CORE_DIR],
+            [node(), DRIVER],
             cwd=self.workspace,
             env=self.env,
             stdin=subprocess.PIPE,
@@ -77,36 +138,69 @@ class IdeClientProcess:
             stderr=subprocess.PIPE,
             text=True,
             encoding="utf-8",
+            errors="replace",
         )
-        threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self._readers = [
+            threading.Thread(target=self._read_stdout, name="ide-client-stdout", daemon=True),
+            threading.Thread(target=self._read_stderr, name="ide-client-stderr", daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
         return self
 
     def _read_stdout(self) -> None:
         assert self._process is not None and self._process.stdout is not None
         for line in self._process.stdout:
-            if line.strip():
-                self._lines.put(json.loads(line))
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                event = {"event": "garbage", "line": line}
+            with self._changed:
+                self.events.append(event)
+                self._changed.notify_all()
+        with self._changed:
+            self._stdout_done = True
+            self._changed.notify_all()
 
     def _read_stderr(self) -> None:
         assert self._process is not None and self._process.stderr is not None
         for line in self._process.stderr:
             self.stderr.append(line)
 
-    def stop(self) -> None:
+    @property
+    def returncode(self) -> int | None:
+        return None if self._process is None else self._process.poll()
+
+    def stop(self, timeout: float = 15) -> None:
+        """Quit the client (it disconnects as `gemini` does on exit) and reap the process."""
         process = self._process
-        if process is None or process.poll() is not None:
+        if process is None:
             return
-        try:
-            self._send({"cmd": "quit"})
-            deadline = time.monotonic() + 10
-            while process.poll() is None and time.monotonic() < deadline:
-                self.pump()
-        except (BrokenPipeError, OSError):
-            pass
         if process.poll() is None:
-            process.kill()
-        process.wait(10)
+            try:
+                self._send({"cmd": "quit"})
+                assert process.stdin is not None
+                process.stdin.close()
+            except (BrokenPipeError, OSError, ValueError):
+                pass
+            deadline = time.monotonic() + timeout
+            while process.poll() is None and time.monotonic() < deadline:
+                if self.pump is not None:
+                    self.pump()
+                time.sleep(0.01)
+            if process.poll() is None:
+                process.kill()
+        process.wait(timeout)
+        for reader in self._readers:
+            reader.join(5)
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                try:
+                    stream.close()
+                except (OSError, ValueError):
+                    pass
 
     def __enter__(self) -> IdeClientProcess:
         return self.start()
@@ -116,70 +210,308 @@ class IdeClientProcess:
 
     # -- events --
 
-    def _drain(self) -> None:
-        while True:
-            try:
-                self.events.append(self._lines.get_nowait())
-            except queue.Empty:
-                return
+    def snapshot(self) -> list[Event]:
+        with self._changed:
+            return list(self.events)
 
-    def wait_event(self, predicate: Callable[[Event], bool], what: str, timeout: float = 30) -> Event:
+    def wait_event(
+        self, predicate: Callable[[Event], bool], what: str, timeout: float = 30, start: int = 0
+    ) -> Event:
+        """The first event at index >= `start` matching `predicate`, waiting up to `timeout` s.
+
+        Fails at once (with the client's events and stderr) if the client exits, reports an error
+        for this wait, or loses its connection to the companion.
+        """
         deadline = time.monotonic() + timeout
+        index = start
         while True:
-            self._drain()
-            for event in self.events:
+            with self._changed:
+                events = list(self.events)
+                done = self._stdout_done
+            for event in events[index:]:
                 if predicate(event):
                     return event
+                if event.get("event") == "disconnected":
+                    raise IdeClientError(self.explain(f"the client lost its connection while waiting for {what}"))
+                if event.get("event") == "error" and event.get("stage") in ("load", "connect", "uncaught"):
+                    raise IdeClientError(self.explain(f"the client failed while waiting for {what}"))
+            index = len(events)
+            if done:
+                raise IdeClientError(self.explain(f"the client exited ({self.returncode}) before {what}"))
             if time.monotonic() > deadline:
-                raise AssertionError(self._explain(f"timed out after {timeout} s waiting for {what}"))
-            if self._process is not None and self._process.poll() is not None and self._lines.empty():
-                raise AssertionError(self._explain(f"the client exited ({self._process.returncode}) before {what}"))
-            self.pump()
+                raise IdeClientError(self.explain(f"timed out after {timeout} s waiting for {what}"))
+            if self.pump is not None:
+                self.pump()
+                with self._changed:
+                    if len(self.events) == index and not self._stdout_done:
+                        self._changed.wait(0.005)
+            else:
+                with self._changed:
+                    if len(self.events) == index and not self._stdout_done:
+                        self._changed.wait(0.1)
 
-    def _explain(self, message: str) -> str:
-        tail = "".join(self.stderr[-40:])
-        events = "\n".join(json.dumps(e)[:300] for e in self.events[-15:])
-        return f"{message}\n-- last events:\n{events}\n-- client stderr:\n{tail}"
+    def explain(self, message: str) -> str:
+        with self._changed:
+            events = list(self.events)
+        tail = "".join(self.stderr[-60:])
+        shown = "\n".join(json.dumps(e)[:400] for e in events[-20:])
+        return f"{message}\n-- last client events:\n{shown}\n-- client stderr (tail):\n{tail}"
 
     def wait_connected(self, timeout: float = 30) -> Event:
-        return self.wait_event(lambda e: e["event"] in ("connected", "error"), "connection", timeout)
+        """The `connected` event: `ide`, `idePid`, `tools`, `diffing`, `url`."""
+        return self.wait_event(lambda e: e.get("event") == "connected", "the connection to the companion", timeout)
 
     def wait_context(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 30) -> dict[str, Any]:
+        """The client's stored IDE context (after its own normalisation) once `predicate` holds.
+
+        The current context counts, and so does any later one.
+        """
+        with self._changed:
+            indexes = [i for i, e in enumerate(self.events) if e.get("event") == "context"]
+        start = indexes[-1] if indexes else 0
         event = self.wait_event(
-            lambda e: e["event"] == "context" and e["context"] is not None and predicate(e["context"]),
+            lambda e: e.get("event") == "context" and e.get("context") is not None and predicate(e["context"]),
             "a matching ide/contextUpdate",
             timeout,
+            start,
         )
         return event["context"]
 
     def contexts(self) -> list[dict[str, Any]]:
-        self._drain()
-        return [e["context"] for e in self.events if e["event"] == "context" and e["context"] is not None]
+        return [e["context"] for e in self.snapshot() if e.get("event") == "context" and e.get("context") is not None]
+
+    def notifications(self, method: str | None = None) -> list[Event]:
+        """Raw ide/* notifications as the client received them (before its handlers)."""
+        return [
+            e
+            for e in self.snapshot()
+            if e.get("event") == "notification" and (method is None or e.get("method") == method)
+        ]
 
     # -- diffs --
 
     def _send(self, command: dict[str, Any]) -> None:
-        assert self._process is not None and self._process.stdin is not None
-        self._process.stdin.write(json.dumps(command) + "\n")
-        self._process.stdin.flush()
+        process = self._process
+        if process is None or process.stdin is None:
+            raise IdeClientError("the client was not started")
+        process.stdin.write(json.dumps(command) + "\n")
+        process.stdin.flush()
 
     def open_diff(self, file_path: str, new_content: str) -> str:
-        """Start `openDiff` as the CLI does; returns an id to wait on with `wait_diff`."""
+        """`IdeClient.openDiff` as the CLI calls it; returns an id to wait on with `wait_diff`."""
         diff_id = f"diff-{next(self._ids)}"
         self._send({"cmd": "openDiff", "id": diff_id, "filePath": file_path, "newContent": new_content})
         return diff_id
 
     def wait_diff(self, diff_id: str, timeout: float = 30) -> Event:
-        event = self.wait_event(lambda e: e.get("id") == diff_id, f"the outcome of {diff_id}", timeout)
+        """The outcome of an openDiff: {"status": "accepted"|"rejected", "content": str|None, ...}."""
+        event = self.wait_event(
+            lambda e: e.get("id") == diff_id and e.get("event") in ("diff", "error"),
+            f"the outcome of {diff_id}",
+            timeout,
+        )
         if event["event"] == "error":
-            raise AssertionError(self._explain(f"{diff_id} failed: {event['message']}"))
+            raise IdeClientError(self.explain(f"{diff_id} failed: {event['message']}"))
         return event
 
+    def close_diff(self, file_path: str, timeout: float = 30) -> str | None:
+        """The user accepts in the CLI's terminal: `resolveDiffFromCli(path, 'accepted')`, which calls
+        closeDiff; returns the content closeDiff gave back (the review's text, user edits included).
+
+        Fails if the pending openDiff ended as anything but accepted (a companion that notifies while
+        serving closeDiff turns the terminal's accept into a reject).
+        """
+        close_id = f"close-{next(self._ids)}"
+        self._send({"cmd": "closeDiff", "id": close_id, "filePath": file_path})
+        event = self.wait_event(
+            lambda e: e.get("id") == close_id and e.get("event") in ("closed", "error"),
+            f"closeDiff of {file_path}",
+            timeout,
+        )
+        if event["event"] == "error":
+            raise IdeClientError(self.explain(f"closeDiff of {file_path} failed: {event['message']}"))
+        if event["status"] not in (None, "accepted"):
+            raise IdeClientError(
+                self.explain(f"the terminal accepted {file_path}, but the client recorded {event['status']!r}")
+            )
+        return event["content"]
+
     def resolve_from_cli(self, file_path: str, outcome: str) -> None:
-        """The user answers in the CLI's terminal: the CLI calls closeDiff and settles the diff itself."""
+        """The user answers in the CLI's terminal; the pending openDiff then reports as a `diff` event."""
         self._send({"cmd": "resolveFromCli", "id": f"cli-{next(self._ids)}", "filePath": file_path, "outcome": outcome})
 
 
 def active_file(context: dict[str, Any]) -> dict[str, Any] | None:
     files = context.get("workspaceState", {}).get("openFiles", [])
     return next((f for f in files if f.get("isActive")), None)
+
+
+def open_paths(context: dict[str, Any]) -> list[str]:
+    return [f["path"] for f in context.get("workspaceState", {}).get("openFiles", [])]
+
+
+# -- the companion side --
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the scripted user does with a review: accept (optionally editing the proposal) or reject."""
+
+    accept: bool
+    edit: Callable[[str], str] | None = None
+
+    def apply(self, review: Review) -> None:
+        if self.accept:
+            review.accept(self.edit(review.proposal) if self.edit is not None else review.proposal)
+        else:
+            review.reject()
+
+
+def accept(edit: str | Callable[[str], str] | None = None) -> Decision:
+    """Accept; `edit` is the text the user leaves in the review, or a function of the proposal."""
+    if isinstance(edit, str):
+        text = edit
+        return Decision(True, lambda _proposal: text)
+    return Decision(True, edit)
+
+
+def reject() -> Decision:
+    return Decision(False)
+
+
+DecisionRule = Callable[[Review], "Decision | None"]
+
+
+class DecidingEditor:
+    """The Editor port with a scripted user.
+
+    A review is decided when shown, by the first match of: a decision registered for its exact
+    path, one registered for its file name, then `rule(review)`. Undecided reviews stay open for
+    the test to decide (`review.accept(...)`/`review.reject()`) or for a client's closeDiff, which
+    gets `edits[review.id]` if the user "typed" into the review, else the proposal.
+    """
+
+    def __init__(self, rule: DecisionRule | None = None) -> None:
+        self.rule = rule
+        self.by_name: dict[str, Decision] = {}
+        self.shown: list[tuple[Review, str, int]] = []  # (review, proposal shown, revision)
+        self.closed: list[Review] = []
+        self.edits: dict[int, str] = {}
+        self.buffers: dict[str, str] = {}
+        self.written: dict[str, str] = {}
+        self._changed = threading.Condition()
+
+    def decide(self, name_or_path: str, decision: Decision) -> DecidingEditor:
+        self.by_name[name_or_path] = decision
+        return self
+
+    def type_into(self, review: Review, text: str) -> None:
+        """The user edits the proposal in the review without deciding."""
+        self.edits[review.id] = text
+
+    # Editor port
+
+    async def show_review(self, review: Review) -> None:
+        with self._changed:
+            self.shown.append((review, review.proposal, review.revision))
+            self._changed.notify_all()
+        decision = self.by_name.get(review.file_path) or self.by_name.get(os.path.basename(review.file_path))
+        if decision is None and self.rule is not None:
+            decision = self.rule(review)
+        if decision is not None:
+            decision.apply(review)
+
+    async def close_review(self, review: Review) -> str:
+        with self._changed:
+            self.closed.append(review)
+            self._changed.notify_all()
+        return self.edits.get(review.id, review.proposal)
+
+    async def unsaved_text(self, path: str) -> str | None:
+        return self.buffers.get(path)
+
+    async def write_through_buffer(self, path: str, text: str) -> bool:
+        if path not in self.buffers:
+            return False
+        self.written[path] = text
+        return True
+
+    # waiting (synchronous tests)
+
+    def wait_shown(self, count: int = 1, timeout: float = 30) -> Review:
+        """The `count`-th review shown."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while len(self.shown) < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"the editor was asked to show {len(self.shown)} reviews, not {count}")
+                self._changed.wait(left)
+            return self.shown[count - 1][0]
+
+    def wait_closed(self, count: int = 1, timeout: float = 30) -> Review:
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while len(self.closed) < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"the editor was asked to close {len(self.closed)} reviews, not {count}")
+                self._changed.wait(left)
+            return self.closed[count - 1]
+
+
+class HeadlessCompanion:
+    """The companion core in this process: a Runtime with one window server for `folders`.
+
+    Its discovery file goes to `<tmpdir>/gemini/ide` (Node's rule); with `tmpdir=None` the folder
+    follows this process's TMPDIR, like the real companion (see `isolate_tmpdir`).
+    """
+
+    def __init__(
+        self,
+        folders: Sequence[str],
+        editor: DecidingEditor | Any | None = None,
+        tmpdir: str | None = None,
+        editor_pid: int | None = None,
+    ) -> None:
+        self.folders = list(folders)
+        self.editor = editor if editor is not None else DecidingEditor()
+        self.tmpdir = tmpdir
+        self.runtime = Runtime(
+            editor_pid=editor_pid, discovery_directory=None if tmpdir is None else discovery_dir({"TMPDIR": tmpdir})
+        )
+        self.window: WindowHandle | None = None
+
+    def start(self, timeout: float = 30) -> HeadlessCompanion:
+        handle = self.runtime.open_window(self.editor, self.folders)
+        handle.ready.result(timeout)
+        self.window = handle
+        return self
+
+    @property
+    def handle(self) -> WindowHandle:
+        if self.window is None:
+            raise RuntimeError("the companion was not started")
+        return self.window
+
+    @property
+    def context(self) -> Any:
+        return self.handle.context
+
+    @property
+    def editor_pid(self) -> int:
+        return self.runtime.editor_pid
+
+    def client_env(self, extra: dict[str, str] | None = None, with_pid: bool = True) -> dict[str, str]:
+        """The env for an `IdeClientProcess`/`gemini` that should find this companion."""
+        tmpdir = self.tmpdir if self.tmpdir is not None else node_tmpdir()
+        return client_env(tmpdir, self.editor_pid if with_pid else None, extra)
+
+    def stop(self) -> None:
+        self.runtime.stop()
+
+    def __enter__(self) -> HeadlessCompanion:
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
