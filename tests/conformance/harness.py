@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -511,6 +512,214 @@ class HeadlessCompanion:
         self.runtime.stop()
 
     def __enter__(self) -> HeadlessCompanion:
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+
+# -- the real `gemini` binary --
+
+GEMINI_JS = os.path.join(CLI_DIR, "bundle", "gemini.js")
+
+# The settings the brief of the end-to-end test prescribes, plus what keeps a test run off the network
+# (no update check or self-update, no usage statistics).
+GEMINI_SETTINGS: dict[str, Any] = {
+    "ide": {"enabled": True, "hasSeenNudge": True},
+    "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+    "privacy": {"usageStatisticsEnabled": False},
+}
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+
+def make_gemini_home(home: str, settings: dict[str, Any] | None = None) -> str:
+    """A private home for `gemini` (GEMINI_CLI_HOME and HOME) holding `.gemini/settings.json`."""
+    os.makedirs(os.path.join(home, ".gemini"), exist_ok=True)
+    with open(os.path.join(home, ".gemini", "settings.json"), "w", encoding="utf-8") as handle:
+        json.dump(GEMINI_SETTINGS if settings is None else settings, handle)
+    return home
+
+
+def recorded_turns(*turns: list[dict[str, Any]]) -> str:
+    """A `--fake-responses(-non-strict)` file: one JSON line per model call, each a streamed answer
+    (`{"method": "generateContentStream", "response": [GenerateContentResponse, ...]}`) whose parts
+    are given per turn (FakeContentGenerator.fromFile in @google/gemini-cli-core)."""
+    lines = []
+    for parts in turns:
+        chunk = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}]}
+        lines.append(json.dumps({"method": "generateContentStream", "response": [chunk]}))
+    return "\n".join(lines) + "\n"
+
+
+def write_file_call(file_path: str, content: str) -> dict[str, Any]:
+    return {"functionCall": {"name": "write_file", "args": {"file_path": file_path, "content": content}}}
+
+
+class GeminiTerminal:
+    """The real `gemini` (bundle/gemini.js of @google/gemini-cli) in a pseudo-terminal (POSIX).
+
+    The terminal's output is read continuously on a thread (the CLI's UI would block on a full
+    pty otherwise); `screen_text()` is that output with the terminal escapes removed. `stop()` ends
+    the whole process group: the CLI relaunches itself as a child process.
+    """
+
+    def __init__(self, argv: Sequence[str], cwd: str, env: dict[str, str], columns: int = 120, rows: int = 40) -> None:
+        self.argv = [node(), GEMINI_JS, *argv]
+        self.cwd = cwd
+        self.env = env
+        self.size = (rows, columns)
+        self.output = bytearray()
+        self.pid = 0
+        self.fd = -1
+        self.exit_status: int | None = None
+        self._lock = threading.Lock()
+        self._reader: threading.Thread | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> GeminiTerminal:
+        import pty
+
+        require_node_modules()
+        master, slave = pty.openpty()
+        self._set_size(slave)
+        try:
+            # subprocess forks and execs in C (safe in this multi-threaded process); a new session
+            # makes the CLI and its relaunched child one process group for `stop`.
+            self._process = subprocess.Popen(
+                self.argv,
+                cwd=self.cwd,
+                env=self.env,
+                stdin=slave,
+                stdout=slave,
+                stderr=slave,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except BaseException:
+            os.close(master)
+            raise
+        finally:
+            os.close(slave)
+        self.pid, self.fd = self._process.pid, master
+        self._reader = threading.Thread(target=self._read, name="gemini-pty", daemon=True)
+        self._reader.start()
+        return self
+
+    def _set_size(self, fd: int) -> None:
+        import fcntl
+        import struct
+        import termios
+
+        rows, columns = self.size
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except OSError:  # EIO once the child side is gone
+                return
+            if not data:
+                return
+            with self._lock:
+                self.output += data
+
+    def screen_text(self, start: int = 0) -> str:
+        with self._lock:
+            raw = bytes(self.output[start:])
+        return _ANSI.sub("", raw.decode("utf-8", "replace")).replace("\r", "")
+
+    def mark(self) -> int:
+        with self._lock:
+            return len(self.output)
+
+    def alive(self) -> bool:
+        if self._process is None:
+            return False
+        self.exit_status = self._process.poll()
+        return self.exit_status is None
+
+    def wait_until(self, condition: Callable[[], bool], what: str, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if not self.alive():
+                raise AssertionError(self.explain(f"gemini exited ({self.exit_status}) before {what}"))
+            if time.monotonic() > deadline:
+                raise AssertionError(self.explain(f"timed out after {timeout} s waiting for {what}"))
+            time.sleep(0.05)
+
+    def wait_text(self, text: str, timeout: float = 90, start: int = 0) -> None:
+        self.wait_until(lambda: text in self.screen_text(start), f"{text!r} on the terminal", timeout)
+
+    def explain(self, message: str) -> str:
+        return f"{message}\n-- the terminal showed (tail):\n{self.screen_text()[-5000:]}"
+
+    def type(self, text: str, timeout: float = 60) -> None:
+        """Type `text` at the prompt and wait for its echo (Enter is separate: `submit`)."""
+        start = self.mark()
+        os.write(self.fd, text.encode("utf-8"))
+        self.wait_text(text, timeout, start)
+
+    def submit(self) -> int:
+        """Press Enter; returns the output offset from before it, for waits on what follows."""
+        start = self.mark()
+        os.write(self.fd, b"\r")
+        return start
+
+    def wait_ide_connected(self, display_name: str = "Sublime Text", timeout: float = 60) -> None:
+        """Ask `/ide status` until the CLI says it is connected to the IDE (it connects in the
+        background after start-up, so a prompt typed too early would be confirmed in the terminal)."""
+        deadline = time.monotonic() + timeout
+        self.wait_text("Type your message", timeout)
+        while True:
+            # Slash commands load after the prompt first shows; typed before that, "/ide status"
+            # would go to the model. The command's description in the completion list shows
+            # that it is known.
+            start = self.mark()
+            self.type("/ide status")
+            self.wait_text("Check status of IDE integration", max(1.0, deadline - time.monotonic()), start)
+            start = self.submit()
+            self.wait_until(
+                lambda at=start: any(s in self.screen_text(at) for s in ("Connected to", "Connecting", "Disconnected")),
+                "the answer to /ide status",
+                max(1.0, deadline - time.monotonic()),
+            )
+            answer = self.screen_text(start)
+            if f"Connected to {display_name}" in answer:
+                return
+            if "Disconnected" in answer or time.monotonic() > deadline:
+                raise AssertionError(self.explain(f"gemini is not connected to {display_name}"))
+            time.sleep(0.2)  # still connecting: ask again
+
+    def stop(self) -> None:
+        import signal
+
+        process = self._process
+        if process is not None:
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                if process.poll() is not None:
+                    break
+                try:
+                    os.killpg(process.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    process.wait(5)
+                except subprocess.TimeoutExpired:
+                    pass
+            try:
+                os.killpg(process.pid, signal.SIGKILL)  # the relaunched child, if it outlived its parent
+            except (ProcessLookupError, PermissionError):
+                pass
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        if self._reader is not None:
+            self._reader.join(5)
+
+    def __enter__(self) -> GeminiTerminal:
         return self.start()
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
