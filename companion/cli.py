@@ -1,4 +1,5 @@
-"""`python -m companion serve`: the companion without Sublime, on the current folder."""
+"""`python -m companion serve`: the companion without Sublime, on the current folder.
+`python -m companion bridge`: the stdio bridge to a window's workspace tools (for Claude Desktop)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 
 from .headless import POLICIES, HeadlessEditor
 from .runtime import Runtime
+from .workspace.settings import TOOL_NAMES, WorkspaceToolSettings, tool_factory
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -22,18 +24,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--diff-policy", choices=POLICIES, default="prompt", help="how diffs are answered")
     serve.add_argument("--port", type=int, default=0, help="port to listen on (default: any free port)")
     serve.add_argument("--debug", action="store_true", help="verbose logging")
+    serve.add_argument("--gemini-command", help="the Gemini CLI program ask_gemini runs (default: gemini on PATH)")
+    serve.add_argument("--ask-model", default="", help="model for ask_gemini (-m); default: the CLI's own")
+    serve.add_argument("--ask-timeout", type=float, help="seconds before ask_gemini stops the CLI (default 300)")
+    serve.add_argument("--write-timeout", type=float, help="seconds write_file waits for a decision (default 600)")
+    serve.add_argument("--disable-tool", action="append", choices=TOOL_NAMES, default=[], help="turn a tool off")
+    bridge = commands.add_parser("bridge", help="MCP stdio server forwarding to a window's workspace tools")
+    where = bridge.add_mutually_exclusive_group()
+    where.add_argument("--workspace", help="the window whose folders contain this folder (default: current folder)")
+    where.add_argument("--port", type=int, help="the window server on this port (token from its discovery file)")
+    bridge.add_argument("--debug", action="store_true", help="verbose logging on stderr")
     args = parser.parse_args(argv)
-    return run_serve(args.workspace, args.diff_policy, args.port, args.debug)
+    if args.command == "bridge":
+        from .bridge import run
+
+        return run(args.workspace, args.port, args.debug)
+    tools = WorkspaceToolSettings.from_mapping(
+        {
+            "disabled_tools": args.disable_tool,
+            "ask_model": args.ask_model,
+            "gemini_command": args.gemini_command,
+            "ask_timeout_seconds": args.ask_timeout,
+            "write_timeout_seconds": args.write_timeout,
+        }
+    )
+    return run_serve(args.workspace, args.diff_policy, args.port, args.debug, tools)
 
 
-def run_serve(workspace: str, policy: str, port: int, debug: bool) -> int:
+def run_serve(workspace: str, policy: str, port: int, debug: bool, tools: WorkspaceToolSettings | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(message)s")
     folder = os.path.realpath(workspace)
     if not os.path.isdir(folder):
         print(f"error: {workspace} is not a folder; pass --workspace with an existing folder.", file=sys.stderr)
         return 2
     runtime = Runtime()
-    handle = runtime.open_window(HeadlessEditor(policy), [folder], port=port)
+    factory = tool_factory(tools or WorkspaceToolSettings())
+    handle = runtime.open_window(HeadlessEditor(policy), [folder], port=port, tool_factory=factory)
     try:
         handle.ready.result(30)
     except Exception as exc:

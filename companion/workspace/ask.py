@@ -1,0 +1,161 @@
+"""`ask_gemini`: run the user's Gemini CLI headless (`gemini -p PROMPT -o json [-m MODEL]`) in a folder.
+
+The CLI prints one JSON object, `{"response": ..., "stats": ..., "error": {"type", "message"}}`
+(`JsonFormatter` in @google/gemini-cli-core); errors may come on stderr instead. A timeout or a
+cancelled call kills the CLI and everything it started (psutil walks the process tree; without
+psutil only the CLI itself is killed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from .paths import WorkspaceError
+
+_TAIL = 2000
+
+
+class GeminiFailed(WorkspaceError):
+    pass
+
+
+def command_line(gemini_command: Sequence[str], prompt: str, model: str) -> list[str]:
+    if not gemini_command:
+        raise GeminiFailed('The gemini_command setting is empty; set it to the Gemini CLI program (e.g. "gemini").')
+    program = gemini_command[0]
+    found = shutil.which(program)
+    if found is None:
+        raise GeminiFailed(
+            f"The Gemini CLI ({program!r}) was not found on PATH. Install it (`npm install -g @google/gemini-cli`) "
+            "or set the `gemini_command` setting to its full path."
+        )
+    argv = [found, *gemini_command[1:], "-p", prompt, "-o", "json"]
+    if model:
+        argv += ["-m", model]
+    return argv
+
+
+async def ask_gemini(gemini_command: Sequence[str], prompt: str, model: str, cwd: str, timeout: float) -> str:
+    """The model's response text; raises GeminiFailed with the CLI's own message on failure."""
+    if not prompt.strip():
+        raise GeminiFailed("The prompt is empty.")
+    argv = command_line(gemini_command, prompt, model)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GEMINI_CLI_IDE_")}
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=cwd,
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            **_new_group(),
+        )
+    except FileNotFoundError:
+        raise GeminiFailed(f"The Gemini CLI could not be started: {argv[0]} does not exist.") from None
+    except OSError as exc:
+        raise GeminiFailed(f"The Gemini CLI could not be started: {exc.strerror or exc}.") from None
+    try:
+        stdout, stderr = await asyncio.wait_for(process.communicate(), timeout)
+    except (TimeoutError, asyncio.TimeoutError):
+        await kill_tree(process)
+        raise GeminiFailed(
+            f"The Gemini CLI did not answer within {timeout:g} s (setting `ask_timeout_seconds`); it was stopped."
+        ) from None
+    except BaseException:
+        await kill_tree(process)  # cancelled by the client, or the server is stopping
+        raise
+    return parse_output(process.returncode or 0, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace"))
+
+
+def parse_output(returncode: int, stdout: str, stderr: str) -> str:
+    payload = _json_object(stdout) or _json_object(stderr)
+    error = payload.get("error") if payload else None
+    if returncode != 0 or isinstance(error, dict):
+        message = error.get("message") if isinstance(error, dict) else None
+        detail = str(message) if message else (_tail(stderr) or _tail(stdout) or "no output")
+        raise GeminiFailed(f"The Gemini CLI failed (exit code {returncode}): {detail}")
+    if payload is None or not isinstance(payload.get("response"), str):
+        raise GeminiFailed(
+            "The Gemini CLI answered without a JSON response (is it too old for `-o json`?): "
+            + (_tail(stdout) or _tail(stderr) or "no output")
+        )
+    return payload["response"]
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    text = text.strip()
+    if not text:
+        return None
+    candidates = [text]
+    start = text.find("\n{")
+    while start >= 0:  # JSON after other lines (warnings on stderr)
+        candidates.append(text[start + 1 :])
+        start = text.find("\n{", start + 1)
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def _tail(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= _TAIL else "…" + text[-_TAIL:]
+
+
+def _new_group() -> dict[str, Any]:
+    # Its own process group/session, so a Ctrl-C meant for us does not reach it and killing is targeted.
+    if sys.platform == "win32":
+        import subprocess
+
+        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+    return {"start_new_session": True}
+
+
+async def kill_tree(process: asyncio.subprocess.Process) -> None:
+    """Kill `process` and every process it started; wait for it to be reaped."""
+    if process.returncode is None:
+        await asyncio.get_running_loop().run_in_executor(None, _kill_tree_sync, process.pid)
+    try:
+        await asyncio.wait_for(process.wait(), 5)
+    except (TimeoutError, asyncio.TimeoutError):
+        pass
+
+
+def _kill_tree_sync(pid: int) -> None:
+    try:
+        import psutil
+    except Exception:
+        _kill_one(pid)
+        return
+    try:
+        parent = psutil.Process(pid)
+        children = parent.children(recursive=True)
+    except psutil.Error:
+        _kill_one(pid)
+        return
+    for proc in [parent, *children]:
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(children, timeout=3)
+
+
+def _kill_one(pid: int) -> None:
+    import signal
+
+    try:
+        os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+    except OSError:
+        pass

@@ -1,0 +1,74 @@
+"""`read_file`: a file's text, or its open buffer's text when it has unsaved changes."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+
+from .paths import Resolved, WorkspaceError, special_kind
+from .textfile import TextFormat, decode
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # opening a FIFO swapped in after the check must not hang
+_BINARY = getattr(os, "O_BINARY", 0)
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    text: str
+    unsaved: bool  # the text comes from the editor's buffer, which differs from the file on disk
+    format: TextFormat | None  # how the file is stored (None for buffer text)
+
+
+def read_bytes(target: Resolved, limit: int | None, name: str) -> bytes:
+    """The bytes of a regular file, refusing anything else and anything over `limit` bytes."""
+    try:
+        fd = os.open(target.path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _BINARY)
+    except OSError as exc:
+        raise WorkspaceError(f"Cannot open {name}: {exc.strerror or exc}.") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise WorkspaceError(f"Refused {name}: it is a {special_kind(st.st_mode)}, not a regular file.")
+        if limit is not None and st.st_size > limit:
+            raise WorkspaceError(
+                f"{name} is {_size(st.st_size)}, over the read limit of {_size(limit)} "
+                "(setting `read_limit_bytes`); it was not read."
+            )
+        chunks = []
+        remaining = st.st_size + 1 if limit is None else limit + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+        if limit is not None and len(data) > limit:
+            raise WorkspaceError(f"{name} grew over the read limit of {_size(limit)} while being read.")
+        return data
+    finally:
+        os.close(fd)
+
+
+def read_text(target: Resolved, buffer_text: str | None, limit: int, name: str) -> ReadResult:
+    if buffer_text is not None:
+        size = len(buffer_text.encode("utf-8", errors="surrogatepass"))
+        if size > limit:
+            raise WorkspaceError(
+                f"The unsaved buffer of {name} is {_size(size)}, over the read limit of {_size(limit)} "
+                "(setting `read_limit_bytes`); it was not read."
+            )
+        return ReadResult(buffer_text, True, None)
+    data = read_bytes(target, limit, name)
+    text, fmt = decode(data, name)
+    return ReadResult(text, False, fmt)
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} bytes"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KB"
+    return f"{n / (1024 * 1024):.1f} MB"

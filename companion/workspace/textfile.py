@@ -1,0 +1,96 @@
+"""Text files on disk: telling text from binary, the encoding and the line endings, and back.
+
+Encodings recognised: UTF-8 (with or without a BOM), UTF-16 LE/BE and UTF-32 LE/BE with a BOM, and
+as a last resort Latin-1 for 8-bit text that is not UTF-8. Binary: a NUL byte (in a file without a
+UTF-16/32 BOM) or a high share of control characters in the first 8 KB.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+
+from .paths import WorkspaceError
+
+_SNIFF = 8192
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),  # before UTF-16 LE: it starts with the same two bytes
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+_CONTROL = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f]")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+class BinaryFile(WorkspaceError):
+    pass
+
+
+@dataclass(frozen=True)
+class TextFormat:
+    encoding: str  # a Python codec name without BOM handling
+    bom: bytes  # written back in front of the text
+    newline: str | None  # the file's line ending ("\r\n", "\n", "\r"), None when it has no line break
+
+    @property
+    def description(self) -> str:
+        names = {"\r\n": "CRLF", "\n": "LF", "\r": "CR"}
+        newline = names.get(self.newline or "", "no")
+        bom = " with BOM" if self.bom else ""
+        return f"{self.encoding}{bom}, {newline} line endings"
+
+
+def decode(data: bytes, name: str = "the file") -> tuple[str, TextFormat]:
+    """The text of `data` and how it was stored; raises BinaryFile when it is not text."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            try:
+                text = data[len(bom) :].decode(encoding)
+            except UnicodeDecodeError:
+                raise BinaryFile(
+                    f"{name} starts with a {encoding} byte-order mark but is not valid {encoding}."
+                ) from None
+            return text, TextFormat(encoding, bom, dominant_newline(text))
+    head = data[:_SNIFF]
+    if b"\x00" in head or len(_CONTROL.findall(head)) > max(8, len(head) // 10):
+        raise BinaryFile(f"{name} is a binary file; read_file only returns text.")
+    try:
+        text = data.decode("utf-8")
+        encoding = "utf-8"
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+        encoding = "latin-1"
+    return text, TextFormat(encoding, b"", dominant_newline(text))
+
+
+def dominant_newline(text: str) -> str | None:
+    counts = {"\r\n": 0, "\n": 0, "\r": 0}
+    for match in _LINE_BREAK.finditer(text, 0, min(len(text), 1 << 20)):
+        counts[match.group()] += 1
+    best = max(counts, key=lambda k: counts[k])
+    return best if counts[best] else None
+
+
+def to_newline(text: str, newline: str) -> str:
+    """Every line break of `text` as `newline`."""
+    return _LINE_BREAK.sub(newline, text)
+
+
+def encode(text: str, fmt: TextFormat, name: str = "the file") -> bytes:
+    """`text` stored like the file was: same encoding, BOM and line endings."""
+    if fmt.newline is not None:
+        text = to_newline(text, fmt.newline)
+    try:
+        return fmt.bom + text.encode(fmt.encoding)
+    except UnicodeEncodeError as exc:
+        char = exc.object[exc.start : exc.end]
+        raise WorkspaceError(
+            f"The new text of {name} cannot be stored in its encoding ({fmt.encoding}): "
+            f"{char!r} has no {fmt.encoding} form. Nothing was written."
+        ) from None
+
+
+NEW_FILE = TextFormat("utf-8", b"", None)

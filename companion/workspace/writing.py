@@ -1,0 +1,98 @@
+"""Writing an accepted `write_file`: atomically, like the file was stored (encoding, BOM, line endings).
+
+The review and the buffer route are in `tools.py`; this module only touches the disk.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+
+from .paths import PathPolicy, Resolved, WorkspaceError, is_inside
+from .textfile import NEW_FILE, TextFormat, decode, encode
+
+_BINARY = getattr(os, "O_BINARY", 0)
+
+
+def existing_format(target: Resolved, name: str) -> TextFormat:
+    """How the file is stored now (NEW_FILE when it does not exist); binary files are refused."""
+    if not target.exists:
+        return NEW_FILE
+    from .reading import read_bytes
+
+    data = read_bytes(target, None, name)
+    try:
+        return decode(data, name)[1]
+    except WorkspaceError:
+        raise WorkspaceError(f"{name} is a binary file; write_file only replaces text files.") from None
+
+
+def write_atomically(policy: PathPolicy, target: Resolved, text: str, fmt: TextFormat, name: str) -> int:
+    """Write `text` to `target` (temporary file in the same folder, then rename); returns the bytes written.
+
+    Missing parent folders are created, each checked to stay inside the workspace.
+    """
+    data = encode(text, fmt, name)
+    folder = os.path.dirname(target.path)
+    _make_parents(policy, target, folder)
+    mode = None
+    try:
+        st = os.stat(target.path)
+        if not stat.S_ISREG(st.st_mode):
+            raise WorkspaceError(f"Refused {name}: it is no longer a regular file. Nothing was written.")
+        mode = stat.S_IMODE(st.st_mode)
+    except FileNotFoundError:
+        pass
+    temp = os.path.join(folder, f".{os.path.basename(target.path)}.{secrets.token_hex(4)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY
+    try:
+        fd = os.open(temp, flags, 0o666 if mode is None else 0o600)
+    except OSError as exc:
+        raise WorkspaceError(f"Cannot write {name}: {exc.strerror or exc}. Nothing was written.") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(temp, mode)
+        os.replace(temp, target.path)
+    except OSError as exc:
+        _remove_quietly(temp)
+        raise WorkspaceError(f"Cannot write {name}: {exc.strerror or exc}. Nothing was written.") from None
+    except BaseException:
+        _remove_quietly(temp)
+        raise
+    return len(data)
+
+
+def _make_parents(policy: PathPolicy, target: Resolved, folder: str) -> None:
+    missing = []
+    current = folder
+    while not os.path.isdir(current):
+        if os.path.lexists(current):
+            raise WorkspaceError(f"Cannot create {target.requested}: {current} exists and is not a folder.")
+        missing.append(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    for path in reversed(missing):
+        if not is_inside(os.path.realpath(os.path.dirname(path)), target.folder):
+            raise WorkspaceError(f"Refused to create {path}: it would be outside the workspace.")
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise WorkspaceError(f"Cannot create the folder {path}: {exc.strerror or exc}.") from None
+    if not any(is_inside(os.path.realpath(folder), f) for f in policy.real_folders):
+        raise WorkspaceError(f"Refused {target.requested}: its folder resolves outside the workspace.")
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
