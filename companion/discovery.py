@@ -68,10 +68,13 @@ def ensure_private_dir(path: str) -> None:
             os.chmod(path, 0o700)
 
 
+class DiscoveryError(OSError):
+    """The discovery file cannot be written; the message names the folder and what to do."""
+
+
 def write(editor_pid: int, port: int, folders: Sequence[str], token: str, directory: str | None = None) -> str:
     """Write (or atomically rewrite) the discovery file and return its path."""
     directory = directory or discovery_dir()
-    ensure_private_dir(directory)
     path = os.path.join(directory, file_name(editor_pid, port))
     payload = {
         "port": port,
@@ -79,7 +82,15 @@ def write(editor_pid: int, port: int, folders: Sequence[str], token: str, direct
         "authToken": token,
         "ideInfo": IDE_INFO,
     }
-    _atomic_write_private(path, json.dumps(payload, indent=2).encode("utf-8"))
+    try:
+        ensure_private_dir(directory)
+        _atomic_write_private(path, json.dumps(payload, indent=2).encode("utf-8"))
+    except OSError as exc:
+        raise DiscoveryError(
+            f"Cannot write the discovery file in {directory} ({exc.strerror or exc}). Gemini CLI finds this "
+            "window through that file: make the folder (and the folders above it) writable for your user, "
+            "then reload the package."
+        ) from exc
     return path
 
 

@@ -1,0 +1,393 @@
+"""Faults: clients killed mid-review and mid-stream, windows closed under a pending review, an unwritable
+discovery folder, and 200 start/connect/stop cycles -- the user's review survives and nothing leaks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import anyio
+import psutil
+import pytest
+
+from companion.context import Position
+from companion.diffs import Outcome, Review
+from companion.runtime import Runtime, WindowHandle
+from tests.hostile.conftest import ACCEPT, PROTOCOL, RawHttp, initialize_body
+from tests.mcp_client import connect, text_of
+from tests.scripted_editor import ScriptedEditor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture
+def discovery_dir(tmp_path: str) -> str:
+    return os.path.join(str(tmp_path), "discovery")
+
+
+@pytest.fixture
+def workspace(tmp_path: str) -> str:
+    path = os.path.join(str(tmp_path), "workspace")
+    os.makedirs(path)
+    return path
+
+
+@pytest.fixture
+def editor() -> ScriptedEditor:
+    return ScriptedEditor()
+
+
+@pytest.fixture
+def runtime(discovery_dir: str) -> Iterator[Runtime]:
+    rt = Runtime(discovery_directory=discovery_dir)
+    yield rt
+    rt.stop()
+
+
+@pytest.fixture
+def window(runtime: Runtime, editor: ScriptedEditor, workspace: str) -> WindowHandle:
+    handle = runtime.open_window(editor, [workspace])
+    handle.ready.result(30)
+    return handle
+
+
+def settle(check: Callable[[], bool], timeout: float = 30) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.02)
+    return check()
+
+
+def spawn(window: WindowHandle, mode: str, file_path: str = "") -> subprocess.Popen[str]:
+    argv = [sys.executable, "-m", "tests.hostile.killable_client", window.url, window.token, mode, file_path]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
+
+
+def wait_line(proc: subprocess.Popen[str], expected: str) -> None:
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    assert line == expected, f"the client said {line!r} (exit code {proc.poll()})"
+
+
+def kill(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    assert proc.returncode == -signal.SIGKILL
+
+
+# -- a client dies --
+
+
+def active(params: dict[str, object]) -> str | None:
+    files = params["workspaceState"]["openFiles"]  # type: ignore[index]
+    return files[0]["path"] if files else None
+
+
+@pytest.mark.anyio
+async def test_a_client_killed_mid_review_leaves_the_review_usable(
+    window: WindowHandle, editor: ScriptedEditor, workspace: str
+) -> None:
+    path = os.path.join(workspace, "app.py")
+    doomed = spawn(window, "review", path)
+    await anyio.to_thread.run_sync(wait_line, doomed, "opened")
+    review = editor.shown[0][0]
+    kill(doomed)
+    assert review.is_open and window.server is not None and window.server.reviews.get(path) is review
+
+    async with connect(window.url, window.token, "next-cli") as client:
+        await client.wait_for("ide/contextUpdate")
+        # The user still decides the review the dead client opened; the next client hears about it.
+        review.accept("kept by the user\n")
+        accepted = await client.wait_for("ide/diffAccepted", lambda p: p["filePath"] == path)
+        assert accepted["content"] == "kept by the user\n"
+        # And it works normally afterwards.
+        assert not (await client.open_diff(path, "second try\n")).is_error
+        closed = await client.close_diff(path)
+        assert json.loads(text_of(closed)) == {"content": "second try\n"}
+
+
+@pytest.mark.anyio
+async def test_a_client_killed_mid_stream_does_not_stall_the_others(window: WindowHandle, workspace: str) -> None:
+    doomed = spawn(window, "stream")
+    await anyio.to_thread.run_sync(wait_line, doomed, "streaming")
+    async with connect(window.url, window.token, "survivor") as survivor:
+        await survivor.wait_for("ide/contextUpdate")
+        assert settle(lambda: "doomed-stream" in window.connected_clients, 10)
+        stop = threading.Event()
+
+        def churn() -> None:  # the server is writing to both streams when the client dies
+            i = 0
+            while not stop.is_set():
+                i += 1
+                window.context.activate(os.path.join(workspace, f"f{i}.py"), Position(1, 1))
+                time.sleep(0.06)
+
+        churner = threading.Thread(target=churn)
+        churner.start()
+        try:
+            await anyio.sleep(0.3)
+            kill(doomed)
+            await anyio.sleep(0.3)
+        finally:
+            stop.set()
+            churner.join()
+        final = os.path.join(workspace, "final.py")
+        window.context.activate(final, Position(3, 4))
+        update = await survivor.wait_for("ide/contextUpdate", lambda p: active(p) == final)
+        assert update["workspaceState"]["openFiles"][0]["cursor"] == {"line": 3, "character": 4}
+        # The server noticed the dead client: the status bar no longer counts it.
+        assert await anyio.to_thread.run_sync(lambda: settle(lambda: "doomed-stream" not in window.connected_clients))
+    async with connect(window.url, window.token, "next-cli") as client:
+        await client.wait_for("ide/contextUpdate", lambda p: active(p) == final)
+
+
+@pytest.mark.anyio
+async def test_a_client_killed_mid_body_leaves_no_review_and_the_server_serving(
+    window: WindowHandle, editor: ScriptedEditor, workspace: str
+) -> None:
+    path = os.path.join(workspace, "big.txt")
+    doomed = spawn(window, "body", path)
+    await anyio.to_thread.run_sync(wait_line, doomed, "sending")
+    kill(doomed)
+    async with connect(window.url, window.token, "next-cli") as client:
+        assert not (await client.open_diff(os.path.join(workspace, "small.txt"), "ok\n")).is_error
+    assert [r.file_path for r, _, _ in editor.shown] == [os.path.join(workspace, "small.txt")]
+
+
+# -- the window goes away under a review --
+
+
+@pytest.mark.anyio
+async def test_closing_the_window_with_a_pending_review_closes_it_quietly(
+    window: WindowHandle, editor: ScriptedEditor, workspace: str
+) -> None:
+    path = os.path.join(workspace, "pending.py")
+    async with connect(window.url, window.token) as client:
+        assert not (await client.open_diff(path, "new\n")).is_error
+        review = editor.shown[0][0]
+        started = time.monotonic()
+        await anyio.to_thread.run_sync(lambda: window.close().result(15))
+        assert time.monotonic() - started < 15
+        assert review.outcome is Outcome.CLOSED and review in editor.closed
+        assert not os.path.exists(window.discovery_path)
+        # A decision arriving after the window closed changes nothing and sends nothing.
+        review.accept("too late")
+        await anyio.sleep(0.2)
+        assert review.outcome is Outcome.CLOSED
+        assert client.of("ide/diffAccepted") == [] and client.of("ide/diffRejected") == []
+
+
+class StuckEditor(ScriptedEditor):
+    """An editor whose UI never comes back from showing a review (a hung main thread)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+
+    async def show_review(self, review: Review) -> None:
+        await super().show_review(review)
+        self.entered.set()
+        await asyncio.sleep(3600)
+
+
+@pytest.mark.anyio
+async def test_closing_the_window_while_the_editor_hangs_in_open_diff_ends_the_call(
+    runtime: Runtime, workspace: str
+) -> None:
+    editor = StuckEditor()
+    window = runtime.open_window(editor, [workspace])
+    await anyio.to_thread.run_sync(lambda: window.ready.result(30))
+    outcome: list[object] = []
+
+    async def call() -> None:
+        try:
+            async with connect(window.url, window.token) as client:
+                outcome.append(await client.open_diff(os.path.join(workspace, "x.py"), "x\n"))
+        except BaseException as exc:  # the server went away mid-call: the client must be told, not hang
+            outcome.append(exc)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(call)
+        assert await anyio.to_thread.run_sync(editor.entered.wait, 30)
+        await anyio.to_thread.run_sync(lambda: window.close().result(15))
+        with anyio.fail_after(20):
+            while not outcome:
+                await anyio.sleep(0.05)
+    review = editor.shown[0][0]
+    assert review.outcome is Outcome.CLOSED
+    result = outcome[0]
+    assert isinstance(result, BaseException) or getattr(result, "is_error", False), result
+
+
+# -- the discovery folder cannot be written --
+
+
+def make_unwritable(folder: str) -> Callable[[], None]:
+    """Make `folder` impossible to write in; returns the undo. As root, chmod does not stop writes, so the
+    folder is replaced by a regular file (any path below it then fails, as a read-only folder would)."""
+    os.makedirs(folder, exist_ok=True)
+    if os.geteuid() != 0:
+        os.chmod(folder, 0o500)
+        return lambda: os.chmod(folder, 0o700)
+    aside = folder + ".aside"
+    os.rename(folder, aside)
+    with open(folder, "w") as f:
+        f.write("not a folder\n")
+
+    def undo() -> None:
+        os.unlink(folder)
+        os.rename(aside, folder)
+
+    return undo
+
+
+def test_an_unwritable_discovery_folder_is_reported_clearly_and_nothing_else_breaks(
+    runtime: Runtime, discovery_dir: str, workspace: str
+) -> None:
+    first = runtime.open_window(ScriptedEditor(), [workspace])
+    first.ready.result(30)
+    undo = make_unwritable(discovery_dir)
+    try:
+        second = runtime.open_window(ScriptedEditor(), [workspace])
+        with pytest.raises(Exception) as failure:
+            second.ready.result(30)
+        message = str(failure.value)
+        assert discovery_dir in message, message  # names the folder...
+        assert "Gemini CLI" in message and ("writable" in message or "permission" in message.lower()), message
+        assert "Traceback" not in message
+        # ...and the failed window keeps no server listening.
+        assert second.server is None and second not in runtime.windows
+    finally:
+        undo()
+    # The window that was already running still serves, and new windows open once the folder is fixed.
+    http = RawHttp(first.port)
+    reply = http.request(
+        "POST",
+        "/mcp",
+        [
+            ("Host", f"127.0.0.1:{first.port}"),
+            ("Authorization", f"Bearer {first.token}"),
+            ("Accept", ACCEPT),
+            ("Content-Type", "application/json"),
+        ],
+        initialize_body(),
+    )
+    http.close()
+    assert reply.status == 200
+    third = runtime.open_window(ScriptedEditor(), [workspace])
+    third.ready.result(30)
+    assert os.path.exists(third.discovery_path)
+
+
+# -- reload cycles --
+
+
+class RawStreamClient:
+    """A connected client the cheap way: initialize, initialized, then hold the GET stream open and read it."""
+
+    def __init__(self, handle: WindowHandle) -> None:
+        http = RawHttp(handle.port)
+        headers = [
+            ("Host", f"127.0.0.1:{handle.port}"),
+            ("Authorization", f"Bearer {handle.token}"),
+            ("Accept", ACCEPT),
+            ("Content-Type", "application/json"),
+        ]
+        reply = http.request("POST", "/mcp", headers, initialize_body())
+        session = reply.header("mcp-session-id")
+        assert reply.status == 200 and session
+        headers += [("Mcp-Session-Id", session), ("Mcp-Protocol-Version", PROTOCOL)]
+        note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+        assert http.request("POST", "/mcp", headers, note).status == 202
+        http.close()
+        self.sock = socket.create_connection(("127.0.0.1", handle.port), timeout=30)
+        head = "".join(f"{k}: {v}\r\n" for k, v in headers if k != "Content-Type")
+        self.sock.sendall(f"GET /mcp HTTP/1.1\r\n{head}\r\n".encode())
+        seen = b""
+        while b"ide/contextUpdate" not in seen:  # the stream is open and the first context arrived
+            chunk = self.sock.recv(65536)
+            assert chunk, seen
+            seen += chunk
+        assert seen.startswith(b"HTTP/1.1 200")
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class SdkClient:
+    """The SDK client on its own thread and loop, holding its stream (like a separate Gemini CLI)."""
+
+    def __init__(self, handle: WindowHandle) -> None:
+        self.ready = threading.Event()
+        self.release = threading.Event()
+        self.thread = threading.Thread(target=lambda: asyncio.run(self._run(handle)), name="sdk-client")
+        self.thread.start()
+        assert self.ready.wait(30)
+
+    async def _run(self, handle: WindowHandle) -> None:
+        try:
+            async with connect(handle.url, handle.token) as client:
+                await client.wait_for("ide/contextUpdate")
+                self.ready.set()
+                while not self.release.is_set():
+                    await asyncio.sleep(0.02)
+        except BaseException:  # the server stopping under it ends the client
+            self.ready.set()
+
+    def close(self) -> None:
+        self.release.set()
+        self.thread.join(15)
+        assert not self.thread.is_alive()
+
+
+def resources() -> tuple[set[str], int, int]:
+    process = psutil.Process()
+    fds = process.num_fds() if hasattr(process, "num_fds") else process.num_handles()
+    return {t.name for t in threading.enumerate()}, fds, len(process.net_connections(kind="inet"))
+
+
+def test_two_hundred_start_connect_stop_cycles_leak_nothing(discovery_dir: str, workspace: str) -> None:
+    def cycle(i: int) -> None:
+        runtime = Runtime(discovery_directory=discovery_dir)
+        handle = runtime.open_window(ScriptedEditor(), [workspace])
+        second = runtime.open_window(ScriptedEditor(), [workspace])
+        handle.ready.result(30)
+        second.ready.result(30)
+        clients: list[RawStreamClient | SdkClient] = [RawStreamClient(handle), RawStreamClient(second)]
+        if i % 25 == 0:
+            clients.append(SdkClient(handle))
+        assert len(os.listdir(discovery_dir)) == 2
+        runtime.stop()
+        for client in clients:
+            client.close()
+
+    cycle(0)  # warm up imports and lazily created pools
+    threads_before, fds_before, sockets_before = resources()
+    for i in range(1, 201):
+        cycle(i)
+    assert os.listdir(discovery_dir) == []
+    assert settle(lambda: {t.name for t in threading.enumerate()} <= threads_before), threading.enumerate()
+    assert settle(lambda: resources()[2] <= sockets_before), psutil.Process().net_connections(kind="inet")
+    assert settle(lambda: resources()[1] <= fds_before + 2), (fds_before, resources()[1])
+
+
+def test_the_unwritable_helper_really_blocks_writes(tmp_path: str) -> None:
+    folder = os.path.join(str(tmp_path), "d")
+    undo = make_unwritable(folder)
+    try:
+        with pytest.raises(OSError), open(os.path.join(folder, "x"), "w"):
+            pass
+    finally:
+        undo()
+    shutil.rmtree(folder)
