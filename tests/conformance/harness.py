@@ -9,6 +9,10 @@ The companion side: `HeadlessCompanion` runs `companion.runtime.Runtime` in-proc
 `DecidingEditor`, the Editor port whose user is scripted by the test (decisions by file name or by a
 callback, with an optional edit of the proposal before accepting; or decided later by hand).
 
+`GeminiTerminal` runs the real `gemini` binary in a pseudo-terminal (see test_gemini_cli.py for why
+the IDE diff path needs the interactive UI), with `make_gemini_home` and `recorded_turns` for its
+private settings and recorded model responses.
+
 Isolation: the client finds discovery files in `<os.tmpdir()>/gemini/ide`; Node's `os.tmpdir()` is
 `$TMPDIR`, so both sides get the same private TMPDIR (`isolate_tmpdir`). It picks the file by the
 editor's PID (`GEMINI_CLI_IDE_PID`, else a walk up its process tree to the shell's grandparent) and
