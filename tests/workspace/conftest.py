@@ -1,0 +1,134 @@
+"""Fixtures for the workspace tools: a headless companion (`python -m companion serve` in a subprocess
+with a private TMPDIR) and the stdio bridge driven by the SDK's own stdio client."""
+
+from __future__ import annotations
+
+import os
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+
+import mcp_types as types
+import pytest
+from mcp.client import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def tmpdir_env(tmp_path: str) -> str:
+    """A private TMPDIR (Node's os.tmpdir()): the discovery folder of the companion and the bridge."""
+    path = os.path.join(str(tmp_path), "tmp")
+    os.makedirs(path)
+    return path
+
+
+@pytest.fixture
+def workspace(tmp_path: str) -> str:
+    path = os.path.join(str(tmp_path), "workspace")
+    os.makedirs(path)
+    return os.path.realpath(path)
+
+
+@pytest.fixture
+def outside(tmp_path: str) -> str:
+    path = os.path.join(str(tmp_path), "outside")
+    os.makedirs(path)
+    with open(os.path.join(path, "secret.txt"), "w") as handle:
+        handle.write("top secret\n")
+    return os.path.realpath(path)
+
+
+class Serve:
+    """A running `python -m companion serve`."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.process = process
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.output: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.output.append(line)
+            self.lines.put(line)
+
+    def expect(self, fragment: str, timeout: float = 60) -> str:
+        while True:
+            try:
+                line = self.lines.get(timeout=timeout)
+            except queue.Empty:
+                raise AssertionError(f"no line with {fragment!r}; output so far: {''.join(self.output)}") from None
+            if fragment in line:
+                return line
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def child_env(tmpdir_env: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GEMINI_CLI_IDE_")}
+    env.update({"TMPDIR": tmpdir_env, "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"})
+    env.update(extra or {})
+    return env
+
+
+@contextmanager
+def serve(
+    tmpdir_env: str, workspace: str, policy: str, *args: str, env: dict[str, str] | None = None
+) -> Iterator[Serve]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "companion", "serve", "--workspace", workspace, "--diff-policy", policy, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=child_env(tmpdir_env, env),
+    )
+    server = Serve(process)
+    try:
+        server.expect("listening on http://127.0.0.1:")
+        server.expect("Discovery file:")
+        yield server
+    finally:
+        server.stop()
+
+
+@asynccontextmanager
+async def bridge(
+    tmpdir_env: str, cwd: str, *args: str, name: str = "bridge-test-client"
+) -> AsyncIterator[ClientSession]:
+    """The SDK's stdio client running `python -m companion bridge ARGS` in `cwd`."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "companion", "bridge", *args],
+        env={"TMPDIR": tmpdir_env, "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"},
+        cwd=cwd,
+    )
+    with open(os.devnull, "w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog if not os.environ.get("BRIDGE_DEBUG") else sys.stderr) as (read, write),
+            ClientSession(read, write, client_info=types.Implementation(name=name, version="0")) as session,
+        ):
+            await session.initialize()
+            yield session
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
