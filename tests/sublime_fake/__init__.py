@@ -1,0 +1,1 @@
+"""Our own stand-in for Sublime Text 4213's `sublime` and `sublime_plugin` modules (see `control`)."""

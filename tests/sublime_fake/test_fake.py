@@ -1,0 +1,429 @@
+"""The fake behaves like Sublime Text where the adapter depends on it: threads, text units, commands,
+events, windows and layouts. If the fake were looser than Sublime, adapter tests could pass on
+code that fails in the editor; these tests pin the stricter behaviour down."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+import threading
+import types
+
+import pytest
+
+from tests.sublime_fake import _state, control, sublime, sublime_plugin
+
+PLUGIN = """
+import threading
+import sublime
+import sublime_plugin
+
+calls = []
+
+
+def plugin_loaded():
+    calls.append(("plugin_loaded", threading.current_thread().name))
+
+
+def plugin_unloaded():
+    calls.append(("plugin_unloaded", threading.current_thread().name))
+
+
+class RecordingListener(sublime_plugin.EventListener):
+    def on_activated(self, view):
+        calls.append(("on_activated", view.id(), threading.current_thread().name))
+
+    def on_activated_async(self, view):
+        calls.append(("on_activated_async", view.id(), threading.current_thread().name))
+
+    def on_selection_modified_async(self, view):
+        calls.append(("on_selection_modified_async", view.id(), threading.current_thread().name))
+
+    def on_load(self, view):
+        calls.append(("on_load", view.id(), view.is_loading()))
+
+    def on_close(self, view):
+        calls.append(("on_close", view.id(), view.window()))
+
+    def on_pre_close(self, view):
+        calls.append(("on_pre_close", view.id(), view.window()))
+
+    def on_text_command(self, view, name, args):
+        if name == "rewrite_me":
+            return ("shout", {"text": "rewritten"})
+        return None
+
+    def on_post_window_command(self, window, name, args):
+        calls.append(("on_post_window_command", name, args))
+
+    def on_new_window_async(self, window):
+        calls.append(("on_new_window_async", window.id(), threading.current_thread().name))
+
+
+class ShoutCommand(sublime_plugin.TextCommand):
+    def run(self, edit, text="hi"):
+        self.view.insert(edit, 0, text.upper())
+        global last_edit
+        last_edit = edit
+
+
+class ExportHtmlCommand(sublime_plugin.WindowCommand):
+    enabled = True
+
+    def run(self, where):
+        calls.append(("html_export", where, threading.current_thread().name))
+
+    def is_enabled(self, where):
+        return ExportHtmlCommand.enabled
+
+
+class _HiddenCommand(sublime_plugin.WindowCommand):
+    def run(self):
+        calls.append(("hidden",))
+"""
+
+
+@pytest.fixture
+def plugin(host: _state.Host, tmp_path: object) -> types.ModuleType:
+    root = os.path.join(str(tmp_path), "Fake Test Package")
+    os.makedirs(root)
+    with open(os.path.join(root, "plugin.py"), "w", encoding="utf-8") as handle:
+        handle.write(textwrap.dedent(PLUGIN))
+    module = control.load_plugin("Fake Test Package.plugin", "Fake Test Package", root)
+    yield module
+    control.unload_plugin("Fake Test Package.plugin")
+
+
+def write(tmp_path: object, name: str, text: str) -> str:
+    path = os.path.join(str(tmp_path), name)
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        handle.write(text)
+    return path
+
+
+# -- threads --
+
+
+def test_set_timeout_runs_only_when_the_main_thread_is_pumped_and_on_that_thread(host: _state.Host) -> None:
+    ran: list[str] = []
+    threading.Thread(target=lambda: sublime.set_timeout(lambda: ran.append(threading.current_thread().name))).start()
+    control.wait_async_idle()
+    assert ran == []
+    control.pump_until(lambda: ran)
+    assert ran == [threading.current_thread().name]
+
+
+def test_set_timeout_async_runs_in_order_on_one_shared_worker(host: _state.Host) -> None:
+    seen: list[tuple[int, str]] = []
+    for i in range(20):
+        sublime.set_timeout_async(lambda i=i: seen.append((i, threading.current_thread().name)))
+    control.wait_async_idle()
+    assert [i for i, _ in seen] == list(range(20))
+    assert {name for _, name in seen} == {_state.WORKER_THREAD_NAME}
+
+
+def test_delayed_timeouts_keep_their_delay(host: _state.Host) -> None:
+    order: list[str] = []
+    sublime.set_timeout(lambda: order.append("late"), 200)
+    sublime.set_timeout(lambda: order.append("soon"), 0)
+    control.pump(0)
+    assert order == ["soon"]
+    control.pump_until(lambda: len(order) == 2)
+    assert order == ["soon", "late"]
+
+
+def test_ui_changes_off_the_main_thread_are_violations_and_reads_are_not(host: _state.Host) -> None:
+    window = control.new_window()
+    view = window.new_file()
+
+    def worker() -> None:
+        view.size()
+        view.substr(sublime.Region(0, 1))
+        window.views()
+        view.set_name("from a worker")
+
+    sublime.set_timeout_async(worker)
+    control.wait_async_idle()
+    assert len(control.violations()) == 1
+    assert "View.set_name" in control.violations()[0]
+
+
+def test_api_calls_during_on_exit_are_violations(host: _state.Host, tmp_path: object) -> None:
+    root = os.path.join(str(tmp_path), "Exit Package")
+    os.makedirs(root)
+    with open(os.path.join(root, "plugin.py"), "w", encoding="utf-8") as handle:
+        handle.write(
+            "import sublime, sublime_plugin\n"
+            "class L(sublime_plugin.EventListener):\n"
+            "    def on_exit(self):\n"
+            "        sublime.status_message('bye')\n"
+        )
+    control.new_window()
+    control.load_plugin("Exit Package.plugin", "Exit Package", root)
+    control.exit_editor()
+    assert any("after the API shut down" in v for v in control.violations())
+
+
+# -- text units --
+
+
+def test_rowcol_counts_characters_utf16_and_utf8_like_sublime(host: _state.Host, tmp_path: object) -> None:
+    window = control.new_window()
+    path = write(tmp_path, "u.txt", "first\nh\u00e9 \U0001f600 x\n")
+    view = control.open_file(window, path)
+    point = view.text_point(1, 5)  # after "hé 😀 "
+    assert view.substr(point) == "x"
+    assert view.rowcol(point) == (1, 5)
+    assert view.rowcol_utf16(point) == (1, 6)
+    assert view.rowcol_utf8(point) == (1, 9)
+    assert view.text_point_utf16(1, 6) == point
+    assert view.text_point_utf8(1, 9) == point
+    assert view.text_point(0, 99, clamp_column=True) == 5
+
+
+def test_windows_line_endings_are_normalised_in_the_buffer_and_kept_on_save(
+    host: _state.Host, tmp_path: object
+) -> None:
+    window = control.new_window()
+    path = write(tmp_path, "crlf.txt", "a\r\nb\r\n")
+    view = control.open_file(window, path)
+    assert view.substr(sublime.Region(0, view.size())) == "a\nb\n"
+    assert view.line_endings() == "Windows"
+    control.type_text(view, "z")
+    assert view.is_dirty()
+    control.press_save(view)
+    assert not view.is_dirty()
+    with open(path, "rb") as handle:
+        assert handle.read() == b"za\r\nb\r\n"
+
+
+def test_selection_is_sorted_and_merged_so_sel0_is_the_topmost_region(host: _state.Host, tmp_path: object) -> None:
+    window = control.new_window()
+    view = control.open_file(window, write(tmp_path, "s.txt", "0123456789\n"))
+    control.select(view, sublime.Region(6, 8), sublime.Region(2, 4), 3)
+    assert list(view.sel()) == [sublime.Region(2, 4), sublime.Region(6, 8)]
+    assert view.sel()[0] == sublime.Region(2, 4)
+    with pytest.raises(IndexError):
+        view.sel()[2]
+
+
+# -- commands --
+
+
+def test_command_names_are_derived_from_class_names_as_sublime_does(host: _state.Host) -> None:
+    class HTMLExportCommand(sublime_plugin.WindowCommand):
+        pass
+
+    class GeminiCompanionApplyCommand(sublime_plugin.WindowCommand):
+        pass
+
+    class Utf8Command(sublime_plugin.TextCommand):
+        pass
+
+    window = control.new_window()
+    assert HTMLExportCommand(window).name() == "h_tMLExport"  # Sublime's quirk: capitals after the first stay
+    assert GeminiCompanionApplyCommand(window).name() == "gemini_companion_apply"
+    assert Utf8Command(window.new_file()).name() == "utf8"
+
+
+def test_text_commands_get_a_live_edit_that_dies_after_run(host: _state.Host, plugin: types.ModuleType) -> None:
+    window = control.new_window()
+    view = window.new_file()
+    view.run_command("shout", {"text": "abc"})
+    assert view.substr(sublime.Region(0, view.size())) == "ABC"
+    with pytest.raises(ValueError):
+        view.insert(plugin.last_edit, 0, "late")
+
+
+def test_on_text_command_can_rewrite_a_command(host: _state.Host, plugin: types.ModuleType) -> None:
+    window = control.new_window()
+    view = window.new_file()
+    view.run_command("rewrite_me")
+    assert view.substr(sublime.Region(0, view.size())) == "REWRITTEN"
+
+
+def test_a_disabled_command_does_not_run_and_args_go_through_json(host: _state.Host, plugin: types.ModuleType) -> None:
+    window = control.new_window()
+    window.run_command("export_html", {"where": ("a", "b")})
+    assert ("html_export", ["a", "b"], threading.current_thread().name) in plugin.calls
+    assert ("on_post_window_command", "export_html", {"where": ["a", "b"]}) in plugin.calls
+    plugin.ExportHtmlCommand.enabled = False
+    count = len(plugin.calls)
+    window.run_command("export_html", {"where": "c"})
+    assert len(plugin.calls) == count
+    with pytest.raises(TypeError):
+        window.run_command("export_html", {"where": object()})
+
+
+def test_only_public_names_are_loaded_and_unknown_commands_are_recorded(
+    host: _state.Host, plugin: types.ModuleType
+) -> None:
+    window = control.new_window()
+    window.run_command("_hidden")
+    assert ("hidden",) not in plugin.calls
+    assert ("window", "_hidden", None) in control.unknown_commands()
+
+
+def test_read_only_buffers_ignore_edits_unless_append_is_forced(host: _state.Host) -> None:
+    window = control.new_window()
+    view = window.new_file()
+    view.set_read_only(True)
+    view.run_command("append", {"characters": "no"})
+    view.run_command("insert", {"characters": "no"})
+    assert view.size() == 0
+    view.run_command("append", {"characters": "yes", "force": True})
+    assert view.substr(sublime.Region(0, view.size())) == "yes"
+
+
+# -- events and plugin lifecycle --
+
+
+def test_plugin_loaded_runs_and_activation_is_synthesized_on_load(host: _state.Host, tmp_path: object) -> None:
+    window = control.new_window()
+    view = window.new_file()
+    control.wait_async_idle()  # the window's own events are over before the plugin arrives
+    root = os.path.join(str(tmp_path), "Fake Test Package")
+    os.makedirs(root)
+    with open(os.path.join(root, "plugin.py"), "w", encoding="utf-8") as handle:
+        handle.write(textwrap.dedent(PLUGIN))
+    module = control.load_plugin("Fake Test Package.plugin", "Fake Test Package", root)
+    control.wait_async_idle()
+    main = threading.current_thread().name
+    assert module.calls[:3] == [
+        ("plugin_loaded", main),
+        ("on_activated", view.id(), main),
+        ("on_activated_async", view.id(), _state.WORKER_THREAD_NAME),
+    ]
+    control.unload_plugin("Fake Test Package.plugin")
+    assert module.calls[-1] == ("plugin_unloaded", main)
+    assert control.listener_count() == 0 and control.command_classes() == []
+
+
+def test_at_startup_plugin_loaded_waits_for_the_api(host: _state.Host, tmp_path: object) -> None:
+    root = os.path.join(str(tmp_path), "Startup Package")
+    os.makedirs(root)
+    with open(os.path.join(root, "plugin.py"), "w", encoding="utf-8") as handle:
+        handle.write("import sublime\ncalls = []\ndef plugin_loaded():\n    calls.append(sublime.version())\n")
+    module = control.load_plugin("Startup Package.plugin", "Startup Package", root, startup=True)
+    assert module.calls == ["4213"]
+    control.unload_plugin("Startup Package.plugin")
+
+
+def test_async_events_run_on_the_worker_and_on_close_has_no_window(
+    host: _state.Host, plugin: types.ModuleType, tmp_path: object
+) -> None:
+    window = control.new_window()
+    control.wait_async_idle()
+    assert ("on_new_window_async", window.id(), _state.WORKER_THREAD_NAME) in plugin.calls
+    view = control.open_file(window, write(tmp_path, "a.txt", "abc\n"))
+    assert ("on_load", view.id(), False) in plugin.calls
+    control.click(view, 2)
+    control.wait_async_idle()
+    assert ("on_selection_modified_async", view.id(), _state.WORKER_THREAD_NAME) in plugin.calls
+    control.close_tab(view)
+    assert ("on_pre_close", view.id(), window) in plugin.calls
+    assert ("on_close", view.id(), None) in plugin.calls
+    assert not view.is_valid()
+
+
+def test_a_handler_exception_is_recorded_and_the_other_handlers_still_run(host: _state.Host, tmp_path: object) -> None:
+    root = os.path.join(str(tmp_path), "Broken Package")
+    os.makedirs(root)
+    with open(os.path.join(root, "plugin.py"), "w", encoding="utf-8") as handle:
+        handle.write(
+            "import sublime_plugin\nseen = []\n"
+            "class A(sublime_plugin.EventListener):\n    def on_new(self, view):\n        raise RuntimeError('boom')\n"
+            "class B(sublime_plugin.EventListener):\n    def on_new(self, view):\n        seen.append(view.id())\n"
+        )
+    window = control.new_window()
+    module = control.load_plugin("Broken Package.plugin", "Broken Package", root)
+    view = window.new_file()
+    assert module.seen == [view.id()]
+    assert len(control.errors()) == 1 and "boom" in control.errors()[0]
+    control.unload_plugin("Broken Package.plugin")
+    host.errors.clear()
+
+
+# -- windows, layouts, sheets --
+
+
+def test_layout_groups_focus_and_closing_the_active_tab(host: _state.Host, tmp_path: object) -> None:
+    window = control.new_window()
+    first = control.open_file(window, write(tmp_path, "one.txt", "1"))
+    second = control.open_file(window, write(tmp_path, "two.txt", "2"))
+    window.set_layout({"cols": [0.0, 0.5, 1.0], "rows": [0.0, 1.0], "cells": [[0, 0, 1, 1], [1, 0, 2, 1]]})
+    assert window.num_groups() == 2
+    window.set_view_index(second, 1, 0)
+    assert window.get_view_index(second) == (1, 0)
+    assert window.views_in_group(0) == [first]
+    window.focus_group(0)
+    assert window.active_view() == first
+    window.set_layout({"cols": [0.0, 1.0], "rows": [0.0, 1.0], "cells": [[0, 0, 1, 1]]})
+    assert window.num_groups() == 1
+    assert window.views() == [first, second]  # the removed group's tabs joined the last group
+    window.focus_view(second)
+    control.close_tab(second)
+    assert window.active_view() == first
+    with pytest.raises(ValueError):
+        window.set_layout({"cols": [0.0, 1.0], "rows": [0.0, 1.0], "cells": [[0, 0, 2, 1]]})
+
+
+def test_folders_come_from_project_data_and_output_panels_have_no_sheet(host: _state.Host, tmp_path: object) -> None:
+    window = control.new_window([str(tmp_path)])
+    assert window.folders() == [str(tmp_path)]
+    panel = window.create_output_panel("x")
+    assert panel.sheet() is None and panel.element() == "output:output"
+    assert window.find_output_panel("x") == panel
+    assert window.views() == []
+
+
+def test_phantom_sets_keep_unchanged_phantoms_and_links_call_back(host: _state.Host) -> None:
+    window = control.new_window()
+    view = window.new_file()
+    clicked: list[str] = []
+    phantoms = sublime.PhantomSet(view, "k")
+
+    def nav(href: str) -> None:
+        clicked.append(href)
+
+    phantom = sublime.Phantom(sublime.Region(0), '<a href="go">Go</a>', sublime.PhantomLayout.BLOCK, nav)
+    phantoms.update([phantom])
+    first_id = phantom.id
+    again = sublime.Phantom(sublime.Region(0), '<a href="go">Go</a>', sublime.PhantomLayout.BLOCK, nav)
+    phantoms.update([again])
+    assert again.id == first_id and len(control.phantoms(view, "k")) == 1
+    control.click_link(view, "go")
+    assert clicked == ["go"]
+    phantoms.update([])
+    assert control.phantoms(view) == []
+
+
+def test_settings_notify_and_reject_values_sublime_cannot_store(host: _state.Host) -> None:
+    settings = sublime.load_settings("Test.sublime-settings")
+    assert sublime.load_settings("Test.sublime-settings").settings_id == settings.settings_id
+    changes: list[object] = []
+    settings.add_on_change("t", lambda: changes.append(settings.get("k")))
+    settings.set("k", [1, 2])
+    assert changes == [[1, 2]]
+    value = settings.get("k")
+    value.append(3)
+    assert settings.get("k") == [1, 2]  # a copy, as the real API returns
+    with pytest.raises(TypeError):
+        settings.set("bad", {1, 2})
+    settings.clear_on_change("t")
+    settings.set("k", 1)
+    assert len(changes) == 1
+
+
+def test_scratch_views_are_never_dirty_and_dirty_files_ask_before_closing(host: _state.Host, tmp_path: object) -> None:
+    window = control.new_window()
+    scratch = window.new_file()
+    scratch.set_scratch(True)
+    scratch.run_command("insert", {"characters": "x"})
+    assert not scratch.is_dirty()
+    view = control.open_file(window, write(tmp_path, "d.txt", "d"))
+    control.type_text(view, "y")
+    assert control.close_tab(view) is False  # no scripted answer: the prompt is cancelled
+    assert view.is_valid() and control.dialogs()[-1].kind == "yes_no_cancel"
+    control.answer_dialogs(sublime.DialogResult.NO)
+    assert control.close_tab(view) is True and not view.is_valid()
