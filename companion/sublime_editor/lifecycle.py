@@ -45,14 +45,21 @@ def plugin_unloaded() -> None:
     shutdown()
 
 
-def shutdown() -> None:
-    """Close our reviews, stop every server and delete every discovery file (idempotent)."""
+def shutdown(api_alive: bool = True) -> None:
+    """Close our reviews, stop every server and delete every discovery file (idempotent).
+
+    From `on_exit` (`api_alive=False`) the API has already shut down: nothing may touch it, so only
+    the servers and their files go (the editor is closing its views itself).
+    """
     global _runtime, _registry
     registry, runtime = _registry, _runtime
     _registry, _runtime = None, None
     if registry is not None:
-        settings.settings().clear_on_change(SETTINGS_LISTENER)
-        registry.close_all()
+        if api_alive:
+            settings.settings().clear_on_change(SETTINGS_LISTENER)
+            registry.close_all()
+        else:
+            registry.forget_all()
     if runtime is not None:
         runtime.stop()
 

@@ -130,7 +130,7 @@ class GeminiCompanionContextListener(sublime_plugin.EventListener):
             reg.sync_folders(window)
 
     def on_exit(self) -> None:
-        shutdown()
+        shutdown(api_alive=False)  # "after the API has shut down": no API calls here
 
 
 class GeminiCompanionReviewListener(sublime_plugin.EventListener):

@@ -122,6 +122,12 @@ class WindowRegistry:
                 status.clear(state.window)
         self._windows.clear()
 
+    def forget_all(self) -> None:
+        """Drop every window without touching the editor (its API is gone at exit)."""
+        for state in self.all():
+            state.handle.on_clients_changed = None
+        self._windows.clear()
+
 
 def _report_start(window_id: int, future: object) -> None:
     import concurrent.futures

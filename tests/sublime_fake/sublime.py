@@ -144,7 +144,11 @@ class FileTooLargeError(FileNotFoundError):
 
 
 def _h() -> _state.Host:
-    return _state.host()
+    """The editor behind every API call; a call after the API shut down (`on_exit`) is a violation."""
+    host = _state.host()
+    if host.api_shut_down:
+        host.api_call("the sublime API")
+    return host
 
 
 def _events() -> Any:
@@ -1691,8 +1695,8 @@ class View:
             data.phantoms = {pid: p for pid, p in data.phantoms.items() if p[0] != key}
 
     def erase_phantom_by_id(self, pid: int) -> None:
-        # Not checked for the thread: `PhantomSet.__del__` calls it wherever the garbage collector runs.
-        data = self._data()
+        # Not checked: `PhantomSet.__del__` calls it wherever and whenever the garbage collector runs.
+        data = _state.host().views.get(self.view_id)
         if data is not None:
             data.phantoms.pop(pid, None)
 

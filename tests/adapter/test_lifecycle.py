@@ -1,0 +1,135 @@
+"""Lifecycle in the editor: a server and discovery file per window, kept accurate, gone with the window
+or the package; loading does no socket work on Sublime's thread."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from typing import Any
+
+import pytest
+
+from tests.adapter.conftest import Companion, pkg, write
+from tests.sublime_fake import _state, control
+
+
+def port_closed(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except OSError:
+        return True
+    return False
+
+
+def test_each_window_gets_its_own_server_and_discovery_file_with_its_folders(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    other = os.path.join(str(tmp_path), "other")
+    second_folder = os.path.join(str(tmp_path), "second")
+    os.makedirs(other)
+    os.makedirs(second_folder)
+    first = control.new_window([workspace, second_folder])
+    empty = control.new_window()
+    companion.load()
+    third = control.new_window([other])  # opened after the package loaded
+    handles = [companion.ready(w) for w in (first, empty, third)]
+    assert len({h.port for h in handles}) == 3
+    assert companion.discovery_of(first)["workspacePath"] == os.pathsep.join([workspace, second_folder])
+    assert companion.discovery_of(empty)["workspacePath"] == ""
+    assert companion.discovery_of(third)["workspacePath"] == other
+    assert len(companion.discovery_files()) == 3
+    for window, handle in zip((first, empty, third), handles, strict=True):
+        data = companion.discovery_of(window)
+        assert data["port"] == handle.port and data["authToken"] == handle.token
+        assert data["ideInfo"] == {"name": "sublimetext", "displayName": "Sublime Text"}
+
+
+def test_plugin_loaded_binds_nothing_on_the_host_thread(
+    companion: Companion, workspace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    binders: list[str] = []
+    original = socket.socket.bind
+
+    def recording_bind(self: socket.socket, address: Any) -> None:
+        binders.append(threading.current_thread().name)
+        original(self, address)
+
+    monkeypatch.setattr(socket.socket, "bind", recording_bind)
+    window = control.new_window([workspace])
+    companion.load()
+    assert binders == []  # plugin_loaded has returned: nothing bound yet, nothing bound here
+    companion.ready(window)
+    assert binders and set(binders) == {pkg("runtime").THREAD_NAME}
+
+
+def test_loading_at_editor_startup_serves_the_windows_once_the_api_is_ready(
+    companion: Companion, workspace: str
+) -> None:
+    window = control.new_window([workspace])
+    companion.load(startup=True)
+    assert companion.ready(window).folders == [workspace]
+
+
+def test_folder_changes_and_projects_rewrite_the_discovery_file(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    added = os.path.join(str(tmp_path), "added")
+    project_folder = os.path.join(str(tmp_path), "project")
+    os.makedirs(added)
+    os.makedirs(project_folder)
+    window = control.new_window([workspace])
+    companion.load()
+    companion.ready(window)
+
+    def workspace_path_becomes(expected: str) -> None:
+        control.pump_until(lambda: companion.discovery_of(window)["workspacePath"] == expected, 20, expected)
+
+    control.add_folder(window, added)
+    workspace_path_becomes(os.pathsep.join([workspace, added]))
+    control.remove_folder(window, workspace)
+    workspace_path_becomes(added)
+    control.open_project(window, os.path.join(project_folder, "p.sublime-project"), [project_folder])
+    workspace_path_becomes(project_folder)
+    assert len(companion.discovery_files()) == 1  # rewritten in place, not a second file
+
+
+def test_closing_a_window_removes_its_server_and_file_only(companion: Companion, workspace: str) -> None:
+    keep = control.new_window([workspace])
+    close = control.new_window()
+    companion.load()
+    kept_handle, closed_handle = companion.ready(keep), companion.ready(close)
+    closed_path = closed_handle.discovery_path
+    control.close_window(close)
+    control.pump_until(lambda: not os.path.exists(closed_path), 20, "the closed window's discovery file to go")
+    assert companion.registry().get(close) is None
+    assert os.path.exists(kept_handle.discovery_path)
+    control.pump_until(lambda: port_closed(closed_handle.port), 20, "the closed window's server to stop")
+    assert not port_closed(kept_handle.port)
+
+
+def test_plugin_unloaded_stops_every_server_and_thread(companion: Companion, workspace: str) -> None:
+    windows = [control.new_window([workspace]), control.new_window()]
+    companion.load()
+    ports = [companion.ready(w).port for w in windows]
+    companion.unload()
+    assert companion.discovery_files() == {}
+    assert not [t for t in threading.enumerate() if t.name == pkg("runtime").THREAD_NAME]
+    assert all(port_closed(port) for port in ports)  # unloading waited for the servers to stop
+
+
+def test_on_exit_leaves_no_discovery_file_and_makes_no_api_call(
+    editor: _state.Host, workspace: str, tmp_path: Any
+) -> None:
+    companion = Companion(os.path.join(str(tmp_path), "tmp", "gemini", "ide"))
+    window = control.new_window([workspace])
+    companion.load()
+    companion.ready(window)
+    control.open_file(window, write(workspace, "a.txt", "a\n"))
+    control.settle()
+    assert len(companion.discovery_files()) == 1
+    control.exit_editor()  # Sublime quits: on_exit, no plugin_unloaded
+    assert companion.discovery_files() == {}
+    assert not [t for t in threading.enumerate() if t.name == pkg("runtime").THREAD_NAME]
+    assert control.violations() == []
+    assert control.errors() == []
