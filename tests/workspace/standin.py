@@ -13,7 +13,7 @@ import os
 import stat
 import sys
 
-SCRIPT = r'''
+SCRIPT = r"""
 import json, os, subprocess, sys, time
 argv = sys.argv[1:]
 prompt = argv[argv.index("-p") + 1] if "-p" in argv else ""
@@ -23,7 +23,8 @@ if log:
         f.write(json.dumps({"argv": argv, "cwd": os.getcwd()}) + "\n")
 if prompt == "fail":
     sys.stderr.write("Loaded cached credentials.\n")
-    sys.stderr.write(json.dumps({"error": {"type": "Error", "message": "Quota exceeded for model gemini-x", "code": 1}}, indent=2) + "\n")
+    error = {"type": "Error", "message": "Quota exceeded for model gemini-x", "code": 1}
+    sys.stderr.write(json.dumps({"error": error}, indent=2) + "\n")
     sys.exit(1)
 if prompt == "crash":
     sys.stderr.write("node: something broke badly\n")
@@ -34,7 +35,7 @@ if prompt == "hang":
         f.write(f"{os.getpid()} {child.pid}\n")
     time.sleep(600)
 print(json.dumps({"session_id": "s1", "response": "echo: " + prompt, "stats": {"models": {}}}, indent=2))
-'''
+"""
 
 
 def install(folder: str) -> list[str]:

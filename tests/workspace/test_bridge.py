@@ -135,11 +135,15 @@ async def test_ask_gemini_runs_the_cli_on_path_in_the_workspace_and_returns_its_
         first = json.loads(handle.readline())
     assert first["argv"] == ["-p", "What does main.py do?", "-o", "json", "-m", "gemini-2.5-flash"]
     assert os.path.realpath(first["cwd"]) == workspace
-    assert failed.is_error and text_of(failed) == "The Gemini CLI failed (exit code 1): Quota exceeded for model gemini-x"
+    assert (
+        failed.is_error and text_of(failed) == "The Gemini CLI failed (exit code 1): Quota exceeded for model gemini-x"
+    )
     assert crashed.is_error and "exit code 3" in text_of(crashed) and "something broke badly" in text_of(crashed)
 
 
-async def test_ask_gemini_without_the_cli_says_how_to_install_it(tmpdir_env: str, workspace: str, tmp_path: str) -> None:
+async def test_ask_gemini_without_the_cli_says_how_to_install_it(
+    tmpdir_env: str, workspace: str, tmp_path: str
+) -> None:
     missing = os.path.join(str(tmp_path), "no-such-gemini")
     with serve(tmpdir_env, workspace, "reject", "--gemini-command", missing):
         async with bridge(tmpdir_env, workspace) as session:
@@ -159,10 +163,9 @@ def wait_dead(pids: list[int], timeout: float = 30) -> list[int]:
 
 async def wait_for_file(path: str, timeout: float = 30) -> str:
     with anyio.fail_after(timeout):
-        while not (os.path.exists(path) and open(path).read().strip()):  # noqa: ASYNC230, SIM115
+        while not (os.path.exists(path) and read_bytes(path).strip()):
             await anyio.sleep(0.05)
-    with open(path) as handle:  # noqa: ASYNC230
-        return handle.read()
+    return read_bytes(path).decode()
 
 
 @posix_only

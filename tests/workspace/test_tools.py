@@ -1,0 +1,234 @@
+"""The workspace tools on an in-process window server whose editor (buffers, reviews) the test plays."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+
+import anyio
+import psutil
+import pytest
+from mcp_types import CallToolResult
+
+from companion.diffs import Review
+from companion.runtime import Runtime, WindowHandle
+from companion.workspace.ask import GeminiFailed, ask_gemini
+from companion.workspace.settings import WorkspaceToolSettings, tool_factory
+from tests.mcp_client import connect, text_of
+from tests.scripted_editor import ScriptedEditor
+from tests.workspace.standin import install
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def editor() -> ScriptedEditor:
+    return ScriptedEditor()
+
+
+@pytest.fixture
+def tool_settings() -> list[WorkspaceToolSettings]:
+    """The current settings (replace the item to change them while the window is open)."""
+    return [WorkspaceToolSettings(read_limit_bytes=1000, write_timeout_seconds=30)]
+
+
+@pytest.fixture
+def window(
+    tmp_path: str, editor: ScriptedEditor, workspace: str, tool_settings: list[WorkspaceToolSettings]
+) -> Iterator[WindowHandle]:
+    runtime = Runtime(discovery_directory=os.path.join(str(tmp_path), "discovery"))
+    handle = runtime.open_window(editor, [workspace], tool_factory=tool_factory(lambda: tool_settings[0]))
+    handle.ready.result(30)
+    yield handle
+    runtime.stop()
+
+
+def write_bytes(path: str, data: bytes) -> None:
+    with open(path, "wb") as handle:
+        handle.write(data)
+
+
+def read_bytes(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+async def next_review(editor: ScriptedEditor, count: int = 1) -> Review:
+    with anyio.fail_after(20):
+        while len(editor.shown) < count:
+            await anyio.sleep(0.01)
+    return editor.shown[count - 1][0]
+
+
+async def write_and_decide(
+    window: WindowHandle,
+    editor: ScriptedEditor,
+    arguments: dict[str, str],
+    decide: Callable[[Review], None],
+    name: str = "test-client",
+) -> CallToolResult:
+    """Call write_file and, once the editor shows the review, play the user with `decide`."""
+    results: list[CallToolResult] = []
+    async with connect(window.url, window.token, name=name) as client, anyio.create_task_group() as group:
+
+        async def call() -> None:
+            results.append(await client.session.call_tool("write_file", arguments))
+
+        group.start_soon(call)
+        decide(await next_review(editor))
+    return results[0]
+
+
+async def test_read_returns_the_unsaved_buffer_and_says_so(window: WindowHandle, editor: ScriptedEditor) -> None:
+    target = os.path.join(window.folders[0], "a.py")
+    write_bytes(target, b"on disk\n")
+    editor.buffers[target] = "typed but not saved\n"
+    async with connect(window.url, window.token) as client:
+        result = await client.session.call_tool("read_file", {"path": "a.py"})
+        del editor.buffers[target]
+        saved = await client.session.call_tool("read_file", {"path": "a.py"})
+    assert "unsaved" in result.content[0].text  # type: ignore[union-attr]
+    assert result.content[1].text == "typed but not saved\n"  # type: ignore[union-attr]
+    assert text_of(saved) == "on disk\n" and len(saved.content) == 1
+
+
+async def test_read_limit_is_a_clear_error(window: WindowHandle) -> None:
+    write_bytes(os.path.join(window.folders[0], "big.txt"), b"x" * 1001)
+    write_bytes(os.path.join(window.folders[0], "fits.txt"), b"x" * 1000)
+    async with connect(window.url, window.token) as client:
+        big = await client.session.call_tool("read_file", {"path": "big.txt"})
+        fits = await client.session.call_tool("read_file", {"path": "fits.txt"})
+    assert big.is_error and "over the read limit of 1000 bytes" in text_of(big)
+    assert text_of(fits) == "x" * 1000
+
+
+async def test_the_users_edits_are_what_gets_written(window: WindowHandle, editor: ScriptedEditor) -> None:
+    target = os.path.join(window.folders[0], "a.txt")
+    write_bytes(target, b"old\n")
+
+    def user(review: Review) -> None:
+        assert review.file_path == target and review.proposal == "new\n"
+        assert review.requested_by == "Claude Desktop"  # the banner says which client asks
+        assert read_bytes(target) == b"old\n"  # nothing before the decision
+        review.accept("new\nand the user's line\n")
+
+    result = await write_and_decide(window, editor, {"path": target, "content": "new\n"}, user, "Claude Desktop")
+    assert "edited your proposal" in text_of(result)
+    assert read_bytes(target) == b"new\nand the user's line\n"
+
+
+async def test_an_open_file_is_written_through_its_buffer(window: WindowHandle, editor: ScriptedEditor) -> None:
+    target = os.path.join(window.folders[0], "open.txt")
+    write_bytes(target, b"disk\n")
+    editor.buffers[target] = "disk\n"
+    result = await write_and_decide(window, editor, {"path": "open.txt", "content": "v2\n"}, lambda r: r.accept("v2\n"))
+    assert editor.written == {target: "v2\n"}
+    assert "saved from the editor" in text_of(result)
+    assert read_bytes(target) == b"disk\n"  # the editor saves; the tool did not write behind its back
+
+
+@pytest.mark.parametrize(
+    ("stored", "expected"),
+    [
+        ("é\r\n".encode("utf-8-sig"), "ü\r\nz\r\n".encode("utf-8-sig")),
+        ("é\n".encode("latin-1"), "ü\nz\n".encode("latin-1")),
+        ("é\r\n".encode("utf-16"), "ü\r\nz\r\n".encode("utf-16")),
+        (b"mac\rline\r", "ü\rz\r".encode()),
+    ],
+    ids=["utf8-bom-crlf", "latin1", "utf16-bom", "cr"],
+)
+async def test_accepted_writes_keep_encoding_bom_and_line_endings(
+    window: WindowHandle, editor: ScriptedEditor, stored: bytes, expected: bytes
+) -> None:
+    target = os.path.join(window.folders[0], "enc.txt")
+    write_bytes(target, stored)
+    os.chmod(target, 0o640)
+    arguments = {"path": "enc.txt", "content": "ü\nz\n"}
+    result = await write_and_decide(window, editor, arguments, lambda r: r.accept(r.proposal))
+    assert not result.is_error, text_of(result)
+    assert read_bytes(target) == expected
+    if sys.platform != "win32":
+        assert os.stat(target).st_mode & 0o777 == 0o640
+    assert [n for n in os.listdir(window.folders[0]) if n.endswith(".tmp")] == []
+
+
+async def test_text_the_encoding_cannot_hold_is_refused_before_asking(
+    window: WindowHandle, editor: ScriptedEditor
+) -> None:
+    target = os.path.join(window.folders[0], "latin.txt")
+    write_bytes(target, "é\n".encode("latin-1"))
+    async with connect(window.url, window.token) as client:
+        result = await client.session.call_tool("write_file", {"path": "latin.txt", "content": "😀\n"})
+    assert result.is_error and "latin-1" in text_of(result)
+    assert editor.shown == [] and read_bytes(target) == "é\n".encode("latin-1")
+
+
+async def test_no_decision_before_the_timeout_is_a_rejection(
+    window: WindowHandle, editor: ScriptedEditor, tool_settings: list[WorkspaceToolSettings]
+) -> None:
+    tool_settings[0] = replace(tool_settings[0], write_timeout_seconds=1.0)  # read on every call
+    target = os.path.join(window.folders[0], "slow.txt")
+    write_bytes(target, b"same\n")
+    async with connect(window.url, window.token) as client:
+        result = await client.session.call_tool("write_file", {"path": "slow.txt", "content": "changed\n"})
+    assert "did not decide within 1 s" in text_of(result) and text_of(result).startswith("Rejected")
+    assert read_bytes(target) == b"same\n"
+    assert editor.closed and not editor.closed[0].is_open  # the review was taken down
+
+
+async def test_a_tool_turned_off_while_the_window_is_open_refuses(
+    window: WindowHandle, tool_settings: list[WorkspaceToolSettings]
+) -> None:
+    tool_settings[0] = replace(tool_settings[0], enabled_tools=frozenset({"list_files"}))
+    async with connect(window.url, window.token) as client:
+        result = await client.session.call_tool("read_file", {"path": "x"})
+    assert result.is_error and "turned off" in text_of(result)
+
+
+def test_settings_from_a_mapping_fall_back_on_wrong_types() -> None:
+    settings = WorkspaceToolSettings.from_mapping(
+        {
+            "disabled_tools": ["ask_gemini"],
+            "list_limit": "many",
+            "read_limit_bytes": 2048,
+            "gemini_command": ["npx", "gemini"],
+            "file_exclude_patterns": ["*.pyc", 3],
+            "ask_model": " gemini-2.5-pro ",
+        }
+    )
+    assert not settings.enabled("ask_gemini") and settings.enabled("write_file")
+    assert settings.list_limit == 10_000 and settings.read_limit_bytes == 2048
+    assert settings.gemini_command == ("npx", "gemini") and settings.file_exclude_patterns == ("*.pyc",)
+    assert settings.ask_model == "gemini-2.5-pro" and settings.write_timeout_seconds == 600.0
+
+
+async def test_cancelling_ask_gemini_kills_the_cli_and_its_children(tmp_path: str, workspace: str) -> None:
+    command = install(os.path.join(str(tmp_path), "bin"))
+    pids_file = os.path.join(str(tmp_path), "pids")
+    os.environ["STANDIN_PIDS"] = pids_file
+    try:
+        task = asyncio.ensure_future(ask_gemini(command, "hang", "", workspace, 120))
+        with anyio.fail_after(30):
+            while not (os.path.exists(pids_file) and read_bytes(pids_file).strip()):
+                await anyio.sleep(0.05)
+        pids = [int(p) for p in read_bytes(pids_file).split()]
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    finally:
+        del os.environ["STANDIN_PIDS"]
+    deadline = time.monotonic() + 30
+    while any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids):
+        assert time.monotonic() < deadline, "the CLI or its child survived the cancellation"
+        await anyio.sleep(0.05)
+
+
+async def test_ask_gemini_with_a_command_and_arguments(tmp_path: str, workspace: str) -> None:
+    command = install(os.path.join(str(tmp_path), "bin"))  # [python, script]: runs on every platform
+    assert await ask_gemini(command, "hello there", "", workspace, 60) == "echo: hello there"
+    with pytest.raises(GeminiFailed, match="Quota exceeded"):
+        await ask_gemini(command, "fail", "", workspace, 60)
