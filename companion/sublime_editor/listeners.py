@@ -67,7 +67,10 @@ class GeminiCompanionContextListener(sublime_plugin.EventListener):
         if state is not None:
             status.show_later(state)  # the status bar is per view: a newly focused view needs it too
         path = tracked_path(view)
-        if state is None or path is None:
+        if state is None:
+            return
+        if path is None:
+            self._forget(view, state)  # e.g. its file was deleted while it was open
             return
         self._remember(view, window, state, path)
         cursor, text = cursor_and_selection(view)
@@ -102,6 +105,11 @@ class GeminiCompanionContextListener(sublime_plugin.EventListener):
         state = next((s for s in reg.all() if s.window.id() == window_id), None) if reg else None
         if state is not None:
             state.handle.context.close(path)
+
+    def _forget(self, view: sublime.View, state: WindowState) -> None:
+        known = self._paths.pop(view.id(), None)
+        if known is not None and not any(p == known[1] for _w, p in self._paths.values()):
+            state.handle.context.close(known[1])
 
     def _remember(self, view: sublime.View, window: sublime.Window, state: WindowState, path: str) -> None:
         previous = self._paths.get(view.id())

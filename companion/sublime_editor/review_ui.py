@@ -101,6 +101,9 @@ class WindowReviews:
         self.window = window
         self.open: dict[int, ReviewViews] = {}
         self._memory: LayoutMemory | None = None
+        # Set when the window's server is going away: from then on the server must not wait for
+        # the main thread (which may be the one stopping it, in plugin_unloaded).
+        self.detached = False
 
     # -- called by the server (through the Editor port, marshalled to the main thread) --
 
@@ -132,6 +135,11 @@ class WindowReviews:
     def close_all(self) -> None:
         for entry in list(self.open.values()):
             self._dispose(entry)
+
+    def detach(self) -> None:
+        """Close every review without a decision; the server no longer reaches this window."""
+        self.detached = True
+        self.close_all()
 
     # -- called by commands and listeners (the user's decisions) --
 

@@ -23,12 +23,19 @@ class SublimeEditor:
         self.reviews = reviews
 
     async def show_review(self, review: Review) -> None:
+        if self.reviews.detached:
+            raise RuntimeError("the window was closed")
         await on_main(lambda: self.reviews.show(review))
 
     async def close_review(self, review: Review) -> str:
+        if self.reviews.detached:  # its views are already closed; the main thread may be stopping us
+            return review.proposal
         return await on_main(lambda: self.reviews.close(review))
 
     async def unsaved_text(self, path: str) -> str | None:
+        if self.reviews.detached:
+            return None
+
         def read() -> str | None:
             view = self.reviews.window.find_open_file(path)
             if view is None or not view.is_dirty():
@@ -38,6 +45,9 @@ class SublimeEditor:
         return await on_main(read)
 
     async def write_through_buffer(self, path: str, text: str) -> bool:
+        if self.reviews.detached:
+            return False
+
         def write() -> bool:
             view = self.reviews.window.find_open_file(path)
             if view is None or view.is_loading():
@@ -97,7 +107,7 @@ class WindowRegistry:
         if state is None:
             return
         state.handle.on_clients_changed = None
-        state.reviews.close_all()
+        state.reviews.detach()
         state.handle.close()
 
     def sync_folders(self, window: sublime.Window) -> None:
@@ -117,7 +127,7 @@ class WindowRegistry:
 
         for state in self.all():
             state.handle.on_clients_changed = None
-            state.reviews.close_all()
+            state.reviews.detach()
             if state.window.is_valid():
                 status.clear(state.window)
         self._windows.clear()
@@ -126,6 +136,7 @@ class WindowRegistry:
         """Drop every window without touching the editor (its API is gone at exit)."""
         for state in self.all():
             state.handle.on_clients_changed = None
+            state.reviews.detached = True
         self._windows.clear()
 
 
