@@ -1,0 +1,219 @@
+"""Diff review in the editor, driven by an MCP client's openDiff / closeDiff and the user's gestures."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+from tests.adapter.conftest import Companion, ThreadedClient, write
+from tests.mcp_client import text_of
+from tests.sublime_fake import control, sublime
+
+SINGLE = {"cols": [0.0, 1.0], "rows": [0.0, 1.0], "cells": [[0, 0, 1, 1]]}
+
+
+def text(view: sublime.View) -> str:
+    return view.substr(sublime.Region(0, view.size()))
+
+
+def review_views(window: sublime.Window) -> tuple[sublime.View | None, sublime.View]:
+    proposals = [v for v in window.views() if v.settings().get("gemini_companion.role") == "proposal"]
+    currents = [v for v in window.views() if v.settings().get("gemini_companion.role") == "current"]
+    assert len(proposals) == 1 and len(currents) <= 1, (proposals, currents)
+    return (currents[0] if currents else None), proposals[0]
+
+
+def banner(view: sublime.View) -> str:
+    (phantom,) = control.phantoms(view, "gemini_companion.banner")
+    return phantom["content"]
+
+
+def setup(companion: Companion, clients: Callable[..., ThreadedClient], workspace: str) -> tuple[Any, ...]:
+    window = control.new_window([workspace])
+    companion.load()
+    client = clients(window)
+    other = control.open_file(window, write(workspace, "other.txt", "other\n"))
+    path = write(workspace, "app.py", "def f():\n    return 1\n")
+    view = control.open_file(window, path)
+    control.settle()
+    return window, client, path, view, other
+
+
+def open_review(client: ThreadedClient, path: str, proposal: str) -> None:
+    result = client.open_diff(path, proposal)
+    assert not result.is_error and result.content == []  # openDiff answers at once; the outcome comes later
+    control.settle()
+
+
+def assert_restored(window: sublime.Window, views: list[sublime.View], focused: sublime.View) -> None:
+    assert window.layout() == SINGLE
+    assert window.views() == views
+    assert window.active_view() == focused
+    assert not [v for v in window.views() if v.settings().get("gemini_companion.role")]
+
+
+def test_open_diff_shows_a_split_with_the_unsaved_text_and_an_editable_proposal(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    window, client, path, view, _ = setup(companion, clients, workspace)
+    control.type_text(view, "# unsaved\n")
+    unsaved = text(view)
+    open_review(client, path, "def f():\n    return 2\n")
+    assert window.num_groups() == 2
+    current, proposal = review_views(window)
+    assert current is not None
+    assert window.get_view_index(current)[0] == 0 and window.get_view_index(proposal)[0] == 1
+    assert text(current) == unsaved and current.is_read_only() and current.is_scratch()
+    assert current.name() == "app.py (unsaved)"
+    assert text(proposal) == "def f():\n    return 2\n"
+    assert proposal.name() == "app.py ↔ proposed" and proposal.is_scratch() and not proposal.is_read_only()
+    assert proposal.syntax() == sublime.find_syntax_for_file(path)
+    assert control.reference_document(proposal) == unsaved  # the gutter diff is against what the user sees
+    assert window.active_view() == proposal
+    content = banner(proposal)
+    assert 'href="accept"' in content and 'href="reject"' in content
+    assert "unsaved changes" in content
+    assert control.palette_shows(window, "gemini_companion_apply")
+    assert control.palette_shows(window, "gemini_companion_reject")
+    proposal.run_command("next_modification")
+    assert proposal.rowcol(proposal.sel()[0].b) == (1, 0)  # hunk navigation lands on the changed line
+
+
+def test_apply_from_the_palette_sends_the_edited_proposal_and_leaves_the_file_alone(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    window, client, path, view, other = setup(companion, clients, workspace)
+    open_review(client, path, "def f():\n    return 2\n")
+    _, proposal = review_views(window)
+    control.select(proposal, proposal.size())
+    control.type_text(proposal, "# reviewed\n")
+    assert control.run_from_palette(window, "gemini_companion_apply")
+    accepted = client.wait_notification("ide/diffAccepted")
+    assert accepted == {"filePath": path, "content": "def f():\n    return 2\n# reviewed\n"}
+    with open(path, encoding="utf-8") as handle:
+        assert handle.read() == "def f():\n    return 1\n"  # the CLI writes the file, not the companion
+    control.settle()
+    assert_restored(window, [other, view], view)
+    assert not control.palette_shows(window, "gemini_companion_apply")
+    assert client.received("ide/diffRejected") == []
+
+
+def test_reject_from_the_palette(companion: Companion, clients: Callable[..., ThreadedClient], workspace: str) -> None:
+    window, client, path, view, other = setup(companion, clients, workspace)
+    open_review(client, path, "x = 1\n")
+    assert control.run_from_palette(window, "gemini_companion_reject")
+    assert client.wait_notification("ide/diffRejected") == {"filePath": path}
+    control.settle()
+    assert_restored(window, [other, view], view)
+    assert client.received("ide/diffAccepted") == []
+
+
+def test_saving_the_proposal_accepts_it_without_a_save_dialog(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    window, client, path, view, other = setup(companion, clients, workspace)
+    open_review(client, path, "saved = True\n")
+    _, proposal = review_views(window)
+    control.press_save(proposal)
+    assert client.wait_notification("ide/diffAccepted") == {"filePath": path, "content": "saved = True\n"}
+    control.settle()
+    assert [d for d in control.dialogs() if d.kind == "save_as"] == []
+    assert_restored(window, [other, view], view)
+    with open(path, encoding="utf-8") as handle:
+        assert handle.read() == "def f():\n    return 1\n"
+
+
+def test_closing_the_proposal_rejects_it(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    window, client, path, view, other = setup(companion, clients, workspace)
+    open_review(client, path, "closed = True\n")
+    _, proposal = review_views(window)
+    control.type_text(proposal, "unsaved edit ")  # a scratch view: closing never asks to save
+    assert control.close_tab(proposal)
+    assert client.wait_notification("ide/diffRejected") == {"filePath": path}
+    control.settle()
+    assert_restored(window, [other, view], view)
+    assert control.dialogs() == []
+
+
+def test_banner_links_accept(companion: Companion, clients: Callable[..., ThreadedClient], workspace: str) -> None:
+    window, client, path, view, other = setup(companion, clients, workspace)
+    open_review(client, path, "linked = 1\n")
+    _, proposal = review_views(window)
+    control.click_link(proposal, "accept")
+    assert client.wait_notification("ide/diffAccepted")["content"] == "linked = 1\n"
+    control.settle()
+    assert_restored(window, [other, view], view)
+
+
+def test_close_diff_returns_the_edited_text_and_sends_nothing(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    window, client, path, view, other = setup(companion, clients, workspace)
+    open_review(client, path, "a = 1\n")
+    _, proposal = review_views(window)
+    control.select(proposal, proposal.size())
+    control.type_text(proposal, "b = 2\n")
+    result = client.close_diff(path)
+    assert json.loads(text_of(result)) == {"content": "a = 1\nb = 2\n"}
+    control.settle()
+    assert_restored(window, [other, view], view)
+    assert client.received("ide/diffAccepted") == [] and client.received("ide/diffRejected") == []
+
+
+def test_two_reviews_at_once_and_the_layout_returns_after_the_last(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    window, client, path, view, other = setup(companion, clients, workspace)
+    second_path = other.file_name()
+    assert second_path is not None
+    open_review(client, path, "first\n")
+    open_review(client, second_path, "second\n")
+    proposals = [v for v in window.views() if v.settings().get("gemini_companion.role") == "proposal"]
+    assert sorted(text(v) for v in proposals) == ["first\n", "second\n"]
+    assert window.active_view() == next(v for v in proposals if text(v) == "second\n")
+    assert control.run_from_palette(window, "gemini_companion_apply")  # acts on the focused review
+    assert client.wait_notification("ide/diffAccepted") == {"filePath": second_path, "content": "second\n"}
+    control.settle()
+    assert window.num_groups() == 2  # one review is still open
+    assert control.run_from_palette(window, "gemini_companion_reject")
+    assert client.wait_notification("ide/diffRejected") == {"filePath": path}
+    control.settle()
+    assert_restored(window, [other, view], view)
+
+
+def test_a_new_file_is_labelled_new_with_an_empty_left_side(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    window, client, _path, view, other = setup(companion, clients, workspace)
+    new_path = os.path.join(workspace, "pkg", "new_module.py")
+    open_review(client, new_path, "created = True\n")
+    current, proposal = review_views(window)
+    assert current is not None and text(current) == "" and current.name() == "new_module.py (new file)"
+    assert "does not exist yet" in banner(proposal)
+    assert control.reference_document(proposal) == ""
+    assert control.run_from_palette(window, "gemini_companion_apply")
+    assert client.wait_notification("ide/diffAccepted") == {"filePath": new_path, "content": "created = True\n"}
+    assert not os.path.exists(new_path)
+    control.settle()
+    assert_restored(window, [other, view], view)
+
+
+def test_inline_mode_reviews_in_one_view_without_touching_the_layout(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    window, client, path, view, other = setup(companion, clients, workspace)
+    control.user_settings("Gemini Companion.sublime-settings", {"diff_layout": "inline"})
+    open_review(client, path, "inline = 1\n")
+    current, proposal = review_views(window)
+    assert current is None
+    assert window.layout() == SINGLE
+    assert control.inline_diff_shown(proposal)
+    assert control.reference_document(proposal) == "def f():\n    return 1\n"
+    control.press_save(proposal)
+    assert client.wait_notification("ide/diffAccepted") == {"filePath": path, "content": "inline = 1\n"}
+    control.settle()
+    assert window.views() == [other, view] and window.layout() == SINGLE
