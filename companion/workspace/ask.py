@@ -79,7 +79,7 @@ def parse_output(returncode: int, stdout: str, stderr: str) -> str:
     error = payload.get("error") if payload else None
     if returncode != 0 or isinstance(error, dict):
         message = error.get("message") if isinstance(error, dict) else None
-        detail = str(message) if message else (_tail(stderr) or _tail(stdout) or "no output")
+        detail = _head(str(message)) if message else (_tail(stderr) or _tail(stdout) or "no output")
         raise GeminiFailed(f"The Gemini CLI failed (exit code {returncode}): {detail}")
     if payload is None or not isinstance(payload.get("response"), str):
         raise GeminiFailed(
@@ -106,6 +106,11 @@ def _json_object(text: str) -> dict[str, Any] | None:
         if isinstance(value, dict):
             return value
     return None
+
+
+def _head(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= _TAIL else text[:_TAIL] + "…"
 
 
 def _tail(text: str) -> str:
