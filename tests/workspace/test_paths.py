@@ -121,3 +121,14 @@ def test_several_folders_are_addressed_by_their_label(tmp_path: str) -> None:
     assert policy.resolve("only-here.txt").path == os.path.join(third, "only-here.txt")  # found in a later folder
     assert policy.resolve(os.path.join(second, "a.txt")).folder == second
     assert policy.resolve("new.txt", must_exist=False).path == os.path.join(first, "new.txt")
+
+
+@posix_only
+def test_a_window_folder_opened_through_a_symlink_accepts_both_spellings(tmp_path: str, workspace: str) -> None:
+    target = touch(os.path.join(workspace, "a.txt"))
+    alias = os.path.join(str(tmp_path), "alias")
+    os.symlink(workspace, alias)
+    policy = PathPolicy([alias])
+    for argument in ("a.txt", os.path.join(alias, "a.txt"), target):
+        assert policy.resolve(argument).path == target
+    refused(policy, os.path.join(alias, "..", "outside", "secret.txt"), "outside the window's folders")
