@@ -62,6 +62,7 @@ def shutdown(api_alive: bool = True) -> None:
             registry.forget_all()
     if runtime is not None:
         runtime.stop()
+    remove_logging()
 
 
 def sharing_policy() -> SharingPolicy:
@@ -96,11 +97,18 @@ def build_supported() -> bool:
     return False
 
 
-def configure_logging() -> None:
+def remove_logging() -> None:
+    """Take our console handler off the (process-wide) logger, as it was before we loaded."""
     logger = logging.getLogger(LOGGER_NAME)
     for handler in list(logger.handlers):
         if getattr(handler, "_gemini_companion", False):
-            logger.removeHandler(handler)  # a reload must not double every line
+            logger.removeHandler(handler)
+    logger.propagate = True
+
+
+def configure_logging() -> None:
+    logger = logging.getLogger(LOGGER_NAME)
+    remove_logging()  # a reload must not double every line
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(logging.Formatter("Gemini Companion: %(levelname)s: %(message)s"))
     handler._gemini_companion = True  # type: ignore[attr-defined]

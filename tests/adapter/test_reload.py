@@ -1,0 +1,81 @@
+"""Reloading the package (an upgrade, or a save of plugin.py) any number of times leaves nothing behind."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import Any
+
+import psutil
+
+from tests.adapter.conftest import Companion, write
+from tests.sublime_fake import control, sublime
+
+RELOADS = 50
+
+
+def listening_ports() -> set[int]:
+    return {
+        c.laddr.port
+        for c in psutil.Process().net_connections(kind="inet")
+        if c.status == psutil.CONN_LISTEN and c.laddr.ip == "127.0.0.1"
+    }
+
+
+def loop_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "gemini-companion-loop"]
+
+
+def settings_callbacks() -> int:
+    settings = sublime.load_settings("Gemini Companion.sublime-settings")
+    return len(control.host().settings[settings.settings_id].callbacks)
+
+
+def test_fifty_reloads_leak_no_thread_socket_file_listener_or_handler(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    window = control.new_window([workspace])
+    view = control.open_file(window, write(workspace, "a.txt", "a\n"))
+    ports_before = listening_ports()
+    threads_before = threading.active_count()
+    companion.load()
+    companion.ready(window)
+    control.settle()
+    baseline = {
+        "listeners": control.listener_count(),
+        "commands": len(control.command_classes()),
+        "settings callbacks": settings_callbacks(),
+        "log handlers": len(logging.getLogger("gemini_companion").handlers),
+    }
+    assert baseline["listeners"] > 0 and baseline["commands"] > 0 and baseline["settings callbacks"] == 1
+    seen_ports = set()
+    for _ in range(RELOADS):
+        companion.load()  # Sublime's reload: plugin_unloaded, re-import, plugin_loaded
+        handle = companion.ready(window)
+        seen_ports.add(handle.port)
+        assert len(companion.discovery_files()) == 1
+    control.settle()
+    now = {
+        "listeners": control.listener_count(),
+        "commands": len(control.command_classes()),
+        "settings callbacks": settings_callbacks(),
+        "log handlers": len(logging.getLogger("gemini_companion").handlers),
+    }
+    assert now == baseline
+    assert len(loop_threads()) == 1
+    assert threading.active_count() == threads_before + 1
+    assert listening_ports() - ports_before == {handle.port}
+    assert len(seen_ports) > 1  # each reload really started a new server
+    assert view.get_status("gemini_companion").startswith("Gemini")
+
+    companion.unload()
+    control.settle()
+    assert loop_threads() == []
+    assert threading.active_count() == threads_before
+    assert listening_ports() - ports_before == set()
+    assert companion.discovery_files() == {}
+    assert control.listener_count() == 0 and control.command_classes() == []
+    assert settings_callbacks() == 0
+    assert not [h for h in logging.getLogger("gemini_companion").handlers if getattr(h, "_gemini_companion", False)]
+    assert os.listdir(companion.discovery_dir) == []
