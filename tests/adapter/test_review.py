@@ -115,8 +115,13 @@ def test_saving_the_proposal_accepts_it_without_a_save_dialog(
 ) -> None:
     window, client, path, view, other = setup(companion, clients, workspace)
     open_review(client, path, "saved = True\n")
-    _, proposal = review_views(window)
-    control.press_save(proposal)
+    current, proposal = review_views(window)
+    assert current is not None
+    for binding in control.key_bindings():  # our keys exist only in the proposal view
+        assert all(control.context_holds(proposal, c) for c in binding["context"])
+        assert not any(control.context_holds(v, c) for v in (view, current) for c in binding["context"])
+    assert control.press_keys(view, "ctrl+s") == "save"  # the user's own file still saves normally
+    assert control.press_keys(proposal, "ctrl+s") == "gemini_companion_save_review"
     assert client.wait_notification("ide/diffAccepted") == {"filePath": path, "content": "saved = True\n"}
     control.settle()
     assert [d for d in control.dialogs() if d.kind == "save_as"] == []

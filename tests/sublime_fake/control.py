@@ -334,6 +334,61 @@ def press_save(view: sublime.View) -> None:
     window.run_command("save", {"async": True})
 
 
+# Sublime's own bindings for the keys tests press (Packages/Default), used when no package binding applies.
+DEFAULT_BINDINGS: dict[str, tuple[str, dict[str, Any] | None]] = {
+    "ctrl+s": ("save", {"async": True}),
+    "super+s": ("save", {"async": True}),
+    "ctrl+w": ("close", None),
+    "ctrl+z": ("undo", None),
+}
+OPERATORS = {
+    "equal": sublime.QueryOperator.EQUAL,
+    "not_equal": sublime.QueryOperator.NOT_EQUAL,
+    "regex_match": sublime.QueryOperator.REGEX_MATCH,
+    "not_regex_match": sublime.QueryOperator.NOT_REGEX_MATCH,
+    "regex_contains": sublime.QueryOperator.REGEX_CONTAINS,
+    "not_regex_contains": sublime.QueryOperator.NOT_REGEX_CONTAINS,
+}
+
+
+def key_bindings() -> list[dict[str, Any]]:
+    """Every package's key bindings for this platform, in load order (later ones win)."""
+    suffix = {"linux": "Linux", "osx": "OSX", "windows": "Windows"}[sublime.platform()]
+    entries: list[dict[str, Any]] = []
+    for pattern in ("Default.sublime-keymap", f"Default ({suffix}).sublime-keymap"):
+        for resource in sublime.find_resources(pattern):
+            loaded = sublime.decode_value(sublime.load_resource(resource))
+            if isinstance(loaded, list):
+                entries.extend(e for e in loaded if isinstance(e, dict))
+    return entries
+
+
+def context_holds(view: sublime.View, context: dict[str, Any]) -> bool:
+    """One key binding context, asked of the plugins (`on_query_context`) as Sublime does."""
+    operator = OPERATORS[context.get("operator", "equal")]
+    return _plugin_host.query_context(
+        view, context["key"], operator, context.get("operand", True), context.get("match_all", False)
+    )
+
+
+def press_keys(view: sublime.View, keys: str) -> str:
+    """The user presses `keys` in `view`: the newest binding whose contexts all hold runs (through the
+    input focus), else Sublime's default binding. Returns the command that ran."""
+    _main()
+    focus(view)
+    window = view.window()
+    assert window is not None
+    for binding in reversed(key_bindings()):
+        if binding.get("keys") == [keys] and all(context_holds(view, c) for c in binding.get("context", [])):
+            window.run_command(binding["command"], binding.get("args"))
+            return str(binding["command"])
+    if keys not in DEFAULT_BINDINGS:
+        raise AssertionError(f"no binding for {keys!r} in the fake")
+    command, args = DEFAULT_BINDINGS[keys]
+    window.run_command(command, args)
+    return command
+
+
 def close_tab(view: sublime.View) -> bool:
     """The user clicks the tab's close button."""
     _main()
