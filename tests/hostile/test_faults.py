@@ -230,6 +230,39 @@ async def test_closing_the_window_while_the_editor_hangs_in_open_diff_ends_the_c
     assert isinstance(result, BaseException) or getattr(result, "is_error", False), result
 
 
+@pytest.mark.anyio
+async def test_closing_the_window_while_write_file_waits_for_the_user_ends_the_call_and_writes_nothing(
+    runtime: Runtime, editor: ScriptedEditor, workspace: str
+) -> None:
+    from companion.workspace.settings import WorkspaceToolSettings, tool_factory
+
+    window = runtime.open_window(editor, [workspace], tool_factory=tool_factory(WorkspaceToolSettings()))
+    await anyio.to_thread.run_sync(lambda: window.ready.result(30))
+    target = os.path.join(workspace, "new.txt")
+    outcome: list[object] = []
+
+    async def call() -> None:
+        try:
+            async with connect(window.url, window.token, "agent") as client:
+                outcome.append(await client.session.call_tool("write_file", {"path": target, "content": "x\n"}))
+        except BaseException as exc:  # the server went away mid-call
+            outcome.append(exc)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(call)
+        review = await anyio.to_thread.run_sync(editor.wait_shown)
+        assert review.on_decided is not None  # the tool itself waits on this review's decision
+        await anyio.to_thread.run_sync(lambda: window.close().result(15))
+        with anyio.fail_after(20):
+            while not outcome:
+                await anyio.sleep(0.05)
+    assert review.outcome is Outcome.CLOSED and review in editor.closed
+    result = outcome[0]
+    if not isinstance(result, BaseException):
+        assert "not changed" in text_of(result) or result.is_error, text_of(result)  # type: ignore[attr-defined]
+    assert not os.path.exists(target)
+
+
 # -- the discovery folder cannot be written --
 
 
