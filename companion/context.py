@@ -77,6 +77,9 @@ class _Entry:
     selected_text: str | None = None
 
 
+MAX_REMEMBERED = 1000
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -112,7 +115,9 @@ class ContextTracker:
             # newest file as the only one that may be active.
             entry = _Entry(path, max(self._clock(), newest + 1), cursor, _clip(selected_text))
             self._entries.insert(0, entry)
-            del self._entries[MAX_OPEN_FILES:]
+            # Remember more than the CLI is shown, so closing the newest files reveals older
+            # ones that are still open instead of leaving the CLI with nothing.
+            del self._entries[MAX_REMEMBERED:]
         self._changed()
 
     def select(self, path: str, cursor: Position | None, selected_text: str | None) -> None:
@@ -167,6 +172,8 @@ class ContextTracker:
             entries = [] if self._paused else list(self._entries)
         files: list[dict[str, Any]] = []
         for index, entry in enumerate(entries):
+            if len(files) == MAX_OPEN_FILES:
+                break
             if policy.excludes(entry.path):
                 continue  # an excluded active file leaves no file active: its cursor stays private
             item: dict[str, Any] = {"path": entry.path, "timestamp": entry.timestamp}

@@ -100,3 +100,21 @@ def test_selection_sharing_can_be_turned_off_keeping_the_cursor() -> None:
     tracker.activate("/w/a.py", Position(3, 4), "private")
     assert files(tracker)[0]["cursor"] == {"line": 3, "character": 4}
     assert "selectedText" not in files(tracker)[0]
+
+
+def test_closing_the_newest_files_reveals_older_open_ones() -> None:
+    tracker = frozen_clock()
+    for i in range(30):
+        tracker.activate(f"/w/{i}.py")
+    for i in range(20, 30):
+        tracker.close(f"/w/{i}.py")
+    assert [f["path"] for f in files(tracker)] == [f"/w/{i}.py" for i in range(19, 9, -1)]
+    validated_params("ide/contextUpdate", tracker.params())
+
+
+def test_excluded_files_do_not_take_a_place_among_the_ten() -> None:
+    tracker = frozen_clock()
+    for i in range(10):
+        tracker.activate(f"/w/{i}.py")
+    tracker.activate("/w/.env")
+    assert len(files(tracker)) == 10
