@@ -17,6 +17,7 @@ from .companion.sublime_editor.commands import (  # noqa: E402
     GeminiCompanionReplaceTextCommand,
     GeminiCompanionSaveReviewCommand,
 )
+from .companion.sublime_editor.connect_command import GeminiCompanionConnectAgentCommand  # noqa: E402
 from .companion.sublime_editor.lifecycle import plugin_loaded, plugin_unloaded  # noqa: E402
 from .companion.sublime_editor.listeners import (  # noqa: E402
     GeminiCompanionContextListener,
@@ -32,9 +33,11 @@ from .companion.sublime_editor.terminal_commands import (  # noqa: E402
     GeminiCompanionSendPathsCommand,
     GeminiCompanionSendSelectionCommand,
 )
+from .companion.sublime_editor.workspace_listener import GeminiCompanionWorkspaceListener  # noqa: E402
 
 __all__ = [
     "GeminiCompanionApplyCommand",
+    "GeminiCompanionConnectAgentCommand",
     "GeminiCompanionContextListener",
     "GeminiCompanionNextChangeCommand",
     "GeminiCompanionOpenCliCommand",
@@ -47,6 +50,7 @@ __all__ = [
     "GeminiCompanionSendSelectionCommand",
     "GeminiCompanionStatusCommand",
     "GeminiCompanionToggleSharingCommand",
+    "GeminiCompanionWorkspaceListener",
     "plugin_loaded",
     "plugin_unloaded",
 ]

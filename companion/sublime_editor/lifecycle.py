@@ -14,15 +14,17 @@ import sublime
 from ..context import DEFAULT_EXCLUDES, SharingPolicy
 from ..processes import editor_pid
 from ..runtime import Runtime
-from . import settings
+from . import direct_access, settings
 from .windows import WindowRegistry
 
 MIN_BUILD = 4205
 LOGGER_NAME = "gemini_companion"
 SETTINGS_LISTENER = "gemini_companion.lifecycle"
+PREFERENCES = "Preferences.sublime-settings"  # folder_exclude_patterns / file_exclude_patterns live there
 
 _runtime: Runtime | None = None
 _registry: WindowRegistry | None = None
+_direct_access: tuple[object, object] | None = None  # server_port and auth_token the servers started with
 
 
 def registry() -> WindowRegistry | None:
@@ -30,13 +32,15 @@ def registry() -> WindowRegistry | None:
 
 
 def plugin_loaded() -> None:
-    global _runtime, _registry
+    global _runtime, _registry, _direct_access
     if not build_supported():
         return
     configure_logging()
     _runtime = Runtime(editor_pid=lambda: editor_pid(sublime.executable_path()))
     _registry = WindowRegistry(_runtime, sharing_policy())
+    _direct_access = direct_access.settings_key()
     settings.settings().add_on_change(SETTINGS_LISTENER, settings_changed)
+    sublime.load_settings(PREFERENCES).add_on_change(SETTINGS_LISTENER, preferences_changed)
     for window in sublime.windows():
         _registry.open(window)
 
@@ -56,8 +60,12 @@ def shutdown(api_alive: bool = True) -> None:
     _registry, _runtime = None, None
     if registry is not None:
         if api_alive:
+            from .connect_command import close_views  # it imports this module
+
             settings.settings().clear_on_change(SETTINGS_LISTENER)
+            sublime.load_settings(PREFERENCES).clear_on_change(SETTINGS_LISTENER)
             registry.close_all()
+            close_views()
         else:
             registry.forget_all()
     if runtime is not None:
@@ -71,14 +79,28 @@ def sharing_policy() -> SharingPolicy:
 
 
 def settings_changed() -> None:
-    """Apply edited settings at once: sharing policy, log level, status bars."""
+    """Apply edited settings at once: sharing policy, log level, status bars, workspace tools;
+    a new server_port or auth_token restarts the servers (that is the only way to take them)."""
+    global _direct_access
     from . import status
 
     configure_logging()
     if _registry is not None:
         _registry.set_policy(sharing_policy())
+        _registry.refresh_all_tools()
+        key = direct_access.settings_key()
+        if key != _direct_access:
+            _direct_access = key
+            sublime.status_message("Gemini Companion: server_port or auth_token changed; restarting the servers")
+            _registry.restart_all()
         for state in _registry.all():
             status.show(state)
+
+
+def preferences_changed() -> None:
+    """Sublime's own exclude patterns may have changed: the workspace tools take them at once."""
+    if _registry is not None:
+        _registry.refresh_all_tools()
 
 
 def build_supported() -> bool:

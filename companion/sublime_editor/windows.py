@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sublime
 
 from ..context import SharingPolicy
 from ..diffs import Review
-from ..runtime import Runtime, WindowHandle
+from ..runtime import Runtime, RuntimeStopped, WindowHandle
+from ..workspace.settings import tool_factory
+from . import direct_access
 from .main_thread import on_main
 from .review_ui import WindowReviews
+from .workspace_tools import WorkspaceSnapshot, read_settings
 
 log = logging.getLogger("gemini_companion")
 
@@ -37,7 +41,7 @@ class SublimeEditor:
             return None
 
         def read() -> str | None:
-            view = self.reviews.window.find_open_file(path)
+            view = self._open_view(path)
             if view is None or not view.is_dirty():
                 return None
             return view.substr(sublime.Region(0, view.size()))
@@ -49,15 +53,31 @@ class SublimeEditor:
             return False
 
         def write() -> bool:
-            view = self.reviews.window.find_open_file(path)
-            if view is None or view.is_loading():
-                return False
+            view = self._open_view(path)
+            if view is None or view.is_loading() or view.is_read_only():
+                return False  # the caller writes the file itself; Sublime reloads an unmodified view
+            wanted = text.replace("\r\n", "\n")
             # One undoable edit, saved with the view's own line endings and encoding.
-            view.run_command("gemini_companion_replace_text", {"text": text.replace("\r\n", "\n")})
+            view.run_command("gemini_companion_replace_text", {"text": wanted})
+            if view.substr(sublime.Region(0, view.size())) != wanted:
+                raise RuntimeError("the text could not be put into its open view")
             view.run_command("save")
+            if view.is_valid() and view.is_dirty():
+                raise RuntimeError("Sublime Text did not save its open view (see the editor for why)")
             return True
 
         return await on_main(write)
+
+    def _open_view(self, path: str) -> sublime.View | None:
+        """The file's view in this window, else in another window (main thread)."""
+        window = self.reviews.window
+        windows = [window] if window.is_valid() else []
+        windows += [w for w in sublime.windows() if w != window]
+        for candidate in windows:
+            view = candidate.find_open_file(path)
+            if view is not None and view.is_valid():
+                return view
+        return None
 
 
 @dataclass
@@ -66,6 +86,7 @@ class WindowState:
     handle: WindowHandle
     reviews: WindowReviews
     terminal_folder: str | None = None  # where this window's Gemini CLI terminal runs
+    tools: WorkspaceSnapshot = field(default_factory=WorkspaceSnapshot)  # what the loop's tools read
 
 
 class WindowRegistry:
@@ -75,6 +96,9 @@ class WindowRegistry:
         self.runtime = runtime
         self.policy = policy or SharingPolicy()
         self._windows: dict[int, WindowState] = {}
+        self._port_owner: int | None = None  # the window whose server holds `server_port`
+        self._reported: set[str] = set()  # setting problems already told (once each)
+        self._closed = False
 
     def get(self, window: sublime.Window | None) -> WindowState | None:
         return self._windows.get(window.id()) if window is not None else None
@@ -83,37 +107,142 @@ class WindowRegistry:
         state = self._windows.get(window.id())
         if state is not None:
             return state
+        tools = WorkspaceSnapshot(read_settings(window))
+        reviews = WindowReviews(window)
+        port = self._claim_port(window.id())
+        handle = self._start(reviews, window.folders(), tools, port)
+        state = WindowState(window, handle, reviews, tools=tools)
+        self._windows[window.id()] = state
+        self._watch(state, port)
+        return state
+
+    def _claim_port(self, window_id: int) -> int:
+        """`server_port` for the first window that starts while no other window holds it, else 0."""
+        port, problem = direct_access.requested_port()
+        self._report(problem)
+        if not port or (self._port_owner is not None and self._port_owner in self._windows):
+            return 0
+        self._port_owner = window_id
+        return port
+
+    def _start(self, reviews: WindowReviews, folders: list[str], tools: WorkspaceSnapshot, port: int) -> WindowHandle:
+        token, problem = direct_access.requested_token()
+        self._report(problem)
+        return self.runtime.open_window(
+            SublimeEditor(reviews), folders, port=port, token=token, tool_factory=tool_factory(tools)
+        )
+
+    def _watch(self, state: WindowState, port: int) -> None:
         from . import status  # status imports this module
 
-        reviews = WindowReviews(window)
-        handle = self.runtime.open_window(SublimeEditor(reviews), window.folders())
+        handle = state.handle
         handle.context.set_policy(self.policy)
-        state = WindowState(window, handle, reviews)
-        self._windows[window.id()] = state
-        window_id = window.id()
+        window_id = state.window.id()
         handle.on_clients_changed = lambda _h: status.show_later(state)
-        handle.ready.add_done_callback(lambda f: _report_start(window_id, f))
-        handle.ready.add_done_callback(lambda _f: status.show_later(state))
-        return state
+
+        def started(future: concurrent.futures.Future[WindowHandle]) -> None:  # on the loop thread
+            error = future.exception()
+            if port and isinstance(error, OSError):
+                sublime.set_timeout(lambda: self._fall_back(window_id, handle, port, error))
+                return
+            _report_start(window_id, future)
+            status.show_later(state)
+
+        handle.ready.add_done_callback(started)
+
+    def _fall_back(self, window_id: int, failed: WindowHandle, port: int, error: OSError) -> None:
+        """The fixed port could not be had: say so, and serve this window on a free port."""
+        if self._port_owner == window_id:
+            self._port_owner = None
+        state = self._windows.get(window_id)
+        if state is None or state.handle is not failed or self._closed:
+            return
+        reason = error.strerror or str(error)
+        sublime.status_message(
+            f"Gemini Companion: port {port} (setting server_port) is not available ({reason}); using a free port"
+        )
+        print(
+            f"Gemini Companion: the setting server_port asks for port {port}, but it could not be used: {reason}. "
+            "Another program (or another Sublime Text instance) probably listens on it. This window's server "
+            "uses a free port instead: Gemini CLI and the stdio bridge still find it through the discovery file, "
+            "but a client configured by hand with that port does not. Free the port or choose another one "
+            "(then re-copy the configuration from 'Gemini Companion: Connect Another Agent')."
+        )
+        failed.close()
+        state.handle = self._start(state.reviews, state.window.folders(), state.tools, 0)
+        self._watch(state, 0)
+
+    def _report(self, problem: str | None) -> None:
+        if problem is None or problem in self._reported:
+            return
+        self._reported.add(problem)
+        log.warning("%s", problem)
+        message = f"Gemini Companion: {problem}"
+        sublime.set_timeout(lambda: sublime.status_message(message))  # open() may run on the async worker
+
+    def refresh_tools(self, state: WindowState) -> None:
+        """Take a new snapshot of the tool settings; rebuild the tool list if tools were turned on or off."""
+        if not state.window.is_valid():
+            return
+        if state.tools.refresh(state.window):
+            handle = state.handle
+            try:
+                handle.runtime.submit(lambda: _rebuild_tools(handle))
+            except RuntimeStopped:
+                pass
+
+    def refresh_all_tools(self) -> None:
+        self._reported.clear()
+        for state in self.all():
+            self.refresh_tools(state)
 
     def set_policy(self, policy: SharingPolicy) -> None:
         self.policy = policy
         for state in self.all():
             state.handle.context.set_policy(policy)
 
-    def close(self, window: sublime.Window) -> None:
+    def close(self, window: sublime.Window) -> concurrent.futures.Future[None] | None:
         """The window is going away: its reviews close silently, its server and file go."""
         state = self._windows.pop(window.id(), None)
         if state is None:
-            return
+            return None
+        if self._port_owner == window.id():
+            self._port_owner = None
         state.handle.on_clients_changed = None
         state.reviews.detach()
-        state.handle.close()
+        return state.handle.close()
+
+    def restart_all(self) -> None:
+        """Restart every window's server (to take a new server_port or auth_token): all stop, then all start."""
+        from . import status
+
+        windows = [state.window for state in self.all()]
+        futures = [f for f in (self.close(w) for w in windows) if f is not None]
+        self._reported.clear()
+        remaining = [len(futures)]
+
+        def reopen() -> None:
+            if self._closed:
+                return
+            for window in windows:
+                if window.is_valid() and window.id() not in self._windows:
+                    status.show(self.open(window))
+
+        def one_done(_future: object) -> None:  # on the loop thread
+            remaining[0] -= 1
+            if remaining[0] == 0:
+                sublime.set_timeout(reopen)
+
+        if not futures:
+            return
+        for future in futures:
+            future.add_done_callback(one_done)
 
     def sync_folders(self, window: sublime.Window) -> None:
         state = self.get(window)
         if state is None:
             return
+        self.refresh_tools(state)
         folders = window.folders()
         if folders != state.handle.folders:
             state.handle.folders = list(folders)
@@ -125,6 +254,7 @@ class WindowRegistry:
     def close_all(self) -> None:
         from . import status
 
+        self._closed = True
         for state in self.all():
             state.handle.on_clients_changed = None
             state.reviews.detach()
@@ -134,16 +264,21 @@ class WindowRegistry:
 
     def forget_all(self) -> None:
         """Drop every window without touching the editor (its API is gone at exit)."""
+        self._closed = True
         for state in self.all():
             state.handle.on_clients_changed = None
             state.reviews.detached = True
         self._windows.clear()
 
 
-def _report_start(window_id: int, future: object) -> None:
-    import concurrent.futures
+async def _rebuild_tools(handle: WindowHandle) -> None:
+    """On the loop: offer the tools now enabled (clients that list tools afterwards see the change)."""
+    server = handle.server
+    if server is not None and handle.tool_factory is not None and not handle.closed:
+        server.extra_tools = {spec.tool.name: spec for spec in handle.tool_factory(server)}
 
-    assert isinstance(future, concurrent.futures.Future)
+
+def _report_start(window_id: int, future: concurrent.futures.Future[WindowHandle]) -> None:
     error = future.exception()
     if error is not None:
         log.error("Gemini Companion could not start the server for window %s: %s", window_id, error)
