@@ -34,7 +34,7 @@ def read_bytes(target: Resolved, limit: int | None, name: str) -> bytes:
         if limit is not None and st.st_size > limit:
             raise WorkspaceError(
                 f"{name} is {_size(st.st_size)}, over the read limit of {_size(limit)} "
-                "(setting `read_limit_bytes`); it was not read."
+                "(setting `read_file_limit_kb`); it was not read."
             )
         chunks = []
         remaining = st.st_size + 1 if limit is None else limit + 1
@@ -58,7 +58,7 @@ def read_text(target: Resolved, buffer_text: str | None, limit: int, name: str) 
         if size > limit:
             raise WorkspaceError(
                 f"The unsaved buffer of {name} is {_size(size)}, over the read limit of {_size(limit)} "
-                "(setting `read_limit_bytes`); it was not read."
+                "(setting `read_file_limit_kb`); it was not read."
             )
         return ReadResult(buffer_text, True, None)
     data = read_bytes(target, limit, name)
