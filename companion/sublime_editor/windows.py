@@ -97,6 +97,7 @@ class WindowRegistry:
         self.policy = policy or SharingPolicy()
         self._windows: dict[int, WindowState] = {}
         self._port_owner: int | None = None  # the window whose server holds `server_port`
+        self._port_release: concurrent.futures.Future[None] | None = None  # its server stopping
         self._reported: set[str] = set()  # setting problems already told (once each)
         self._closed = False
 
@@ -132,7 +133,7 @@ class WindowRegistry:
             SublimeEditor(reviews), folders, port=port, token=token, tool_factory=tool_factory(tools)
         )
 
-    def _watch(self, state: WindowState, port: int) -> None:
+    def _watch(self, state: WindowState, port: int, retry: bool = True) -> None:
         from . import status  # status imports this module
 
         handle = state.handle
@@ -143,20 +144,36 @@ class WindowRegistry:
         def started(future: concurrent.futures.Future[WindowHandle]) -> None:  # on the loop thread
             error = future.exception()
             if port and isinstance(error, OSError):
-                sublime.set_timeout(lambda: self._fall_back(window_id, handle, port, error))
+                sublime.set_timeout(lambda: self._port_failed(window_id, handle, port, error, retry))
                 return
             _report_start(window_id, future)
             status.show_later(state)
 
         handle.ready.add_done_callback(started)
 
-    def _fall_back(self, window_id: int, failed: WindowHandle, port: int, error: OSError) -> None:
-        """The fixed port could not be had: say so, and serve this window on a free port."""
-        if self._port_owner == window_id:
-            self._port_owner = None
+    def _port_failed(self, window_id: int, failed: WindowHandle, port: int, error: OSError, retry: bool) -> None:
+        """The fixed port could not be had. If the window that held it is still stopping its server,
+        try once more when it has; otherwise fall back to a free port."""
         state = self._windows.get(window_id)
         if state is None or state.handle is not failed or self._closed:
             return
+        release = self._port_release
+        if retry and release is not None and not release.done():
+            release.add_done_callback(lambda _f: sublime.set_timeout(lambda: self._retry_port(window_id, failed, port)))
+            return
+        self._fall_back(state, failed, port, error)
+
+    def _retry_port(self, window_id: int, failed: WindowHandle, port: int) -> None:
+        state = self._windows.get(window_id)
+        if state is None or state.handle is not failed or self._closed:
+            return
+        state.handle = self._start(state.reviews, state.window.folders(), state.tools, port)
+        self._watch(state, port, retry=False)
+
+    def _fall_back(self, state: WindowState, failed: WindowHandle, port: int, error: OSError) -> None:
+        """Say why the fixed port could not be had, and serve this window on a free port."""
+        if self._port_owner == state.window.id():
+            self._port_owner = None
         reason = error.strerror or str(error)
         sublime.status_message(
             f"Gemini Companion: port {port} (setting server_port) is not available ({reason}); using a free port"
@@ -206,11 +223,13 @@ class WindowRegistry:
         state = self._windows.pop(window.id(), None)
         if state is None:
             return None
-        if self._port_owner == window.id():
-            self._port_owner = None
         state.handle.on_clients_changed = None
         state.reviews.detach()
-        return state.handle.close()
+        closing = state.handle.close()
+        if self._port_owner == window.id():
+            self._port_owner = None
+            self._port_release = closing  # the next window's server may bind the port once this is done
+        return closing
 
     def restart_all(self) -> None:
         """Restart every window's server (to take a new server_port or auth_token): all stop, then all start."""

@@ -66,7 +66,8 @@ async def ask_gemini(gemini_command: Sequence[str], prompt: str, model: str, cwd
     except (TimeoutError, asyncio.TimeoutError):
         await kill_tree(process)
         raise GeminiFailed(
-            f"The Gemini CLI did not answer within {timeout:g} s (setting `ask_gemini_timeout_seconds`); it was stopped."
+            f"The Gemini CLI did not answer within {timeout:g} s "
+            "(setting `ask_gemini_timeout_seconds`); it was stopped."
         ) from None
     except BaseException:
         await kill_tree(process)  # cancelled by the client, or the server is stopping
