@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -392,7 +393,11 @@ def _bind_loopback(port: int) -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         if port:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            # POSIX: rebind a fixed port still in TIME_WAIT. Windows' SO_REUSEADDR would instead let
+            # two sockets share a port in use, so there a fixed port is claimed exclusively.
+            exclusive = getattr(socket, "SO_EXCLUSIVEADDRUSE", None)
+            option = exclusive if os.name == "nt" and exclusive is not None else socket.SO_REUSEADDR
+            sock.setsockopt(socket.SOL_SOCKET, option, 1)
         sock.bind(("127.0.0.1", port))
     except OSError:
         sock.close()

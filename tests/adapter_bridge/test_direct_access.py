@@ -33,6 +33,8 @@ def discovery_files(companion: Companion) -> list[dict[str, Any]]:
     """The discovery files now (a restart may delete one while we read: it is then not there)."""
     found = []
     for name in sorted(os.listdir(companion.discovery_dir)) if os.path.isdir(companion.discovery_dir) else []:
+        if not name.startswith("gemini-ide-server-"):
+            continue  # a file being written (".<name>.<pid>.tmp", renamed into place when complete)
         try:
             with open(os.path.join(companion.discovery_dir, name), encoding="utf-8") as handle:
                 found.append(json.load(handle))
