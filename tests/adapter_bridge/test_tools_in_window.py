@@ -4,7 +4,11 @@ editor's review with the asking client's name."""
 
 from __future__ import annotations
 
+import json
 import os
+from typing import Any
+
+import pytest
 
 from tests.adapter_bridge.conftest import (
     TOOLS,
@@ -20,6 +24,7 @@ from tests.adapter_bridge.conftest import (
     write,
 )
 from tests.sublime_fake import control, sublime
+from tests.workspace.standin import install
 
 PREFERENCES = "Preferences.sublime-settings"
 PACKAGE_SETTINGS = "Gemini Companion.sublime-settings"
@@ -161,5 +166,31 @@ def test_write_file_to_a_file_not_open_is_atomic_and_rejecting_leaves_files_alon
             assert handle.read() == "original\n"
         assert os.stat(keep).st_mtime_ns == before
         assert not os.path.exists(os.path.join(workspace, "new"))
+    finally:
+        client.close()
+
+
+def test_ask_gemini_runs_the_configured_command_and_model_in_the_windows_folder(
+    companion: Companion, workspace: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = os.path.join(str(tmp_path), "standin.jsonl")
+    monkeypatch.setenv("STANDIN_LOG", log)
+    monkeypatch.setenv("STANDIN_PIDS", os.path.join(str(tmp_path), "pids"))
+    command = install(os.path.join(str(tmp_path), "bin"))
+    control.user_settings(
+        PACKAGE_SETTINGS, {"gemini_command": command, "ask_model": "gemini-test-model", "ask_gemini_timeout_seconds": 2}
+    )
+    window = control.new_window([workspace])
+    companion.load()
+    client = connect(window, companion)
+    try:
+        answer = call_tool(client, "ask_gemini", {"prompt": "hello"})
+        assert not answer.is_error and text_of(answer) == "echo: hello"
+        with open(log, encoding="utf-8") as handle:
+            (run,) = [json.loads(line) for line in handle]
+        assert run["argv"] == ["-p", "hello", "-o", "json", "-m", "gemini-test-model"]
+        assert os.path.realpath(run["cwd"]) == os.path.realpath(workspace)
+        slow = call_tool(client, "ask_gemini", {"prompt": "hang"})
+        assert slow.is_error and "within 2 s (setting `ask_gemini_timeout_seconds`)" in text_of(slow)
     finally:
         client.close()
