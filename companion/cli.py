@@ -57,6 +57,12 @@ def run_serve(workspace: str, policy: str, port: int, debug: bool, tools: Worksp
     if not os.path.isdir(folder):
         print(f"error: {workspace} is not a folder; pass --workspace with an existing folder.", file=sys.stderr)
         return 2
+    # Before anything starts: a Ctrl-C at any moment (even while starting up) stops cleanly and
+    # removes the discovery file, instead of a KeyboardInterrupt that leaves it behind.
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    if hasattr(signal, "SIGTERM"):
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
     runtime = Runtime()
     factory = tool_factory(tools or WorkspaceToolSettings())
     handle = runtime.open_window(HeadlessEditor(policy), [folder], port=port, tool_factory=factory)
@@ -70,10 +76,6 @@ def run_serve(workspace: str, policy: str, port: int, debug: bool, tools: Worksp
     print(f"Discovery file: {handle.discovery_path}", flush=True)
     print(f"Workspace: {folder}  (diff policy: {policy})", flush=True)
     print("Run `gemini` in that folder (once: `/ide enable`). Press Ctrl-C to stop.", flush=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    if hasattr(signal, "SIGTERM"):
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         while not stop.wait(0.5):
             pass

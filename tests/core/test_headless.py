@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -85,6 +86,21 @@ def test_serve_says_where_it_listens_and_ctrl_c_removes_the_discovery_file(tmp_p
         assert server.process.wait(15) == 0
         server.expect("Stopped")
     assert not os.path.exists(path)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery to a child differs on Windows")
+def test_ctrl_c_the_moment_the_discovery_file_appears_still_cleans_up(tmp_path: str, workspace: str) -> None:
+    """Ctrl-C while the runner is still starting (file written, banner not yet printed) must not leave
+    the discovery file behind for Gemini CLI to find."""
+    directory = discovery_dir({"TMPDIR": str(tmp_path)})
+    with serve(tmp_path, workspace, "reject") as server:
+        deadline = time.monotonic() + 30
+        while not (os.path.isdir(directory) and os.listdir(directory)):
+            assert time.monotonic() < deadline and server.process.poll() is None, "".join(server.output)
+            time.sleep(0.001)
+        server.process.send_signal(signal.SIGINT)
+        assert server.process.wait(15) == 0, "".join(server.output)
+    assert os.listdir(directory) == []
 
 
 def test_serve_refuses_a_missing_folder_with_advice(tmp_path: str) -> None:
