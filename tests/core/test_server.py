@@ -266,3 +266,165 @@ async def test_the_notification_stream_is_never_silent_for_long(window: WindowHa
         waited = anyio.current_time() - started
     assert any(line.startswith(":") for line in seen), seen
     assert waited < 60
+
+
+# -- additions: exact schemas, files never written, no orphaned review, sessions that vanish --
+
+
+async def test_tool_schemas_are_exactly_what_the_cli_sends(window: WindowHandle) -> None:
+    async with connect(window.url, window.token) as client:
+        tools = {t.name: t for t in (await client.session.list_tools()).tools}
+
+    def shape(schema: dict[str, Any]) -> tuple[str, dict[str, str], list[str]]:
+        properties = {name: spec["type"] for name, spec in schema["properties"].items()}
+        return schema["type"], properties, schema["required"]
+
+    assert shape(tools["openDiff"].input_schema) == (
+        "object", {"filePath": "string", "newContent": "string"}, ["filePath", "newContent"]
+    )
+    assert shape(tools["closeDiff"].input_schema) == (
+        "object", {"filePath": "string", "suppressNotification": "boolean"}, ["filePath"]
+    )
+
+
+async def test_reject_and_close_diff_never_touch_the_file_on_disk(
+    window: WindowHandle, editor: ScriptedEditor, workspace: str
+) -> None:
+    existing = os.path.join(workspace, "kept.txt")
+    with open(existing, "w") as handle:
+        handle.write("kept\n")
+    new = os.path.join(workspace, "never-created.txt")
+    async with connect(window.url, window.token) as client:
+        await client.open_diff(existing, "changed\n")
+        await client.open_diff(new, "brand new\n")
+        await wait_shown(editor, 2)
+        by_path = {review.file_path: review for review, _, _ in editor.shown}
+        by_path[existing].reject()
+        await client.wait_for("ide/diffRejected")
+        editor.edits[by_path[new].id] = "brand new, edited\n"
+        closed = json.loads(text_of(await client.close_diff(new)))
+    assert closed == {"content": "brand new, edited\n"}
+    with open(existing) as handle:
+        assert handle.read() == "kept\n"
+    assert not os.path.exists(new)
+    assert sorted(os.listdir(workspace)) == ["kept.txt"]
+
+
+async def test_a_second_open_diff_from_another_client_leaves_no_orphan_and_both_clients_hear_the_outcome(
+    window: WindowHandle, editor: ScriptedEditor
+) -> None:
+    server = window.server
+    assert server is not None
+    async with (
+        connect(window.url, window.token, "first") as first,
+        connect(window.url, window.token, "second") as second,
+    ):
+        await first.open_diff("/w/shared.txt", "from the first client")
+        await wait_shown(editor, 1)
+        await second.open_diff("/w/shared.txt", "from the second client")
+        await wait_shown(editor, 2)
+        assert len(server.reviews) == 1, "the newer proposal replaces the shown one; it does not open a second review"
+        review = server.reviews.get("/w/shared.txt")
+        assert review is not None and review.proposal == "from the second client" and review.revision == 2
+        review.reject()
+        for client in (first, second):
+            assert await client.wait_for("ide/diffRejected") == {"filePath": "/w/shared.txt"}
+        await anyio.sleep(0.3)
+        assert [len(c.of("ide/diffRejected")) for c in (first, second)] == [1, 1]
+        assert first.of("ide/diffAccepted") == second.of("ide/diffAccepted") == []
+    assert len(server.reviews) == 0, "no review is left open after the single decision"
+    assert all(not shown.is_open for shown, _, _ in editor.shown), "every review the editor showed has ended"
+
+
+async def test_close_diff_after_a_replaced_proposal_returns_the_newest_text_and_frees_the_path(
+    window: WindowHandle, editor: ScriptedEditor
+) -> None:
+    server = window.server
+    assert server is not None
+    async with connect(window.url, window.token) as client:
+        await client.open_diff("/w/twice.txt", "one")
+        await client.open_diff("/w/twice.txt", "two")
+        await wait_shown(editor, 2)
+        closed = json.loads(text_of(await client.close_diff("/w/twice.txt")))
+        assert closed == {"content": "two"}
+        assert len(server.reviews) == 0
+        again = json.loads(text_of(await client.close_diff("/w/twice.txt")))
+        await anyio.sleep(0.3)
+    assert again == {"content": None}
+    assert client.of("ide/diffAccepted") == client.of("ide/diffRejected") == []
+
+
+async def test_every_session_gets_the_context_updates(window: WindowHandle) -> None:
+    async with connect(window.url, window.token, "one") as one, connect(window.url, window.token, "two") as two:
+        window.context.activate("/w/shared-view.py", Position(2, 4))
+        for client in (one, two):
+            update = await client.wait_for("ide/contextUpdate", lambda p: active_path(p) == "/w/shared-view.py")
+            assert update["workspaceState"]["openFiles"][0]["cursor"] == {"line": 2, "character": 4}
+        assert sorted(window.connected_clients) == ["one", "two"]
+
+
+RAW_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+RAW_INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+}
+
+
+async def raw_session(http: httpx2.AsyncClient, url: str) -> str:
+    response = await http.post(url, json=RAW_INIT)
+    session = response.headers["mcp-session-id"]
+    await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    headers={"mcp-session-id": session})
+    return session
+
+
+async def wait_until(check: Any, timeout: float = 15) -> None:
+    with anyio.fail_after(timeout):
+        while not check():
+            await anyio.sleep(0.02)
+
+
+async def test_a_client_whose_connection_drops_no_longer_counts_as_connected(window: WindowHandle) -> None:
+    """A killed CLI sends no DELETE: its stream closing drops it from the connected clients at once."""
+    headers = {**RAW_HEADERS, "Authorization": f"Bearer {window.token}"}
+    async with connect(window.url, window.token, "stays") as stays:
+        await stays.wait_for("ide/contextUpdate")
+        async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30)) as http:
+            session = await raw_session(http, window.url)
+            async with http.stream("GET", window.url, headers={"mcp-session-id": session}) as stream:
+                assert stream.status_code == 200
+                await wait_until(lambda: sorted(window.connected_clients) == ["raw", "stays"])
+        # The connection is gone and no DELETE was sent; the session is not reaped yet (300 s idle).
+        await wait_until(lambda: window.connected_clients == ["stays"])
+        assert sorted(window.client_names()) == ["raw", "stays"]
+
+
+async def test_a_vanished_session_is_reaped_while_a_client_holding_its_stream_never_is(
+    monkeypatch: pytest.MonkeyPatch, discovery_dir: str, workspace: str
+) -> None:
+    from companion import server as server_module
+    from companion.runtime import Runtime
+
+    monkeypatch.setattr(server_module, "SESSION_IDLE_SECONDS", 1.0)
+    monkeypatch.setattr(server_module, "PRUNE_INTERVAL_SECONDS", 0.2)
+    runtime = Runtime(discovery_directory=discovery_dir)
+    try:
+        handle = runtime.open_window(ScriptedEditor(), [workspace])
+        handle.ready.result(30)
+        headers = {**RAW_HEADERS, "Authorization": f"Bearer {handle.token}"}
+        async with connect(handle.url, handle.token, "stays") as stays:
+            await stays.wait_for("ide/contextUpdate")
+            async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30)) as http:
+                session = await raw_session(http, handle.url)
+                async with http.stream("GET", handle.url, headers={"mcp-session-id": session}) as stream:
+                    assert stream.status_code == 200
+                    await wait_until(lambda: sorted(handle.client_names()) == ["raw", "stays"])
+            await wait_until(lambda: handle.client_names() == ["stays"])
+            await anyio.sleep(1.5)  # longer than the idle timeout: the held stream keeps "stays" alive
+            assert handle.client_names() == ["stays"]
+            handle.context.activate("/w/still-heard.py")
+            await stays.wait_for("ide/contextUpdate", lambda p: active_path(p) == "/w/still-heard.py")
+    finally:
+        runtime.stop()
