@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 from companion.context import ContextTracker, Position, SharingPolicy
+from companion.runtime import WindowHandle
 from companion.wire import validated_params
+from tests.mcp_client import connect
 
 
 def frozen_clock() -> ContextTracker:
@@ -118,3 +122,38 @@ def test_excluded_files_do_not_take_a_place_among_the_ten() -> None:
         tracker.activate(f"/w/{i}.py")
     tracker.activate("/w/.env")
     assert len(files(tracker)) == 10
+
+
+def test_timestamps_stay_strictly_increasing_when_the_clock_goes_backwards() -> None:
+    ticks = iter([5_000, 4_000, 3_000, 3_000, 10])
+    tracker = ContextTracker(clock=lambda: next(ticks))
+    for name in "abcde":
+        tracker.activate(f"/w/{name}.py")
+    stamps = [f["timestamp"] for f in files(tracker)]
+    assert [f["path"] for f in files(tracker)] == [f"/w/{n}.py" for n in "edcba"]
+    assert all(newer > older for newer, older in itertools.pairwise(stamps)), stamps
+
+
+@pytest.mark.anyio
+async def test_secrets_and_paused_state_never_reach_a_connected_client(window: WindowHandle) -> None:
+    async with connect(window.url, window.token) as client:
+        window.context.activate("/w/app.py", Position(1, 1))
+        window.context.activate("/w/.env", Position(1, 1), "API_KEY=123")
+        window.context.activate("/w/tls/server.pem", Position(1, 1), "-----BEGIN PRIVATE KEY-----")
+        await client.wait_for("ide/contextUpdate", lambda p: p["workspaceState"]["openFiles"] != [])
+        window.context.set_paused(True)
+        await client.wait_for("ide/contextUpdate", lambda p: p["workspaceState"]["openFiles"] == [])
+        window.context.set_paused(False)
+        window.context.set_policy(SharingPolicy(share_selection=False))
+        window.context.activate("/w/public.py", Position(2, 2), "not to be shared")
+        last = await client.wait_for(
+            "ide/contextUpdate", lambda p: p["workspaceState"]["openFiles"][:1] != [] and
+            p["workspaceState"]["openFiles"][0]["path"] == "/w/public.py"
+        )
+    everything = repr([r.params for r in client.received])
+    for leaked in (".env", "API_KEY", "server.pem", "PRIVATE KEY", "not to be shared"):
+        assert leaked not in everything
+    assert last["workspaceState"]["openFiles"][0] == {
+        "path": "/w/public.py", "timestamp": last["workspaceState"]["openFiles"][0]["timestamp"], "isActive": True,
+        "cursor": {"line": 2, "character": 2},
+    }

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
+from companion.runtime import WindowHandle
 from companion.wire import InvalidNotification, validated_params
+from tests.mcp_client import connect
 
 
 def context(**file: Any) -> dict[str, Any]:
@@ -51,3 +54,40 @@ def test_diff_outcomes() -> None:
 def test_unknown_methods_are_refused() -> None:
     with pytest.raises(InvalidNotification):
         validated_params("ide/somethingElse", {})
+
+
+BAD_OUTGOING = [
+    ("ide/contextUpdate", {"workspaceState": {"openFiles": [{"path": "/w/a.py", "timestamp": 1,
+                                                               "cursor": {"line": 0, "character": 1}}]}}),
+    ("ide/contextUpdate", {"workspaceState": {"openFiles": [{"path": "/w/a.py", "timestamp": "1"}]}}),
+    ("ide/diffAccepted", {"filePath": "/w/a.py"}),
+    ("ide/diffAccepted", {"filePath": "/w/a.py", "content": None}),
+    ("ide/diffRejected", {"filePath": 7}),
+    ("ide/diffRejected", {"filePath": "/w/a.py", "extra": True}),
+    ("ide/somethingElse", {}),
+]
+
+
+@pytest.mark.anyio
+async def test_the_server_refuses_to_send_an_invalid_payload_to_a_connected_client(window: WindowHandle) -> None:
+    """Through a real session: each bad payload raises before it is queued, so the client only ever
+    receives the valid notification sent after them (one ordered outbox per session)."""
+    server = window.server
+    assert server is not None
+
+    async def broadcast(method: str, params: dict[str, Any]) -> str | None:
+        try:
+            server.broadcaster.broadcast(method, params)
+        except InvalidNotification as exc:
+            return str(exc)
+        return None
+
+    async with connect(window.url, window.token) as client:
+        await client.wait_for("ide/contextUpdate")
+        for method, params in BAD_OUTGOING:
+            error = window.runtime.submit(lambda m=method, p=params: broadcast(m, p)).result(10)
+            assert error is not None, f"{method} {params} was accepted for sending"
+        assert window.runtime.submit(lambda: broadcast("ide/diffRejected", {"filePath": "/w/ok"})).result(10) is None
+        await client.wait_for("ide/diffRejected")
+        await anyio.sleep(0.2)
+    assert [(r.method, r.params) for r in client.received[1:]] == [("ide/diffRejected", {"filePath": "/w/ok"})]
