@@ -90,6 +90,26 @@ def test_a_body_over_the_cap_is_refused_before_it_is_read(window: WindowHandle) 
     assert reply.startswith("HTTP/1.1 413")
 
 
+def test_a_chunked_body_over_the_cap_is_refused_too(window: WindowHandle) -> None:
+    """No Content-Length to check up front: the body is counted as it arrives and cut at the cap."""
+    chunk = b"x" * (1024 * 1024)
+    with socket.create_connection(("127.0.0.1", window.port), timeout=20) as sock:
+        sock.sendall(
+            (
+                f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{window.port}\r\nAuthorization: Bearer {window.token}\r\n"
+                f"Content-Type: application/json\r\nAccept: {ACCEPT}\r\nTransfer-Encoding: chunked\r\n\r\n"
+            ).encode()
+        )
+        try:
+            for _ in range(MAX_BODY_BYTES // len(chunk) + 2):
+                sock.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+            sock.sendall(b"0\r\n\r\n")
+        except OSError:
+            pass  # the server may answer and close before the whole body is sent
+        reply = sock.recv(4096).decode("latin-1")
+    assert reply.startswith("HTTP/1.1 413"), reply[:200]
+
+
 def test_the_cap_leaves_room_for_an_escaped_8_mb_file() -> None:
     assert MAX_BODY_BYTES >= 2 * 8 * 1024 * 1024 + 64 * 1024
 
