@@ -95,6 +95,47 @@ def test_directory_0700_and_file_0600_from_the_moment_of_creation(
 
 
 @posix_only
+def test_no_moment_exists_where_the_file_or_its_folder_is_readable_by_others(
+    tmp_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every file and folder is checked the instant it is created (before a single byte is written),
+    with a umask that would leave anything created without an explicit mode wide open; a
+    chmod-after-create implementation fails here, and so does writing the final name directly."""
+    directory = os.path.join(str(tmp_path), "gemini", "ide")
+    created: list[tuple[str, int]] = []
+    real_open, real_mkdir = os.open, os.mkdir
+
+    def watching_open(path: str, flags: int, mode: int = 0o777, *args: object, **kwargs: object) -> int:
+        fd = real_open(path, flags, mode, *args, **kwargs)  # type: ignore[arg-type]
+        if flags & os.O_CREAT:
+            assert flags & os.O_EXCL, "a file created without O_EXCL may be someone else's (a planted link)"
+            created.append((os.path.basename(path), stat.S_IMODE(os.fstat(fd).st_mode)))
+        return fd
+
+    def watching_mkdir(path: str, mode: int = 0o777, *args: object, **kwargs: object) -> None:
+        real_mkdir(path, mode, *args, **kwargs)  # type: ignore[arg-type]
+        created.append((os.path.basename(path) + "/", stat.S_IMODE(os.stat(path).st_mode)))
+
+    def refusing_chmod(path: object, mode: int, *args: object, **kwargs: object) -> None:
+        raise AssertionError(f"chmod({path!r}, {oct(mode)}) after creation: the modes must be right from the start")
+
+    monkeypatch.setattr(os, "open", watching_open)
+    monkeypatch.setattr(os, "mkdir", watching_mkdir)
+    monkeypatch.setattr(os, "chmod", refusing_chmod)
+    old_umask = os.umask(0)
+    try:
+        path = discovery.write(1, 2, ["/w"], "secret", directory)
+        discovery.write(1, 2, ["/w", "/v"], "secret", directory)  # the atomic rewrite too
+    finally:
+        os.umask(old_umask)
+    assert [mode for _, mode in created] == [0o700, 0o700, 0o600, 0o600], created
+    assert all(not name.startswith("gemini-ide-server-") for name, _ in created), (
+        "the final name must only ever appear complete, through a rename"
+    )
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+@posix_only
 def test_an_existing_open_directory_of_ours_is_narrowed_to_0700(tmp_path: str) -> None:
     directory = os.path.join(str(tmp_path), "ide")
     os.makedirs(directory, mode=0o755)
@@ -156,3 +197,22 @@ def test_sweep_removes_our_own_editors_file_whose_port_is_dead_but_keeps_a_live_
 
 def test_sweep_of_a_missing_directory_is_harmless(tmp_path: str) -> None:
     assert discovery.sweep_stale(os.getpid(), os.path.join(str(tmp_path), "absent")) == []
+
+
+def test_a_starting_runtime_sweeps_stale_files_and_leaves_live_ones(tmp_path: str) -> None:
+    from companion.runtime import Runtime
+    from tests.scripted_editor import ScriptedEditor
+
+    directory = os.path.join(str(tmp_path), "ide")
+    stale = discovery.write(dead_pid(), 1111, ["/gone"], "t", directory)
+    live = discovery.write(os.getppid(), 2222, ["/other-editor"], "t", directory)
+    runtime = Runtime(discovery_directory=directory)
+    try:
+        handle = runtime.open_window(ScriptedEditor(), [])
+        handle.ready.result(30)
+        assert not os.path.exists(stale)
+        expected = [os.path.basename(live), os.path.basename(handle.discovery_path)]
+        assert sorted(os.listdir(directory)) == sorted(expected)
+    finally:
+        runtime.stop()
+    assert os.listdir(directory) == [os.path.basename(live)]
