@@ -124,12 +124,11 @@ def test_a_window_closed_before_it_listens_reports_it(runtime: Runtime) -> None:
         assert not os.path.exists(handle.discovery_path)
 
 
-def resources() -> tuple[set[str], int, int]:
+def resources() -> tuple[set[threading.Thread], int, int]:
+    """Live threads (by identity, so a leaked thread with a familiar name still counts), fds, sockets."""
     process = psutil.Process()
-    threads = {t.name for t in threading.enumerate()}
-    return threads, process.num_fds() if hasattr(process, "num_fds") else process.num_handles(), len(
-        process.net_connections(kind="inet")
-    )
+    fds = process.num_fds() if hasattr(process, "num_fds") else process.num_handles()
+    return set(threading.enumerate()), fds, len(process.net_connections(kind="inet"))
 
 
 def settle(check: Callable[[], bool], timeout: float = 10) -> bool:
@@ -156,6 +155,30 @@ def test_a_hundred_start_stop_cycles_leave_nothing_behind(discovery_dir: str, wo
     for i in range(100):
         cycle(with_client=i % 10 == 0)
     assert os.listdir(discovery_dir) == []
-    assert settle(lambda: {t.name for t in threading.enumerate()} <= threads_before), threading.enumerate()
+    assert settle(lambda: set(threading.enumerate()) <= threads_before), threading.enumerate()
+    assert settle(lambda: resources()[2] <= sockets_before), psutil.Process().net_connections(kind="inet")
+    assert settle(lambda: resources()[1] <= fds_before + 2), (fds_before, resources()[1])
+
+
+def test_a_hundred_window_open_close_cycles_in_one_runtime_leave_nothing_behind(
+    runtime: Runtime, discovery_dir: str, workspace: str
+) -> None:
+    def cycle(with_client: bool) -> None:
+        handle = runtime.open_window(ScriptedEditor(), [workspace])
+        handle.ready.result(30)
+        assert os.path.exists(handle.discovery_path)
+        client = HeldClient(handle) if with_client else None
+        handle.close().result(10)
+        assert not os.path.exists(handle.discovery_path)
+        if client is not None:
+            client.release()
+
+    cycle(True)  # warm up: the loop thread and lazily created pools exist from here on
+    threads_before, fds_before, sockets_before = resources()
+    for i in range(100):
+        cycle(with_client=i % 10 == 0)
+    assert os.listdir(discovery_dir) == []
+    assert runtime.windows == []
+    assert settle(lambda: set(threading.enumerate()) <= threads_before), threading.enumerate()
     assert settle(lambda: resources()[2] <= sockets_before), psutil.Process().net_connections(kind="inet")
     assert settle(lambda: resources()[1] <= fds_before + 2), (fds_before, resources()[1])
