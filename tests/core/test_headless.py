@@ -134,3 +134,34 @@ async def test_prompt_mode_shows_a_unified_diff_and_the_answer_decides(
     assert "Apply this change" in "".join(server.output)
     with open(target) as f:
         assert f.read() == "hello\n"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("policy", "expected"), [
+    ("accept", ("ide/diffAccepted", {"filePath": "/w/policy.txt", "content": "proposed\n"})),
+    ("reject", ("ide/diffRejected", {"filePath": "/w/policy.txt"})),
+])
+async def test_the_diff_policy_decides_every_review_whatever_the_content_says(
+    discovery_dir: str, policy: str, expected: tuple[str, dict[str, str]]
+) -> None:
+    from companion.headless import HeadlessEditor
+    from companion.runtime import Runtime
+
+    runtime = Runtime(discovery_directory=discovery_dir)
+    try:
+        handle = runtime.open_window(HeadlessEditor(policy), [])
+        handle.ready.result(30)
+        async with connect(handle.url, handle.token) as client:
+            result = await client.open_diff("/w/policy.txt", "proposed\n")
+            assert result.content == [] and not result.is_error
+            method, params = expected
+            assert await client.wait_for(method) == params
+            # A proposal that asks for the other outcome changes nothing: only the policy decides.
+            await client.open_diff("/w/policy.txt", "reject this\n" if policy == "accept" else "accept this\n")
+            with anyio.fail_after(20):
+                while len(client.of(method)) < 2:
+                    await anyio.sleep(0.01)
+            await anyio.sleep(0.2)
+        assert client.of("ide/diffRejected" if policy == "accept" else "ide/diffAccepted") == []
+    finally:
+        runtime.stop()
