@@ -57,6 +57,10 @@ class Review:
         return self.outcome is None
 
 
+class ReviewBusy(Exception):
+    """The path's open review belongs to a tool that waits on it; it cannot take a newer proposal."""
+
+
 class Reviews:
     """The open reviews of one window, keyed by the exact `filePath` string."""
 
@@ -66,9 +70,16 @@ class Reviews:
         self._lock = threading.Lock()
 
     def open(self, file_path: str, proposal: str, requested_by: str) -> tuple[Review, bool]:
-        """Start a review, or show a newer proposal in the open one; returns (review, replaced)."""
+        """Start a review, or show a newer proposal in the open one; returns (review, replaced).
+
+        Raises ReviewBusy when the open review is one a tool waits on (see `open_exclusive`).
+        """
         with self._lock:
             current = self._open.get(file_path)
+            if current is not None and current.on_decided is not None:
+                # A tool (write_file) waits on this review: a newer proposal would make it write
+                # another client's text, and that client would never hear an outcome.
+                raise ReviewBusy(file_path)
             if current is not None:
                 current.proposal = proposal
                 current.requested_by = requested_by

@@ -24,7 +24,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from . import __version__
 from .context import ContextTracker
-from .diffs import Outcome, Review, Reviews
+from .diffs import Outcome, Review, ReviewBusy, Reviews
 from .editor import Editor
 from .notifications import Broadcaster
 from .protocol import (
@@ -306,11 +306,19 @@ class WindowServer:
             raise ToolError("openDiff needs a non-empty filePath (the absolute path of the file to change).")
         client_params = ctx.session.client_params
         requested_by = client_params.client_info.name if client_params is not None else "client"
-        review, _replaced = self.reviews.open(file_path, new_content, requested_by)
+        try:
+            review, replaced = self.reviews.open(file_path, new_content, requested_by)
+        except ReviewBusy:
+            raise ToolError(
+                f"A review of {file_path} requested by another tool is open in the editor; "
+                "it must be accepted or rejected first, then try again."
+            ) from None
         try:
             await asyncio.wait_for(self.editor.show_review(review), SHOW_REVIEW_TIMEOUT_SECONDS)
         except Exception as exc:
-            if self._finish(review, Outcome.CLOSED):
+            # A replaced review was already promised to an earlier openDiff: answer that caller
+            # with a rejection (nothing is written) rather than leave it waiting.
+            if self._finish(review, Outcome.REJECTED if replaced else Outcome.CLOSED):
                 await self._close_in_editor(review)
             log.warning("could not show the diff for %s: %r", file_path, exc)
             raise ToolError(

@@ -11,6 +11,7 @@ import httpx2
 import pytest
 
 from companion.context import Position
+from companion.diffs import Review
 from companion.runtime import WindowHandle
 from tests.mcp_client import connect, text_of
 from tests.scripted_editor import ScriptedEditor
@@ -428,3 +429,61 @@ async def test_a_vanished_session_is_reaped_while_a_client_holding_its_stream_ne
             await stays.wait_for("ide/contextUpdate", lambda p: active_path(p) == "/w/still-heard.py")
     finally:
         runtime.stop()
+
+
+class FailsToShowNewerProposals(ScriptedEditor):
+    """An editor that shows a first proposal but fails to show a newer one for the same review."""
+
+    async def show_review(self, review: Review) -> None:
+        if review.revision > 1:
+            raise RuntimeError("the review view went away")
+        await super().show_review(review)
+
+
+async def test_a_newer_proposal_that_cannot_be_shown_still_answers_the_earlier_caller(
+    discovery_dir: str, workspace: str
+) -> None:
+    from companion.runtime import Runtime
+
+    editor = FailsToShowNewerProposals()
+    runtime = Runtime(discovery_directory=discovery_dir)
+    try:
+        handle = runtime.open_window(editor, [workspace])
+        handle.ready.result(30)
+        server = handle.server
+        assert server is not None
+        async with connect(handle.url, handle.token) as client:
+            assert not (await client.open_diff("/w/flaky.txt", "first")).is_error
+            failed = await client.open_diff("/w/flaky.txt", "second")
+            assert failed.is_error and "/w/flaky.txt" in text_of(failed)
+            # The first openDiff's caller is still waiting: it must hear an outcome (nothing is written).
+            assert await client.wait_for("ide/diffRejected") == {"filePath": "/w/flaky.txt"}
+            assert len(server.reviews) == 0
+            assert [r.id for r in editor.closed] == [editor.shown[0][0].id], "the shown review is closed"
+    finally:
+        runtime.stop()
+
+
+async def test_open_diff_cannot_take_over_a_review_a_tool_is_waiting_on(
+    window: WindowHandle, editor: ScriptedEditor
+) -> None:
+    """A write_file review (decided by the tool that waits on it) is not replaced by an openDiff for the
+    same path: otherwise the tool would write the other client's proposal, and that client would
+    never hear an outcome."""
+    from companion.diffs import Outcome
+
+    server = window.server
+    assert server is not None
+    pending = window.runtime.submit(lambda: server.request_review("/w/tool.txt", "tool proposal", "agent", 30))
+    async with connect(window.url, window.token) as client:
+        await wait_shown(editor, 1)
+        result = await client.open_diff("/w/tool.txt", "cli proposal")
+        assert result.is_error and "/w/tool.txt" in text_of(result)
+        review = server.reviews.get("/w/tool.txt")
+        assert review is not None and review.proposal == "tool proposal" and review.revision == 1
+        review.accept("tool proposal, as the user left it")
+        assert await anyio.to_thread.run_sync(pending.result, 20) == (
+            Outcome.ACCEPTED, "tool proposal, as the user left it"
+        )
+        await anyio.sleep(0.3)
+    assert client.of("ide/diffAccepted") == [] and len(editor.shown) == 1
