@@ -7,22 +7,102 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 
-LIBRARIES = (
-    "mcp",
-    "mcp-types",
-    "uvicorn",
-    "starlette",
-    "sse-starlette",
-    "pydantic",
-    "pydantic-core",
-    "anyio",
-    "h11",
-    "httpx2",
-    "psutil",
-)
+# Where the package and the libraries the default Package Control channel lacks are registered
+# (repository.json in the project); users add it with "Package Control: Add Repository".
+PROJECT_URL = "https://github.com/gemini-companion/sublime-gemini-companion"
+REPOSITORY_URL = "https://raw.githubusercontent.com/gemini-companion/sublime-gemini-companion/main/repository.json"
+
+# Every library the package imports at run time (dependencies.json lists the same names), with
+# the versions the rest of the set needs (the lower bounds its metadata declares for Python 3.14;
+# mcp exactly: its 2.x entry points change between releases). pydantic-core must be exactly the
+# one the installed pydantic names (see library_requirements).
+REQUIRED = {
+    "mcp": "==2.3.0",
+    "mcp-types": "==2.3.0",
+    "uvicorn": ">=0.31.1",
+    "starlette": ">=0.49.1",
+    "sse-starlette": ">=3.0.0",
+    "python-multipart": ">=0.0.9",
+    "pydantic": ">=2.12.0",
+    "pydantic-core": "",
+    "typing-extensions": ">=4.16.0",
+    "typing-inspection": ">=0.4.4",
+    "annotated-types": ">=0.6.0",
+    "anyio": ">=4.10,<5",
+    "idna": ">=3.18",
+    "h11": ">=0.8",
+    "click": ">=7.0",
+    "httpx2": ">=2.10.0",
+    "opentelemetry-api": ">=1.28.0",
+    "cryptography": "",
+    "cffi": ">=2.0.0",
+    "psutil": "",
+}
+# Optional: without it (or with a broken build) PID checks fall back to the standard library.
+OPTIONAL = ("psutil",)
+LIBRARIES = tuple(REQUIRED)
+
+
+def library_requirements() -> dict[str, str]:
+    """REQUIRED, with pydantic-core pinned to the version the installed pydantic requires."""
+    required = dict(REQUIRED)
+    try:
+        for text in importlib.metadata.requires("pydantic") or []:
+            match = re.match(r"pydantic[-_]core\s*==\s*([\w.]+)\s*$", text, re.IGNORECASE)
+            if match:
+                required["pydantic-core"] = f"=={match.group(1)}"
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    return required
+
+
+def _release(version: str) -> tuple[int, ...]:
+    parts = []
+    for piece in version.split("."):
+        match = re.match(r"\d+", piece)
+        if not match:
+            break
+        parts.append(int(match.group()))
+    return tuple(parts)
+
+
+def satisfies(version: str, spec: str) -> bool:
+    """`version` meets every clause of `spec` (`==`, `>=`, `<`, comma-separated; release numbers only)."""
+    have = _release(version)
+    for clause in filter(None, (c.strip() for c in spec.split(","))):
+        op, want = re.match(r"(==|>=|<)\s*(.+)", clause).groups()  # type: ignore[union-attr]
+        target = _release(want)
+        width = max(len(have), len(target))
+        a, b = have + (0,) * (width - len(have)), target + (0,) * (width - len(target))
+        if (op == "==" and a != b) or (op == ">=" and a < b) or (op == "<" and a >= b):
+            return False
+    return True
+
+
+def library_issues(
+    libraries: dict[str, str | None], required: dict[str, str] | None = None
+) -> tuple[list[str], list[str]]:
+    """(missing, wrong): names of required libraries that are not installed, and
+    "name version (needs spec)" for those whose version the set cannot work with."""
+    required = library_requirements() if required is None else required
+    missing = [n for n, v in libraries.items() if v is None and n not in OPTIONAL]
+    wrong = [
+        f"{n} {v} (needs {required[n]})"
+        for n, v in libraries.items()
+        if v is not None and required.get(n) and not satisfies(v, required[n])
+    ]
+    return missing, wrong
+
+
+def library_fix() -> str:
+    return (
+        "Run “Package Control: Satisfy Libraries” and restart Sublime Text. If Package Control says a library "
+        f"is not available, add the package's repository first (“Package Control: Add Repository”, {REPOSITORY_URL})."
+    )
 
 
 @dataclass
@@ -81,12 +161,11 @@ def library_versions(names: tuple[str, ...] = LIBRARIES) -> dict[str, str | None
 def problems(facts: Facts) -> list[str]:
     """Each problem found, with what to do about it."""
     found: list[str] = []
-    missing = [name for name, version in facts.libraries.items() if version is None and name != "psutil"]
-    if missing:
-        found.append(
-            f"Libraries missing: {', '.join(missing)}. "
-            "Run “Package Control: Satisfy Libraries” and restart Sublime Text."
-        )
+    missing, wrong = library_issues(facts.libraries)
+    if missing or wrong:
+        what = [f"missing: {', '.join(missing)}"] if missing else []
+        what += [f"wrong version: {', '.join(wrong)}"] if wrong else []
+        found.append(f"Libraries {'; '.join(what)}. {library_fix()}")
     if facts.server_state != "listening":
         found.append(
             f"The server is {facts.server_state}. Check the console (View > Show Console) for the reason, "
