@@ -166,6 +166,7 @@ def problems(facts: Facts) -> list[str]:
         what = [f"missing: {', '.join(missing)}"] if missing else []
         what += [f"wrong version: {', '.join(wrong)}"] if wrong else []
         found.append(f"Libraries {'; '.join(what)}. {library_fix()}")
+        return found  # the companion does not start without them: nothing else can be judged yet
     if facts.server_state != "listening":
         found.append(
             f"The server is {facts.server_state}. Check the console (View > Show Console) for the reason, "

@@ -14,7 +14,7 @@ import sublime
 from ..context import DEFAULT_EXCLUDES, SharingPolicy
 from ..processes import editor_pid
 from ..runtime import Runtime
-from . import direct_access, settings
+from . import dependencies, direct_access, settings
 from .windows import WindowRegistry
 
 MIN_BUILD = 4205
@@ -33,7 +33,7 @@ def registry() -> WindowRegistry | None:
 
 def plugin_loaded() -> None:
     global _runtime, _registry, _direct_access
-    if not build_supported():
+    if not build_supported() or not dependencies.satisfied():
         return
     configure_logging()
     _runtime = Runtime(editor_pid=lambda: editor_pid(sublime.executable_path()))

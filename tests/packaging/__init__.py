@@ -1,0 +1,1 @@
+"""Installability: dependencies.json, repository.json, the library closure, graceful failure, dev install."""

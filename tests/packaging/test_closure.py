@@ -1,0 +1,116 @@
+"""The libraries of dependencies.json, and nothing else, run the companion for the real Gemini CLI client.
+
+They are installed with `pip --no-deps` into an empty folder; the headless companion
+(`python -m companion serve`) then runs in a Python that can import only the standard library,
+that folder and this repository, and the real IdeClient (@google/gemini-cli-core) connects and
+has a diff accepted. Afterwards the server reports which distributions it had loaded: exactly the
+libraries of dependencies.json, so the list holds nothing the package does not import either.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from companion.discovery import discovery_dir
+from tests.conformance.harness import IdeClientProcess, client_env
+from tests.packaging.conftest import REPO, isolated
+from tools import libraries as L
+
+SERVE = """
+import atexit, json, runpy
+def report():
+    import importlib.metadata
+    dists = importlib.metadata.packages_distributions()
+    loaded = sorted({d for name in list(sys.modules) for d in dists.get(name.split(".")[0], [])})
+    with open(REPORT, "w") as handle:
+        json.dump({"loaded": loaded, "path": sys.path}, handle)
+atexit.register(report)
+sys.argv = ["companion", "serve", "--workspace", WORKSPACE, "--diff-policy", "accept"]
+runpy.run_module("companion", run_name="__main__", alter_sys=True)
+"""
+
+
+def dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_only_the_listed_libraries_serve_a_real_client(closure_lib: str, tmp_path: str) -> None:
+    installed = sorted(n.split("-")[0] for n in os.listdir(closure_lib) if n.endswith(".dist-info"))
+    assert len(installed) == len(L.dependencies()), installed
+
+    tmpdir = os.path.join(str(tmp_path), "tmp")
+    workspace = os.path.realpath(os.path.join(str(tmp_path), "project"))
+    os.makedirs(workspace)
+    report = os.path.join(str(tmp_path), "report.json")
+    # A discovery file left by a crashed editor: the starting companion sweeps it (psutil's PID check).
+    folder = discovery_dir({"TMPDIR": tmpdir})
+    os.makedirs(folder, mode=0o700)
+    stale = os.path.join(folder, f"gemini-ide-server-{dead_pid()}-1.json")
+    with open(stale, "w") as handle:
+        handle.write("{}")
+
+    code = f"REPORT, WORKSPACE = {report!r}, {workspace!r}\n{SERVE}"
+    env = {**os.environ, "TMPDIR": tmpdir}  # -I ignores PYTHON* variables; the rest is the OS's
+    server = subprocess.Popen(
+        isolated([closure_lib, REPO], code), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(server.stdout or []), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 60
+        discovery = None
+        while discovery is None and time.monotonic() < deadline and server.poll() is None:
+            discovery = next((m for line in list(lines) if (m := re.match(r"Discovery file: (.+)$", line))), None)
+            time.sleep(0.05)
+        assert discovery is not None, f"the companion did not start: {lines} {server.stderr and server.stderr.read()}"
+        pid = int(re.search(r"gemini-ide-server-(\d+)-\d+\.json", discovery.group(1)).group(1))  # type: ignore[union-attr]
+
+        with IdeClientProcess(workspace, client_env(tmpdir, pid)) as client:
+            client.wait_connected(60)
+            target = os.path.join(workspace, "hello.py")
+            diff = client.open_diff(target, "print('hello')\n")
+            outcome = client.wait_diff(diff, 60)
+            assert outcome["status"] == "accepted" and outcome["content"] == "print('hello')\n", outcome
+    finally:
+        if server.poll() is None:
+            server.send_signal(signal.SIGTERM if hasattr(signal, "SIGTERM") else signal.CTRL_BREAK_EVENT)
+        server.wait(60)
+        reader.join(10)
+    stderr = server.stderr.read() if server.stderr else ""
+    assert server.returncode == 0, stderr
+    assert any("the discovery file was removed" in line for line in lines), lines
+    assert not os.path.exists(stale), "the stale discovery file was not swept"
+
+    with open(report) as handle:
+        facts = json.load(handle)
+    assert not [p for p in facts["path"] if "site-packages" in p], facts["path"]
+    loaded = {L.canonical(d) for d in facts["loaded"]}
+    assert loaded == {L.canonical(n) for n in L.dependencies()}, (
+        f"loaded but not listed: {sorted(loaded - {L.canonical(n) for n in L.dependencies()})}; "
+        f"listed but not loaded: {sorted({L.canonical(n) for n in L.dependencies()} - loaded)}"
+    )
+
+
+@pytest.mark.parametrize("platform", L.PLATFORMS)
+def test_dependencies_json_is_the_run_time_closure_from_metadata(platform: str) -> None:
+    """Requires-Dist closure of what our code imports (installed metadata, Python 3.14 markers for
+    the platform, extras followed) minus what no code path imports = dependencies.json."""
+    closure = L.runtime_closure(platform)
+    listed = {L.canonical(n) for n in L.dependencies()}
+    assert closure == listed, f"missing: {sorted(closure - listed)}, extra: {sorted(listed - closure)}"
+    # Every exclusion is really in the metadata closure: an outdated reason would hide nothing.
+    full = L.metadata_closure(platform)
+    stale = {L.canonical(n) for n in L.NOT_IMPORTED} - full - ({"pywin32"} if platform != "windows-x64" else set())
+    assert not stale, f"NOT_IMPORTED names what the metadata no longer requires: {stale}"
