@@ -1,0 +1,161 @@
+"""Missing, outdated or broken libraries: the package loads anyway and says what to do.
+
+Each case runs the package in our fake Sublime inside a Python that imports only the standard
+library, this repository and the given library folder (no site-packages), so the libraries really
+are absent, as in a fresh `Data/Lib/python314`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from companion import doctor
+from companion.discovery import discovery_dir
+from tests.packaging.conftest import REPO, isolated
+from tools import libraries as L
+
+CHILD = """
+import importlib.util, json, os, threading
+BLOCK_PSUTIL = {block!r}
+if BLOCK_PSUTIL:
+    class _Broken:
+        def create_module(self, spec):
+            raise ImportError("_psutil_linux.cpython-314t-x86_64-linux-gnu.so: cannot open shared object file")
+        def exec_module(self, module):
+            pass
+    class _Block:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] != "psutil":
+                return None
+            if BLOCK_PSUTIL == "missing":
+                raise ModuleNotFoundError("No module named 'psutil'", name=name)
+            return importlib.util.spec_from_loader(name, _Broken())
+    sys.meta_path.insert(0, _Block())
+
+from tests.sublime_fake import control
+control.install()
+import sublime
+control.reset()
+window = control.new_window([{workspace!r}])
+print("--- load", flush=True)
+control.load_plugin()
+print("--- loaded", flush=True)
+lifecycle = sys.modules["Gemini Companion.companion.sublime_editor.lifecycle"]
+result = {{"started": lifecycle.registry() is not None}}
+if result["started"]:
+    handle = control.pump_until(lambda: lifecycle.registry().get(window), 30).handle
+    control.pump_until(handle.ready.done, 60, "the server to start")
+    handle.ready.result(0)
+    result["discovery"] = os.path.basename(handle.discovery_path)
+window.run_command("gemini_companion_status")
+control.settle()
+doctor = next(v for v in window.views() if v.settings().get("gemini_companion.doctor"))
+result["doctor"] = doctor.substr(sublime.Region(0, doctor.size()))
+result["status"] = control.status_messages()
+result["errors"] = control.errors()
+result["psutil_imported"] = "psutil" in sys.modules
+result["ppid"] = os.getppid()
+control.unload_plugin()
+control.settle()
+result["threads_after_unload"] = sorted(
+    t.name for t in threading.enumerate() if t is not threading.main_thread() and not t.name.startswith("sublime-fake")
+)
+control.shutdown()
+print("RESULT " + json.dumps(result), flush=True)
+"""
+
+
+def run_package(tmp_path: str, libs: list[str], block: str = "") -> tuple[dict, str]:
+    workspace = os.path.join(str(tmp_path), "project")
+    os.makedirs(workspace, exist_ok=True)
+    env = {**os.environ, "TMPDIR": os.path.join(str(tmp_path), "tmp")}
+    code = CHILD.format(block=block, workspace=workspace)
+    proc = subprocess.run(isolated([*libs, REPO], code), capture_output=True, text=True, timeout=180, env=env)
+    assert proc.returncode == 0, f"the package raised:\n{proc.stdout}\n{proc.stderr}"
+    lines = proc.stdout.splitlines()
+    result = json.loads(next(line for line in lines if line.startswith("RESULT "))[len("RESULT ") :])
+    console = "\n".join(lines[lines.index("--- load") + 1 : lines.index("--- loaded")])
+    return result, console
+
+
+def fake_dist(folder: str, name: str, version: str) -> None:
+    info = os.path.join(folder, f"{name.replace('-', '_')}-{version}.dist-info")
+    os.makedirs(info)
+    with open(os.path.join(info, "METADATA"), "w") as handle:
+        handle.write(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+
+
+def test_no_libraries_at_all_one_status_message_console_names_them_doctor_lists_them(tmp_path: str) -> None:
+    empty = os.path.join(str(tmp_path), "Lib")
+    os.makedirs(empty)
+    result, console = run_package(tmp_path, [empty])
+    needed = [n for n in doctor.LIBRARIES if n not in doctor.OPTIONAL]
+    assert not result["started"] and result["errors"] == []
+    assert len(result["status"]) == 1, result["status"]
+    assert "Satisfy Libraries" in result["status"][0] and "mcp" in result["status"][0]
+    assert f"Missing: {', '.join(needed)}" in console, console
+    assert "Package Control: Satisfy Libraries" in console and doctor.REPOSITORY_URL in console
+    assert "MISSING" in result["doctor"] and f"Libraries missing: {', '.join(needed)}." in result["doctor"]
+    assert doctor.REPOSITORY_URL in result["doctor"]
+    assert result["threads_after_unload"] == []
+
+
+def test_one_missing_and_one_outdated_library_are_named_and_nothing_else(tmp_path: str) -> None:
+    lib = os.path.join(str(tmp_path), "Lib")
+    os.makedirs(lib)
+    pins = L.runtime_pins()
+    for name in doctor.LIBRARIES:
+        if name == "mcp":
+            fake_dist(lib, name, "2.2.0")  # Package Control never downgrades: an old mcp may stay
+        elif name != "starlette":
+            fake_dist(lib, name, pins[L.canonical(name)])
+    result, console = run_package(tmp_path, [lib])
+    assert not result["started"] and len(result["status"]) == 1
+    assert "(starlette, mcp)" in result["status"][0], result["status"]
+    assert "Missing: starlette\n" in console + "\n" and "Wrong version: mcp 2.2.0 (needs ==2.3.0)" in console
+    assert "Libraries missing: starlette; wrong version: mcp 2.2.0 (needs ==2.3.0)." in result["doctor"]
+
+
+def test_pydantic_core_not_the_one_pydantic_needs_is_reported(tmp_path: str) -> None:
+    lib = os.path.join(str(tmp_path), "Lib")
+    os.makedirs(lib)
+    pins = L.runtime_pins()
+    for name in doctor.LIBRARIES:
+        fake_dist(lib, name, "2.99.0" if name == "pydantic-core" else pins[L.canonical(name)])
+    with open(os.path.join(lib, f"pydantic-{pins['pydantic']}.dist-info", "METADATA"), "a") as handle:
+        handle.write(f"Requires-Dist: pydantic-core=={pins['pydantic-core']}\n")
+    result, console = run_package(tmp_path, [lib])
+    assert not result["started"]
+    assert f"Wrong version: pydantic-core 2.99.0 (needs =={pins['pydantic-core']})" in console
+
+
+@pytest.mark.parametrize("block", ["missing", "broken"])
+def test_without_a_working_psutil_the_companion_still_runs(closure_lib: str, tmp_path: str, block: str) -> None:
+    """PID checks fall back to the standard library: the editor PID is the plugin host's parent, a
+    dead editor's discovery file is swept and a live one is kept."""
+    folder = discovery_dir({"TMPDIR": os.path.join(str(tmp_path), "tmp")})
+    os.makedirs(folder, mode=0o700)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        stale = os.path.join(folder, f"gemini-ide-server-{dead.pid}-1.json")
+        alive = os.path.join(folder, f"gemini-ide-server-{live.pid}-2.json")
+        for path in (stale, alive):
+            with open(path, "w") as handle:
+                handle.write("{}")
+        result, _ = run_package(tmp_path, [closure_lib], block)
+        assert live.poll() is None
+    finally:
+        live.kill()
+        live.wait()
+    assert result["started"] and result["errors"] == [] and result["status"] == []
+    assert not result["psutil_imported"]
+    assert result["discovery"].startswith(f"gemini-ide-server-{result['ppid']}-"), result
+    assert "- Server: listening" in result["doctor"], result["doctor"]
+    assert not os.path.exists(stale) and os.path.exists(alive)
