@@ -1,0 +1,151 @@
+"""repository.json, dependencies.json, the doctor's version table and the version, kept in agreement."""
+
+from __future__ import annotations
+
+import copy
+import importlib.metadata
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+import companion
+from companion import doctor
+from tests.packaging.conftest import REPO
+from tools import check_repository
+from tools import libraries as L
+
+
+def test_repository_json_passes_the_offline_checks() -> None:
+    assert check_repository.check_offline(L.read_json(L.REPOSITORY_JSON)) == []
+
+
+def test_the_offline_checks_catch_what_would_break_an_install() -> None:
+    good = L.read_json(L.REPOSITORY_JSON)
+    bad = copy.deepcopy(good)
+    libs = {lib["name"]: lib for lib in bad["libraries"]}
+    psutil = next(r for r in libs["psutil"]["releases"] if r["platforms"] == ["linux-x64"])
+    psutil["url"] = psutil["url"].replace("cp36-abi3", "cp314-cp314t")  # the channel's free-threaded pick
+    libs["mcp"]["releases"][0]["version"] = "2.2.0"
+    libs["pydantic-core"]["releases"] = [
+        r for r in libs["pydantic-core"]["releases"] if "osx-x64" not in r["platforms"]
+    ]
+    bad["libraries"] = [lib for lib in bad["libraries"] if lib["name"] != "uvicorn"]
+    problems = "\n".join(check_repository.check_offline(bad))
+    assert "psutil on linux-x64: psutil-7.2.2-cp314-cp314t" in problems and "cannot be imported" in problems
+    assert "mcp on linux-x64: version 2.2.0, our pin is 2.3.0" in problems
+    assert "pydantic-core: 0 releases for osx-x64, need exactly 1" in problems
+    assert "uvicorn: needed (dependencies.json, not in the default channel) but not registered" in problems
+
+
+def test_every_pinned_wheel_is_on_pypi_and_the_set_is_consistent() -> None:
+    """tools/check_repository.py, online. Skipped (with its reason) only when PyPI is unreachable."""
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO, "tools", "check_repository.py")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if result.returncode == check_repository.UNREACHABLE:
+        print(result.stdout)
+        pytest.skip(result.stdout.strip().splitlines()[-1])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("OK: 14 libraries"), result.stdout
+
+
+def test_registered_libraries_are_the_closure_less_the_channel_and_overrides_are_explained() -> None:
+    names = {L.canonical(lib["name"]) for lib in L.read_json(L.REPOSITORY_JSON)["libraries"]}
+    deps = {L.canonical(n) for n in L.dependencies()}
+    assert names == deps - set(L.CHANNEL_LIBRARIES)
+    assert set(L.OVERRIDES) <= names and set(L.CHANNEL_LIBRARIES) <= deps
+    # The channel's entries we rely on are for pure wheels or per-platform templates; psutil is ours.
+    assert "psutil" not in L.CHANNEL_LIBRARIES and "cryptography" in names
+
+
+def test_the_doctor_knows_every_library_and_the_versions_the_set_needs() -> None:
+    assert set(doctor.REQUIRED) == {L.canonical(n) for n in L.dependencies()}
+    assert doctor.OPTIONAL == ("psutil",)
+    pins = L.runtime_pins()
+    required = doctor.library_requirements()
+    for name, spec in required.items():
+        assert doctor.satisfies(pins[name], spec), f"our pin {name} {pins[name]} fails the doctor's {spec}"
+    # Each lower bound is the highest any library of the set declares (installed metadata, 3.14).
+    env = L.marker_environment("linux-x64")
+    lower: dict[str, Version] = {}
+    for name in doctor.REQUIRED:
+        for text in importlib.metadata.requires(name) or []:
+            req = Requirement(text)
+            target = L.canonical(req.name)
+            if target not in doctor.REQUIRED or (req.marker and not req.marker.evaluate({**env, "extra": "crypto"})):
+                continue
+            for clause in req.specifier:
+                if clause.operator == ">=":
+                    lower[target] = max(lower.get(target, Version("0")), Version(clause.version))
+    for name, bound in lower.items():
+        match = re.search(r"(?:>=|==)([\w.]+)", required[name])
+        assert match and Version(match.group(1)) == bound, f"{name}: doctor says {required[name]!r}, metadata >={bound}"
+    assert required["pydantic-core"] == f"=={pins['pydantic-core']}"
+
+
+@pytest.mark.parametrize(
+    ("version", "spec", "ok"),
+    [
+        ("2.3.0", "==2.3.0", True),
+        ("2.3", "==2.3.0", True),
+        ("2.2.0", "==2.3.0", False),
+        ("4.16.0", ">=4.10,<5", True),
+        ("5.0.0", ">=4.10,<5", False),
+        ("4.9.9", ">=4.10,<5", False),
+        ("0.0.34", ">=0.0.9", True),
+        ("1.10.0", ">=0.49.1", True),
+        ("2026.9.1", "", True),
+    ],
+)
+def test_doctor_version_comparison(version: str, spec: str, ok: bool) -> None:
+    assert doctor.satisfies(version, spec) is ok
+
+
+def test_one_version_everywhere() -> None:
+    version = companion.__version__
+    with open(os.path.join(REPO, "messages.json"), encoding="utf-8") as handle:
+        messages = json.load(handle)
+    versions = [k for k in messages if k != "install"]
+    assert max(versions, key=Version) == version, f"messages.json has no entry for {version}"
+    for key, path in messages.items():
+        assert os.path.isfile(os.path.join(REPO, path)), f"messages.json {key}: {path} is missing"
+    with open(os.path.join(REPO, messages[version]), encoding="utf-8") as handle:
+        assert version in handle.readline(), f"{messages[version]} does not start with its version"
+    with open(os.path.join(REPO, "pyproject.toml"), encoding="utf-8") as handle:
+        assert 'version = { attr = "companion.__version__" }' in handle.read()
+    # Nothing else in the package hard-codes a version.
+    for folder, _, files in os.walk(os.path.join(REPO, "companion")):
+        for name in files:
+            if name.endswith(".py") and name != "__init__.py":
+                with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                    assert f'"{version}"' not in handle.read(), f"{name} repeats the version"
+
+
+def test_gitattributes_keeps_development_files_out_of_the_package() -> None:
+    with open(os.path.join(REPO, ".gitattributes"), encoding="utf-8") as handle:
+        ignored = {line.split()[0].strip("/") for line in handle if "export-ignore" in line}
+    for path in ("tests", "bench", "tools", ".ci", "dev.py", "pyproject.toml", "pyrightconfig.json", "requirements",
+                 ".gitignore", ".gitattributes", "repository.json"):  # fmt: skip
+        assert path in ignored, f"{path} would ship to users"
+    for path in ("plugin.py", "companion", "dependencies.json", ".python-version", "messages.json", "messages"):
+        assert path not in ignored, f"{path} must ship"
+    # What `git archive` (how Package Control's download of a tag is made) would contain.
+    listing = subprocess.run(
+        ["git", "archive", "--worktree-attributes", "--format=tar", "HEAD"], cwd=REPO, capture_output=True, timeout=60
+    )
+    assert listing.returncode == 0, listing.stderr
+    with tarfile.open(fileobj=io.BytesIO(listing.stdout)) as archive:
+        top = {name.split("/", 1)[0] for name in archive.getnames()}
+    assert not top & ignored, f"git archive ships {sorted(top & ignored)}"
+    assert {"plugin.py", "companion", "dependencies.json", "messages.json"} <= top, sorted(top)
