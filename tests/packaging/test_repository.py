@@ -149,3 +149,14 @@ def test_gitattributes_keeps_development_files_out_of_the_package() -> None:
         top = {name.split("/", 1)[0] for name in archive.getnames()}
     assert not top & ignored, f"git archive ships {sorted(top & ignored)}"
     assert {"plugin.py", "companion", "dependencies.json", "messages.json"} <= top, sorted(top)
+
+
+def test_readme_install_names_the_repository_url_and_the_libraries_it_registers() -> None:
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as handle:
+        readme = re.sub(r"\s+", " ", handle.read())
+    assert f"`{doctor.REPOSITORY_URL}`" in readme
+    section = readme[readme.index("## Install") : readme.index("## Quick start")]
+    for lib in L.read_json(L.REPOSITORY_JSON)["libraries"]:
+        assert lib["name"] in section, f"README Install does not mention {lib['name']}"
+    assert f"{len(L.dependencies())} libraries listed in `dependencies.json`" in section
+    assert "tools/dev_install.py --data" in section
