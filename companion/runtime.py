@@ -184,8 +184,12 @@ class Runtime:
 
     async def _open_window(self, handle: WindowHandle) -> None:
         from .security import new_token
-        from .server import WindowServer
 
+        try:
+            from .server import WindowServer  # the server stack: a missing or broken library fails here
+        except BaseException as exc:
+            handle.ready.set_exception(exc)
+            return
         if handle.closed:
             return
         server = WindowServer(

@@ -21,18 +21,18 @@ from tools import libraries as L
 
 CHILD = """
 import importlib.util, json, os, threading
-BLOCK_PSUTIL = {block!r}
-if BLOCK_PSUTIL:
+BLOCK_MODULE, BLOCK_MODE = {block!r}
+if BLOCK_MODE:
     class _Broken:
         def create_module(self, spec):
-            raise ImportError("_psutil_linux.cpython-314t-x86_64-linux-gnu.so: cannot open shared object file")
+            raise ImportError(f"_{{BLOCK_MODULE}}_native.cpython-314t-x86_64-linux-gnu.so: cannot open")
         def exec_module(self, module):
             pass
     class _Block:
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] != "psutil":
+            if name.split(".")[0] != BLOCK_MODULE:
                 return None
-            if BLOCK_PSUTIL == "missing":
+            if BLOCK_MODE == "missing":
                 raise ModuleNotFoundError("No module named 'psutil'", name=name)
             return importlib.util.spec_from_loader(name, _Broken())
     sys.meta_path.insert(0, _Block())
@@ -49,8 +49,9 @@ lifecycle = sys.modules["Gemini Companion.companion.sublime_editor.lifecycle"]
 result = {{"started": lifecycle.registry() is not None}}
 if result["started"]:
     handle = control.pump_until(lambda: lifecycle.registry().get(window), 30).handle
-    control.pump_until(handle.ready.done, 60, "the server to start")
-    handle.ready.result(0)
+    control.pump_until(handle.ready.done, 60, "the server to start or fail")
+    error = handle.ready.exception()
+    result["start_error"] = None if error is None else f"{{type(error).__name__}}: {{error}}"
     result["discovery"] = os.path.basename(handle.discovery_path)
 window.run_command("gemini_companion_status")
 control.settle()
@@ -70,7 +71,7 @@ print("RESULT " + json.dumps(result), flush=True)
 """
 
 
-def run_package(tmp_path: str, libs: list[str], block: str = "") -> tuple[dict, str]:
+def run_package(tmp_path: str, libs: list[str], block: tuple[str, str] = ("", "")) -> tuple[dict, str]:
     workspace = os.path.join(str(tmp_path), "project")
     os.makedirs(workspace, exist_ok=True)
     env = {**os.environ, "TMPDIR": os.path.join(str(tmp_path), "tmp")}
@@ -149,13 +150,25 @@ def test_without_a_working_psutil_the_companion_still_runs(closure_lib: str, tmp
         for path in (stale, alive):
             with open(path, "w") as handle:
                 handle.write("{}")
-        result, _ = run_package(tmp_path, [closure_lib], block)
+        result, _ = run_package(tmp_path, [closure_lib], ("psutil", block))
         assert live.poll() is None
     finally:
         live.kill()
         live.wait()
     assert result["started"] and result["errors"] == [] and result["status"] == []
-    assert not result["psutil_imported"]
+    assert result["start_error"] is None and not result["psutil_imported"]
     assert result["discovery"].startswith(f"gemini-ide-server-{result['ppid']}-"), result
     assert "- Server: listening" in result["doctor"], result["doctor"]
     assert not os.path.exists(stale) and os.path.exists(alive)
+
+
+def test_a_library_that_is_installed_but_does_not_import_fails_the_server_with_the_reason(
+    closure_lib: str, tmp_path: str
+) -> None:
+    """Metadata says it is there, the import fails (a wheel for another platform or Python): the
+    server reports the ImportError at once, and the doctor shows it, instead of "starting" forever."""
+    result, _ = run_package(tmp_path, [closure_lib], ("opentelemetry", "broken"))
+    assert result["started"] and result["errors"] == []
+    assert result["start_error"] == ("ImportError: _opentelemetry_native.cpython-314t-x86_64-linux-gnu.so: cannot open")
+    assert "- Server: failed: _opentelemetry_native.cpython-314t" in result["doctor"], result["doctor"]
+    assert result["threads_after_unload"] == []
