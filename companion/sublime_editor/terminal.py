@@ -43,18 +43,33 @@ def shell_command(gemini_command: Sequence[str], platform: str = sys.platform) -
     """`gemini_command` run through the user's login shell (cmd.exe on Windows)."""
     if platform == "win32":
         return ["cmd.exe", "/c", *gemini_command]
-    shell = os.environ.get("SHELL") or "/bin/bash"
+    shell = os.environ.get("SHELL") or _account_shell() or "/bin/sh"
     # Interactive login shell: reads the profile and rc files where nvm/volta/homebrew set PATH.
     # No `exec`: the shell stays the CLI's parent, which is what Gemini CLI's PID walk expects.
     return [shell, "-l", "-i", "-c", shlex.join(gemini_command)]
+
+
+def _account_shell() -> str | None:
+    """The account's login shell (Sublime started from the Dock or a launcher may have no SHELL)."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_shell or None
+    except (ImportError, KeyError, OSError):
+        return None
+
+
+def _literal(text: str) -> str:
+    """`text` as Terminus must take it: it expands `$VAR` / `${VAR}` in `cmd` and `cwd`, `\\$` is a `$`."""
+    return text.replace("$", "\\$")
 
 
 def open_args(window: sublime.Window, handle: WindowHandle, folder: str, editor_pid: int) -> dict[str, Any]:
     """The exact `terminus_open` arguments for this window's Gemini CLI."""
     command = settings.get("gemini_command", ["gemini"])
     args: dict[str, Any] = {
-        "cmd": shell_command([str(part) for part in command]),
-        "cwd": folder,
+        "cmd": [_literal(part) for part in shell_command([str(part) for part in command])],
+        "cwd": _literal(folder),
         "title": PANEL_NAME,
         "tag": tag_for(window),
         "auto_close": False,  # Terminus' code default is True: keep the CLI's last words visible
@@ -69,10 +84,10 @@ def open_args(window: sublime.Window, handle: WindowHandle, folder: str, editor_
 def find_terminal(window: sublime.Window) -> sublime.View | None:
     tag = tag_for(window)
     panel = window.find_output_panel(PANEL_NAME)
-    if panel is not None and panel.settings().get("terminus_view.tag") == tag:
-        return panel
-    for view in window.views():
-        if view.settings().get("terminus_view.tag") == tag:
+    for view in ([panel] if panel is not None else []) + window.views():
+        view_settings = view.settings()
+        # A finished terminal (the user quit gemini; auto_close is off) is not one to focus or type into.
+        if view_settings.get("terminus_view.tag") == tag and not view_settings.get("terminus_view.finished"):
             return view
     return None
 
@@ -87,8 +102,11 @@ def mention(path: str, folder: str | None, lines: tuple[int, int] | None = None)
     """`@relative/path#L12-40` (no range for a whole file), relative to the terminal's folder."""
     target = path
     if folder:
-        relative = os.path.relpath(path, folder)
-        if not relative.startswith(os.pardir):
+        try:
+            relative = os.path.relpath(path, folder)
+        except ValueError:  # Windows: another drive
+            relative = os.pardir
+        if relative != os.pardir and not relative.startswith(os.pardir + os.sep):
             target = relative
     target = target.replace(os.sep, "/") if os.sep != "/" else target
     text = "@" + target.replace(" ", "\\ ")

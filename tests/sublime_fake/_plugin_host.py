@@ -475,9 +475,11 @@ def run_window_command(window_id: int, name: str, args: Any) -> None:
 
 
 def _is_window_command(name: str) -> bool:
+    if _find(plugins().window_commands, name) is not None:
+        return True  # a loaded package's command (e.g. a Terminus package loaded as a plugin)
     if name in TERMINUS_WINDOW and not _host().terminus_installed:
         return False
-    return _find(plugins().window_commands, name) is not None or name in BUILTIN_WINDOW
+    return name in BUILTIN_WINDOW
 
 
 def _is_text_command(name: str) -> bool:
