@@ -1,0 +1,130 @@
+"""The status-bar item of each window, and "Gemini Companion: Status and Troubleshooting"."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import types
+from collections.abc import Callable
+from importlib.metadata import version
+from typing import Any
+
+from tests.adapter.conftest import Companion, ThreadedClient, write
+from tests.sublime_fake import control, sublime
+from tests.workflow.conftest import SETTINGS, status_of
+
+
+def wait_status(view: sublime.View, text: str, timeout: float = 30) -> None:
+    control.pump_until(lambda: status_of(view) == text, timeout, f"status {text!r} (now {status_of(view)!r})")
+
+
+def test_status_bar_per_window_waiting_connected_count_paused_and_hidden(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str, tmp_path: Any
+) -> None:
+    other = os.path.join(str(tmp_path), "other")
+    os.makedirs(other)
+    window = control.new_window([workspace])
+    view = control.open_file(window, write(workspace, "a.py", "a\n"))
+    second = control.new_window([other])
+    other_view = control.open_file(second, write(other, "b.py", "b\n"))
+    companion.load()
+    companion.ready(window)
+    companion.ready(second)
+    wait_status(view, "Gemini ○")
+    wait_status(other_view, "Gemini ○")
+
+    first_client = clients(window)
+    wait_status(view, "Gemini ●")
+    second_client = clients(window)
+    wait_status(view, "Gemini ● 2")
+    later = control.open_file(window, write(workspace, "later.py", "l\n"))  # a view opened afterwards shows it too
+    wait_status(later, "Gemini ● 2")
+    assert status_of(other_view) == "Gemini ○"  # the other window has no client
+
+    second_client.close()
+    wait_status(view, "Gemini ●")
+    control.focus(view)
+    assert control.run_from_palette(window, "gemini_companion_toggle_sharing")
+    wait_status(view, "Gemini ⏸ paused")
+    assert any("paused" in m for m in control.status_messages())
+    assert control.run_from_palette(window, "gemini_companion_toggle_sharing")
+    wait_status(view, "Gemini ●")
+
+    control.user_settings(SETTINGS, {"show_status_bar": False})
+    control.settle()
+    assert status_of(view) == status_of(later) == status_of(other_view) == ""
+    control.user_settings(SETTINGS, {"show_status_bar": True})
+    wait_status(view, "Gemini ●")
+    wait_status(other_view, "Gemini ○")
+    first_client.close()
+    wait_status(view, "Gemini ○")
+
+
+def doctor_text(window: sublime.Window) -> tuple[sublime.View, str]:
+    assert control.run_from_palette(window, "gemini_companion_status")
+    control.settle()
+    views = [v for v in window.views() if v.name() == "Gemini Companion: Status"]
+    assert len(views) == 1, "one doctor view per window, refreshed in place"
+    return views[0], views[0].substr(sublime.Region(0, views[0].size()))
+
+
+def test_doctor_reports_everything_and_never_the_token(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    window = control.new_window([workspace])
+    companion.load()
+    handle = companion.ready(window)
+    path = write(workspace, "notes.md", "SECRET SELECTION\n")
+    file_view = control.open_file(window, path)
+    control.select(file_view, sublime.Region(0, 16))
+
+    view, text = doctor_text(window)  # nobody connected yet
+    assert view.is_read_only() and view.is_scratch()
+    assert f"Sublime Text build: {sublime.version()}" in text
+    assert f"Plugin host Python: {sys.version.split()[0]}" in text
+    assert f"Server: listening at http://127.0.0.1:{handle.port}/mcp" in text
+    assert f"Discovery file: {handle.discovery_path}" in text
+    assert "on disk: yes; owner: you; mode: 600" in text
+    assert f"Workspace path: {workspace}" in text
+    assert "Connected clients: none" in text
+    assert f"mcp {version('mcp')}" in text and f"uvicorn {version('uvicorn')}" in text
+    assert "Terminus: not installed" in text
+    assert "No Gemini CLI is connected" in text and "/ide enable" in text
+    assert "Package Control: Install Package" in text  # the fix for the missing Terminus
+    assert handle.token not in text
+
+    client = clients(window)
+    client.wait_context(lambda c: bool(c["workspaceState"]["openFiles"]))
+    assert control.run_from_palette(window, "gemini_companion_toggle_sharing")
+    client.wait_context(lambda c: c["workspaceState"]["openFiles"] == [])
+    assert control.run_from_palette(window, "gemini_companion_toggle_sharing")
+    client.wait_context(lambda c: bool(c["workspaceState"]["openFiles"]))
+    view, text = doctor_text(window)
+    assert "Connected clients: test-client" in text
+    assert f"Last context sent (paths only): {path}" in text
+    assert "SECRET SELECTION" not in text  # paths only, never what is selected
+    assert "No Gemini CLI is connected" not in text
+    assert handle.token not in text
+
+    # Problems found get their fix: paused sharing, and a discovery file others can read.
+    assert control.run_from_palette(window, "gemini_companion_toggle_sharing")
+    os.chmod(handle.discovery_path, 0o644)
+    view, text = doctor_text(window)
+    assert "Context sharing: paused" in text and "Resume Context Sharing" in text
+    assert "mode: 644" in text and "readable by other users" in text
+    assert stat.S_IMODE(os.stat(handle.discovery_path).st_mode) == 0o644  # the doctor only reports
+    assert handle.token not in text
+    assert all(handle.token not in m for m in control.status_messages())
+    client.close()
+
+
+def test_doctor_without_a_folder_and_with_terminus(companion: Companion, terminus: types.ModuleType) -> None:
+    window = control.new_window()
+    companion.load()
+    handle = companion.ready(window)
+    _view, text = doctor_text(window)
+    assert "Workspace path: (no folder open)" in text
+    assert "Open one (File > Open Folder…)" in text
+    assert "Terminus: installed" in text and "Terminus is not installed" not in text
+    assert handle.token not in text
