@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import sublime
@@ -12,6 +13,8 @@ from ..discovery import workspace_path
 from . import status, terminal
 from .lifecycle import registry
 from .windows import WindowState
+
+log = logging.getLogger("gemini_companion")
 
 DOCTOR_VIEW_SETTING = "gemini_companion.doctor"
 
@@ -87,6 +90,7 @@ class GeminiCompanionToggleSharingCommand(sublime_plugin.WindowCommand):
             return
         context = state.handle.context
         context.set_paused(not context.paused)
+        log.debug("context sharing %s for window %s", "paused" if context.paused else "resumed", self.window.id())
         status.show(state)
         word = "paused: Gemini CLI sees no open files" if context.paused else "resumed"
         sublime.status_message(f"Gemini Companion: context sharing {word}.")

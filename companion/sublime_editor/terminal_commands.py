@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 import sublime
@@ -10,6 +11,8 @@ import sublime_plugin
 from . import terminal
 from .lifecycle import registry
 from .windows import WindowState
+
+log = logging.getLogger("gemini_companion")
 
 TERMINAL_WAIT_MS = 10_000
 TERMINAL_POLL_MS = 200
@@ -62,9 +65,10 @@ def _launch(window: sublime.Window, state: WindowState, folder: str, then: str |
         sublime.status_message("Gemini Companion: the server is not ready yet; try again in a moment.")
         return
     state.terminal_folder = folder
-    window.run_command(
-        "terminus_open", terminal.open_args(window, state.handle, folder, state.handle.runtime.editor_pid)
-    )
+    args = terminal.open_args(window, state.handle, folder, state.handle.runtime.editor_pid)
+    # The environment carries the auth token: log the command and folder only.
+    log.debug("opening Gemini CLI in Terminus: %s in %s (server port %s)", args["cmd"], folder, state.handle.port)
+    window.run_command("terminus_open", args)
     if then:
         _send_when_open(window, then, TERMINAL_WAIT_MS)
 
