@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 import types
 from collections.abc import Callable
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, requires, version
 from typing import Any
 
+from companion import doctor
 from tests.adapter.conftest import Companion, ThreadedClient, write
 from tests.sublime_fake import control, sublime
 from tests.workflow.conftest import SETTINGS, status_of
@@ -128,3 +130,19 @@ def test_doctor_without_a_folder_and_with_terminus(companion: Companion, terminu
     assert "Open one (File > Open Folder…)" in text
     assert "Terminus: installed" in text and "Terminus is not installed" not in text
     assert handle.token not in text
+
+
+def test_library_versions_read_quickly_are_the_metadata_versions() -> None:
+    """The doctor and the load-time check read METADATA headers themselves (the email parser costs
+    milliseconds on the host thread); they must say what importlib.metadata says."""
+    names = (*doctor.LIBRARIES, "no-such-library-gemini")
+    expected: dict[str, str | None] = {}
+    for name in names:
+        try:
+            expected[name] = version(name)
+        except PackageNotFoundError:
+            expected[name] = None
+    assert doctor.library_versions(names) == expected
+    assert expected["no-such-library-gemini"] is None and expected["mcp"] == "2.3.0"
+    (pin,) = [r for r in requires("pydantic") or [] if re.match(r"pydantic[-_]core\s*==", r)]
+    assert doctor.library_requirements()["pydantic-core"] == re.sub(r"^pydantic[-_]core\s*", "", pin).strip()
