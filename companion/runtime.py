@@ -102,6 +102,7 @@ class Runtime:
         self._stopped = False
         self._loop_ready = threading.Event()
         self.windows: list[WindowHandle] = []
+        self._opening: set[asyncio.Task[Any]] = set()  # servers still starting (loop thread only)
 
     # -- thread plumbing --
 
@@ -137,6 +138,8 @@ class Runtime:
         for callback in pending:
             callback()
         await self._stop_requested.wait()
+        if self._opening:  # let servers that are binding finish, so they stop cleanly instead of being cancelled
+            await asyncio.wait(self._opening, timeout=1.0)
         await asyncio.gather(*(self._close_window(w) for w in list(self.windows)), return_exceptions=True)
 
     def submit(self, make: Callable[[], Coroutine[Any, Any, T]]) -> concurrent.futures.Future[T]:
@@ -203,15 +206,24 @@ class Runtime:
         server.on_context_sent = lambda params: _remember_paths(handle, params)
         if handle.tool_factory is not None:
             server.extra_tools = {spec.tool.name: spec for spec in handle.tool_factory(server)}
+        task = asyncio.current_task()
+        assert task is not None  # submit() runs every coroutine as a task
+        self._opening.add(task)
         try:
             await server.start()
+            if handle.closed:  # the window closed while its server was binding
+                await server.stop()
+                return
             handle.server, handle.port, handle.token = server, server.port, server.token
             handle.discovery_path = self._write_discovery(handle)
         except BaseException as exc:
             await server.stop()
             handle.server = None
-            handle.ready.set_exception(exc)
+            if not handle.ready.done():
+                handle.ready.set_exception(exc)
             return
+        finally:
+            self._opening.discard(task)
         self.windows.append(handle)
         log.info("window server listening on %s (discovery file %s)", handle.url, handle.discovery_path)
         handle.ready.set_result(handle)

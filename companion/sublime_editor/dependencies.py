@@ -3,8 +3,8 @@
 Package Control installs them into `Data/Lib/python314` from `dependencies.json`, by name, without
 versions. When one is missing or too old the package must not fail at import: it says so once (status
 bar, plus the console with the names and the fix) and stays inactive; the Status and Troubleshooting
-view lists them too (`doctor`). Only metadata is read here: importing the server stack is the loop
-thread's job, never the plugin host's at load time. psutil is optional (PID checks fall back to the
+view lists them too (`doctor`). Only metadata is read here, on the loop thread (see `lifecycle`):
+the plugin host never waits for the disk at load time. psutil is optional (PID checks fall back to the
 standard library).
 """
 
@@ -36,15 +36,11 @@ def explanation(missing: list[str], wrong: list[str]) -> str:
     return "\n".join(lines)
 
 
-def satisfied() -> bool:
-    """True when the companion can start; otherwise one status message and the console explanation."""
-    missing, wrong = check()
-    if not missing and not wrong:
-        return True
+def report(missing: list[str], wrong: list[str]) -> None:
+    """One status message, and the console explanation with the names and the fix."""
     names = missing + [w.split(" ", 1)[0] for w in wrong]
     sublime.status_message(
         f"Gemini Companion: libraries missing or outdated ({', '.join(names)}); see the console "
         "(“Package Control: Satisfy Libraries” fixes it)"
     )
     print(explanation(missing, wrong))
-    return False

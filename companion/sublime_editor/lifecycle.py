@@ -1,11 +1,13 @@
 """Plugin lifecycle: start the runtime when Sublime loads the package, leave nothing when it goes.
 
-`plugin_loaded` only creates objects and starts the loop thread; the imports of the server stack,
-the socket binding and the discovery files all happen on that thread, so the editor never waits.
+`plugin_loaded` only creates objects and starts the loop thread. That thread checks the libraries,
+then (back on the main thread) every window gets its server; the imports of the server stack, the
+socket binding and the discovery files all happen on the loop thread, so the editor never waits.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import sys
 
@@ -31,16 +33,47 @@ def registry() -> WindowRegistry | None:
     return _registry
 
 
+def runtime() -> Runtime | None:
+    """The running loop thread; None before `plugin_loaded`, after unloading, or when libraries are missing."""
+    return _runtime
+
+
 def plugin_loaded() -> None:
-    global _runtime, _registry, _direct_access
-    if not build_supported() or not dependencies.satisfied():
+    global _runtime
+    if not build_supported():
         return
     configure_logging()
-    _runtime = Runtime(editor_pid=lambda: editor_pid(sublime.executable_path()))
-    _registry = WindowRegistry(_runtime, sharing_policy())
-    _direct_access = direct_access.settings_key()
     settings.settings().add_on_change(SETTINGS_LISTENER, settings_changed)
     sublime.load_settings(PREFERENCES).add_on_change(SETTINGS_LISTENER, preferences_changed)
+    runtime = Runtime(editor_pid=lambda: editor_pid(sublime.executable_path()))
+    _runtime = runtime
+    runtime.start()
+    # Reading the libraries' metadata touches ~20 folders on disk (slow when the disk is cold): the
+    # loop thread does it, and the servers start on the main thread once it has said yes.
+    checked = runtime.submit(_check_libraries)
+    checked.add_done_callback(lambda future: sublime.set_timeout(lambda: _libraries_checked(runtime, future)))
+
+
+async def _check_libraries() -> tuple[list[str], list[str]]:
+    return dependencies.check()
+
+
+def _libraries_checked(runtime: Runtime, checked: concurrent.futures.Future[tuple[list[str], list[str]]]) -> None:
+    """On the main thread: start a server for every window, or say which libraries are missing."""
+    global _runtime, _registry, _direct_access
+    if runtime is not _runtime or checked.cancelled():
+        return  # unloaded (or reloaded) meanwhile
+    error = checked.exception()
+    if error is not None:  # unreadable metadata: start anyway; a library that cannot load fails the start
+        logging.getLogger(LOGGER_NAME).warning("could not check the libraries' versions: %s", error)
+    missing, wrong = checked.result() if error is None else ([], [])
+    if missing or wrong:
+        dependencies.report(missing, wrong)
+        _runtime = None
+        runtime.stop()
+        return
+    _registry = WindowRegistry(runtime, sharing_policy())
+    _direct_access = direct_access.settings_key()
     for window in sublime.windows():
         _registry.open(window)
 
@@ -58,12 +91,13 @@ def shutdown(api_alive: bool = True) -> None:
     global _runtime, _registry
     registry, runtime = _registry, _runtime
     _registry, _runtime = None, None
+    if api_alive:
+        settings.settings().clear_on_change(SETTINGS_LISTENER)
+        sublime.load_settings(PREFERENCES).clear_on_change(SETTINGS_LISTENER)
     if registry is not None:
         if api_alive:
             from .connect_command import close_views  # it imports this module
 
-            settings.settings().clear_on_change(SETTINGS_LISTENER)
-            sublime.load_settings(PREFERENCES).clear_on_change(SETTINGS_LISTENER)
             registry.close_all()
             close_views()
         else:

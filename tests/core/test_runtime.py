@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import threading
 import time
@@ -13,6 +14,7 @@ import psutil
 import pytest
 
 from companion.runtime import Runtime, RuntimeStopped, WindowHandle
+from companion.server import ToolSpec
 from tests.mcp_client import connect
 from tests.scripted_editor import ScriptedEditor
 
@@ -122,6 +124,34 @@ def test_a_window_closed_before_it_listens_reports_it(runtime: Runtime) -> None:
         pass  # closed before it started
     else:
         assert not os.path.exists(handle.discovery_path)
+
+
+def test_stopping_while_servers_are_still_binding_stops_them_cleanly(
+    discovery_dir: str, workspace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Sublime reloads the package (or quits) while its windows' servers are still starting: each
+    server either finishes starting and is then stopped, or is refused; nothing is cancelled halfway
+    (that logged uvicorn tracebacks and left `ready` failing with a bare CancelledError)."""
+    caplog.set_level(logging.ERROR)
+    for _ in range(5):
+        runtime = Runtime(discovery_directory=discovery_dir)
+
+        def stop_during_start(_server: object) -> list[ToolSpec]:
+            # Runs on the loop right before the server binds: the stop arrives while it is binding.
+            threading.Thread(target=runtime.stop, daemon=True).start()
+            time.sleep(0.05)  # let stop() post its request before this coroutine goes on to bind
+            return []
+
+        handles = [runtime.open_window(ScriptedEditor(), [workspace], tool_factory=stop_during_start) for _ in range(3)]
+        assert settle(lambda: runtime._thread is not None and not runtime._thread.is_alive())
+        for handle in handles:
+            try:
+                handle.ready.result(0)
+            except RuntimeStopped:
+                continue  # refused: it never listened
+            assert handle.closed and not os.path.exists(handle.discovery_path)
+    assert os.listdir(discovery_dir) == []
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 def resources() -> tuple[set[threading.Thread], int, int]:

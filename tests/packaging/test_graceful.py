@@ -44,8 +44,10 @@ control.reset()
 window = control.new_window([{workspace!r}])
 print("--- load", flush=True)
 control.load_plugin()
-print("--- loaded", flush=True)
 lifecycle = sys.modules["Gemini Companion.companion.sublime_editor.lifecycle"]
+# The loop thread checks the libraries; the main thread then starts the servers or says what is missing.
+control.pump_until(lambda: lifecycle.registry() is not None or lifecycle.runtime() is None, 60, "the library check")
+print("--- loaded", flush=True)
 result = {{"started": lifecycle.registry() is not None}}
 if result["started"]:
     handle = control.pump_until(lambda: lifecycle.registry().get(window), 30).handle
