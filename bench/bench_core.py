@@ -2,9 +2,13 @@
 
     .venv/bin/python bench/bench_core.py [--quick]
 
-The server runs in this process on the companion's loop thread (as inside Sublime); the client is
-the SDK's client in a second process over loopback (as Gemini CLI is). Prints a Markdown table and
-writes bench/results/core.json. Numbers are medians/percentiles of one run on this machine.
+The server runs in this process on the companion's loop thread (as inside Sublime). The clients run
+in other processes over loopback: the `mcp` SDK's Python client, and Gemini CLI's own IdeClient
+(Node, from tests/conformance/node_modules) when it is installed. The editor accepts every review the
+instant it is shown, so each openDiff's answer and its `ide/diffAccepted` travel in the same moments;
+the server's own share of each call is timed inside the server (the outermost ASGI app). Prints a
+Markdown table and writes bench/results/core.json (not with --quick). Numbers are medians and
+percentiles of one run on this machine.
 """
 
 from __future__ import annotations
@@ -12,18 +16,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from starlette.types import Receive, Scope, Send  # noqa: E402
+
 from companion.context import Position  # noqa: E402
 from companion.headless import HeadlessEditor  # noqa: E402
 from companion.runtime import Runtime  # noqa: E402
+from companion.security import RequestGuard  # noqa: E402
 
 CLIENT = os.path.join(ROOT, "bench", "_client.py")
 
@@ -42,17 +51,74 @@ def client(handle, mode: str, count: int, size: int = 0) -> subprocess.Popen[str
     )
 
 
+SERVER_MS: list[float] = []  # time each POST spent in the server, from its arrival to its answer
+
+
+def time_server_requests() -> None:
+    """Record how long the server spends on each POST (the outermost ASGI app, so everything from
+    the parsed request to the last byte of the answer handed to the socket)."""
+    handle_request = RequestGuard.__call__
+
+    async def timed(self: RequestGuard, scope: Scope, receive: Receive, send: Send) -> None:
+        start = time.perf_counter()
+        await handle_request(self, scope, receive, send)
+        if scope["type"] == "http" and scope.get("method") == "POST":
+            SERVER_MS.append((time.perf_counter() - start) * 1000)
+
+    RequestGuard.__call__ = timed  # type: ignore[method-assign]
+
+
 def roundtrip(handle, count: int, size: int) -> dict[str, float]:
+    """openDiff `count` times from the SDK client in another process, one call at a time."""
+    SERVER_MS.clear()
     proc = client(handle, "roundtrip", count, size)
     out, _ = proc.communicate(timeout=600)
     data = json.loads(out.strip().splitlines()[-1])
-    samples = data["samples_ms"][min(20, count // 10) :]  # drop warm-up calls
+    warm = min(20, count // 10)
+    samples = data["samples_ms"][warm:]  # drop warm-up calls
+    server = SERVER_MS[-len(samples) :]  # the calls' own POSTs (initialize and friends came first)
     return {
         "p50_ms": statistics.median(samples),
         "p99_ms": percentile(samples, 99),
+        "server_p50_ms": statistics.median(server),
+        "server_p99_ms": percentile(server, 99),
         "n": len(samples),
         "outcomes": data["outcomes"],
     }
+
+
+IDE_CLIENT_BENCH = os.path.join(ROOT, "bench", "ide_client_bench.mjs")
+
+
+def ide_client_roundtrip(handle, workspace: str, tmpdir: str, count: int, size: int) -> dict[str, object]:
+    """openDiff through Gemini CLI's own IdeClient (Node): the call's answer, and the whole loop to
+    the outcome notification. Skipped, with the reason, when Node or the client is not installed."""
+    node = shutil.which("node")
+    if node is None or not os.path.isdir(os.path.join(ROOT, "tests", "conformance", "node_modules")):
+        return {"skipped": "needs node and tests/conformance/node_modules (run the test command once)"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GEMINI_CLI_IDE_")}
+    env.update(
+        TMPDIR=tmpdir,  # Node's os.tmpdir(): the client looks for discovery files in <TMPDIR>/gemini/ide
+        GEMINI_CLI_IDE_PID=str(os.getpid()),  # the "editor" is this process (the runtime's default PID)
+        TERM_PROGRAM="Terminus-Sublime",
+        SSH_CONNECTION=env.get("SSH_CONNECTION") or "bench 0 127.0.0.1 0",  # see gemini-cli-contract.md
+    )
+    out = subprocess.run(
+        [node, IDE_CLIENT_BENCH, str(count), str(size)],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    ).stdout
+    data = json.loads(out.strip().splitlines()[-1])
+    warm = min(20, count // 10)
+    result: dict[str, object] = {}
+    for key in ("answer", "outcome"):
+        samples = data[f"{key}_ms"][warm:]
+        result[key] = {"p50_ms": statistics.median(samples), "p99_ms": percentile(samples, 99), "n": len(samples)}
+    return result
 
 
 def notification_latency(handle, workspace: str, count: int) -> dict[str, float]:
@@ -134,21 +200,61 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workspace = os.path.join(tmp, "ws")
         os.makedirs(workspace)
-        runtime = Runtime(discovery_directory=os.path.join(tmp, "ide"))
-        handle = runtime.open_window(HeadlessEditor("accept"), [workspace])
-        handle.ready.result(30)
+        runtime = Runtime(discovery_directory=os.path.join(tmp, "gemini", "ide"))  # where Node's client looks
+        time_server_requests()
         try:
+            # The editor accepts each review the instant it is shown, so the answer and ide/diffAccepted
+            # travel in the same moments (a user takes seconds, which only makes the answer's path quieter).
+            handle = runtime.open_window(HeadlessEditor("accept"), [workspace])
+            handle.ready.result(30)
             results["openDiff 1 KB"] = roundtrip(handle, n_small, 1024)
             results["openDiff 8 MB"] = roundtrip(handle, n_large, 8 * 1024 * 1024)
             results["notification"] = notification_latency(handle, workspace, n_notify)
+            results["IdeClient openDiff 1 KB"] = ide_client_roundtrip(handle, workspace, tmp, n_small, 1024)
+            results["IdeClient openDiff 8 MB"] = ide_client_roundtrip(handle, workspace, tmp, n_large, 8 * 1024 * 1024)
         finally:
             runtime.stop()
     results["start"] = start_time(n_start)
     results["memory"] = memory()
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
-    with open(os.path.join(ROOT, "bench", "results", "core.json"), "w") as handle_out:
-        json.dump(results, handle_out, indent=2)
-    print(json.dumps(results, indent=2))
+    if not args.quick:  # a smoke run's numbers are not results
+        with open(os.path.join(ROOT, "bench", "results", "core.json"), "w") as handle_out:
+            json.dump(results, handle_out, indent=2)
+    print(table(results))
+
+
+def table(results: dict[str, Any]) -> str:
+    """The results as the Markdown rows of the README's table."""
+    rows = ["| measurement | p50 | p99 | n |", "|---|---|---|---|"]
+    for name, data in results.items():
+        if name.startswith("openDiff"):
+            rows.append(
+                f"| {name}: answer (SDK client) | {data['p50_ms']:.2f} ms | {data['p99_ms']:.2f} ms | {data['n']} |"
+            )
+            rows.append(
+                f"| {name}: of which in the server | {data['server_p50_ms']:.2f} ms | {data['server_p99_ms']:.2f} ms | "
+                f"{data['n']} |"
+            )
+        elif name.startswith("IdeClient") and "skipped" in data:
+            rows.append(f"| {name} | skipped: {data['skipped']} | | |")
+        elif name.startswith("IdeClient"):
+            for key, label in (("answer", "answer"), ("outcome", "to ide/diffAccepted")):
+                part = data[key]
+                rows.append(f"| {name}: {label} | {part['p50_ms']:.2f} ms | {part['p99_ms']:.2f} ms | {part['n']} |")
+        elif name == "notification":
+            rows.append(
+                f"| context change → client, beyond the 50 ms debounce | {data['p50_ms']:.2f} ms | "
+                f"{data['p99_ms']:.2f} ms | {data['n']} |"
+            )
+    start, memory = results["start"], results["memory"]
+    rows.append(
+        f"| start, imports included: cold / warm (median) | {start['cold_s']:.2f} s / {start['warm_s']:.2f} s | | |"
+    )
+    rows.append(
+        f"| RSS: first window server / each further one | +{memory['first_server_mib']:.1f} MiB / "
+        f"+{memory['per_extra_window_mib']:.2f} MiB | | |"
+    )
+    return "\n".join(rows)
 
 
 if __name__ == "__main__":
