@@ -1,4 +1,5 @@
-"""Reloading the package (an upgrade, or a save of plugin.py) any number of times leaves nothing behind."""
+"""Reloading the package (an upgrade, or a save of plugin.py) any number of times, with clients
+connected, leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from typing import Any
 import psutil
 
 from tests.adapter.conftest import Companion, write
+from tests.hostile.conftest import RawStreamClient
 from tests.sublime_fake import control, sublime
 
-RELOADS = 50
+RELOADS = 200
 
 
 def listening_ports() -> set[int]:
@@ -21,6 +23,11 @@ def listening_ports() -> set[int]:
         for c in psutil.Process().net_connections(kind="inet")
         if c.status == psutil.CONN_LISTEN and c.laddr.ip == "127.0.0.1"
     }
+
+
+def open_fds() -> int:
+    process = psutil.Process()
+    return process.num_fds() if hasattr(process, "num_fds") else process.num_handles()
 
 
 def loop_threads() -> list[threading.Thread]:
@@ -32,7 +39,7 @@ def settings_callbacks() -> int:
     return len(control.host().settings[settings.settings_id].callbacks)
 
 
-def test_fifty_reloads_leak_no_thread_socket_file_listener_or_handler(
+def test_two_hundred_reloads_with_a_client_connected_leak_no_thread_socket_file_listener_or_handler(
     companion: Companion, workspace: str, tmp_path: Any
 ) -> None:
     window = control.new_window([workspace])
@@ -49,9 +56,14 @@ def test_fifty_reloads_leak_no_thread_socket_file_listener_or_handler(
         "log handlers": len(logging.getLogger("gemini_companion").handlers),
     }
     assert baseline["listeners"] > 0 and baseline["commands"] > 0 and baseline["settings callbacks"] == 1
+    fds_before = open_fds()
     seen_ports = set()
+    handle = companion.ready(window)
     for _ in range(RELOADS):
+        client = RawStreamClient(handle)  # a Gemini CLI holding its notification stream open
         companion.load()  # Sublime's reload: plugin_unloaded, re-import, plugin_loaded
+        assert client.stream_ended()  # the old server let go of it instead of hanging on to it
+        client.close()
         handle = companion.ready(window)
         seen_ports.add(handle.port)
         assert len(companion.discovery_files()) == 1
@@ -66,6 +78,7 @@ def test_fifty_reloads_leak_no_thread_socket_file_listener_or_handler(
     assert len(loop_threads()) == 1
     assert threading.active_count() == threads_before + 1
     assert listening_ports() - ports_before == {handle.port}
+    assert open_fds() <= fds_before + 2  # the new server's listening socket (+1 slack)
     assert len(seen_ports) > 1  # each reload really started a new server
     assert view.get_status("gemini_companion").startswith("Gemini")
 

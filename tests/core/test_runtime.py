@@ -126,6 +126,23 @@ def test_a_window_closed_before_it_listens_reports_it(runtime: Runtime) -> None:
         assert not os.path.exists(handle.discovery_path)
 
 
+def stop_while_binding(runtime: Runtime, workspace: str) -> None:
+    def stop_during_start(_server: object) -> list[ToolSpec]:
+        # Runs on the loop right before the server binds: the stop arrives while it is binding.
+        threading.Thread(target=runtime.stop, daemon=True).start()
+        time.sleep(0.05)  # let stop() post its request before this coroutine goes on to bind
+        return []
+
+    handles = [runtime.open_window(ScriptedEditor(), [workspace], tool_factory=stop_during_start) for _ in range(3)]
+    assert settle(lambda: runtime._thread is not None and not runtime._thread.is_alive())
+    for handle in handles:
+        try:
+            handle.ready.result(0)
+        except RuntimeStopped:
+            continue  # refused: it never listened
+        assert handle.closed and not os.path.exists(handle.discovery_path)
+
+
 def test_stopping_while_servers_are_still_binding_stops_them_cleanly(
     discovery_dir: str, workspace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -134,22 +151,7 @@ def test_stopping_while_servers_are_still_binding_stops_them_cleanly(
     (that logged uvicorn tracebacks and left `ready` failing with a bare CancelledError)."""
     caplog.set_level(logging.ERROR)
     for _ in range(5):
-        runtime = Runtime(discovery_directory=discovery_dir)
-
-        def stop_during_start(_server: object) -> list[ToolSpec]:
-            # Runs on the loop right before the server binds: the stop arrives while it is binding.
-            threading.Thread(target=runtime.stop, daemon=True).start()
-            time.sleep(0.05)  # let stop() post its request before this coroutine goes on to bind
-            return []
-
-        handles = [runtime.open_window(ScriptedEditor(), [workspace], tool_factory=stop_during_start) for _ in range(3)]
-        assert settle(lambda: runtime._thread is not None and not runtime._thread.is_alive())
-        for handle in handles:
-            try:
-                handle.ready.result(0)
-            except RuntimeStopped:
-                continue  # refused: it never listened
-            assert handle.closed and not os.path.exists(handle.discovery_path)
+        stop_while_binding(Runtime(discovery_directory=discovery_dir), workspace)
     assert os.listdir(discovery_dir) == []
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 

@@ -198,3 +198,45 @@ def raw_exchange(port: int, data: list[bytes], shutdown_write: bool = True, time
         except (ConnectionResetError, TimeoutError):
             pass
         return b"".join(chunks)
+
+
+class RawStreamClient:
+    """A connected client the cheap way: initialize, initialized, then hold the GET stream open and read it."""
+
+    def __init__(self, handle: WindowHandle) -> None:
+        http = RawHttp(handle.port)
+        headers = [
+            ("Host", f"127.0.0.1:{handle.port}"),
+            ("Authorization", f"Bearer {handle.token}"),
+            ("Accept", ACCEPT),
+            ("Content-Type", "application/json"),
+        ]
+        reply = http.request("POST", "/mcp", headers, initialize_body())
+        session = reply.header("mcp-session-id")
+        assert reply.status == 200 and session
+        headers += [("Mcp-Session-Id", session), ("Mcp-Protocol-Version", PROTOCOL)]
+        note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+        assert http.request("POST", "/mcp", headers, note).status == 202
+        http.close()
+        self.sock = socket.create_connection(("127.0.0.1", handle.port), timeout=30)
+        head = "".join(f"{k}: {v}\r\n" for k, v in headers if k != "Content-Type")
+        self.sock.sendall(f"GET /mcp HTTP/1.1\r\n{head}\r\n".encode())
+        seen = b""
+        while b"ide/contextUpdate" not in seen:  # the stream is open and the first context arrived
+            chunk = self.sock.recv(65536)
+            assert chunk, seen
+            seen += chunk
+        assert seen.startswith(b"HTTP/1.1 200")
+
+    def stream_ended(self, timeout: float = 30) -> bool:
+        """Read the stream to its end: True when the server closed it within `timeout` seconds."""
+        self.sock.settimeout(timeout)
+        try:
+            while self.sock.recv(65536):
+                pass
+        except (TimeoutError, OSError):
+            return False
+        return True
+
+    def close(self) -> None:
+        self.sock.close()

@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -22,7 +21,7 @@ import pytest
 from companion.context import Position
 from companion.diffs import Outcome, Review
 from companion.runtime import Runtime, WindowHandle
-from tests.hostile.conftest import ACCEPT, PROTOCOL, RawHttp, initialize_body
+from tests.hostile.conftest import ACCEPT, RawHttp, RawStreamClient, initialize_body
 from tests.mcp_client import connect, text_of
 from tests.scripted_editor import ScriptedEditor
 
@@ -324,38 +323,6 @@ def test_an_unwritable_discovery_folder_is_reported_clearly_and_nothing_else_bre
 
 
 # -- reload cycles --
-
-
-class RawStreamClient:
-    """A connected client the cheap way: initialize, initialized, then hold the GET stream open and read it."""
-
-    def __init__(self, handle: WindowHandle) -> None:
-        http = RawHttp(handle.port)
-        headers = [
-            ("Host", f"127.0.0.1:{handle.port}"),
-            ("Authorization", f"Bearer {handle.token}"),
-            ("Accept", ACCEPT),
-            ("Content-Type", "application/json"),
-        ]
-        reply = http.request("POST", "/mcp", headers, initialize_body())
-        session = reply.header("mcp-session-id")
-        assert reply.status == 200 and session
-        headers += [("Mcp-Session-Id", session), ("Mcp-Protocol-Version", PROTOCOL)]
-        note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
-        assert http.request("POST", "/mcp", headers, note).status == 202
-        http.close()
-        self.sock = socket.create_connection(("127.0.0.1", handle.port), timeout=30)
-        head = "".join(f"{k}: {v}\r\n" for k, v in headers if k != "Content-Type")
-        self.sock.sendall(f"GET /mcp HTTP/1.1\r\n{head}\r\n".encode())
-        seen = b""
-        while b"ide/contextUpdate" not in seen:  # the stream is open and the first context arrived
-            chunk = self.sock.recv(65536)
-            assert chunk, seen
-            seen += chunk
-        assert seen.startswith(b"HTTP/1.1 200")
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 class SdkClient:
