@@ -21,6 +21,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.requests import ClientDisconnect
 
 from . import __version__
 from .context import ContextTracker
@@ -128,6 +129,7 @@ class WindowServer:
             await asyncio.sleep(0.002)
         self._pruner = asyncio.create_task(self._prune_periodically(), name=f"prune-{self.port}")
         self.context.set_listener(self.context_changed_threadsafe)
+        _quiet_client_hangups()
 
     async def _serve(self, sock: socket.socket) -> None:
         assert self._uvicorn is not None
@@ -498,3 +500,25 @@ def _header(scope: Scope, name: bytes) -> str | None:
         if key.lower() == name:
             return value.decode("latin-1")
     return None
+
+
+class _ClientHungUp(logging.Filter):
+    """A client that hangs up while sending a request (Ctrl-C in the CLI during a big openDiff) is
+    not an error of ours, but the SDK logs it at ERROR with a traceback, which lands in Sublime's
+    console. Say it in one debug line instead; every other record passes."""
+
+    installed_by = "gemini_companion"  # finds a filter left by an earlier load of this module
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info is not None and isinstance(record.exc_info[1], ClientDisconnect):
+            log.debug("a client hung up while sending a request; nothing was done with it")
+            return False
+        return True
+
+
+def _quiet_client_hangups() -> None:
+    """Install the filter once on the SDK's transport logger (a package reload replaces it)."""
+    sdk_log = logging.getLogger("mcp.server.streamable_http")
+    for old in [f for f in sdk_log.filters if getattr(f, "installed_by", None) == _ClientHungUp.installed_by]:
+        sdk_log.removeFilter(old)
+    sdk_log.addFilter(_ClientHungUp())

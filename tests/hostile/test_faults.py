@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import shutil
 import signal
@@ -153,8 +154,9 @@ async def test_a_client_killed_mid_stream_does_not_stall_the_others(window: Wind
 
 @pytest.mark.anyio
 async def test_a_client_killed_mid_body_leaves_no_review_and_the_server_serving(
-    window: WindowHandle, editor: ScriptedEditor, workspace: str
+    window: WindowHandle, editor: ScriptedEditor, workspace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG)
     path = os.path.join(workspace, "big.txt")
     doomed = spawn(window, "body", path)
     await anyio.to_thread.run_sync(wait_line, doomed, "sending")
@@ -162,6 +164,9 @@ async def test_a_client_killed_mid_body_leaves_no_review_and_the_server_serving(
     async with connect(window.url, window.token, "next-cli") as client:
         assert not (await client.open_diff(os.path.join(workspace, "small.txt"), "ok\n")).is_error
     assert [r.file_path for r, _, _ in editor.shown] == [os.path.join(workspace, "small.txt")]
+    # Not an error of ours: one debug line, no traceback in the user's console.
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert any("hung up" in r.getMessage() for r in caplog.records if r.name == "gemini_companion")
 
 
 # -- the window goes away under a review --
