@@ -160,6 +160,7 @@ def remove_logging() -> None:
         if getattr(handler, "_gemini_companion", False):
             logger.removeHandler(handler)
     logger.propagate = True
+    logger.setLevel(logging.NOTSET)
 
 
 def configure_logging() -> None:
