@@ -29,7 +29,6 @@ import argparse
 import gc
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -41,6 +40,8 @@ from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+
+import _ide  # noqa: E402  (bench/, next to this script)
 
 from tests.sublime_fake import _plugin_host, control  # noqa: E402
 
@@ -269,15 +270,10 @@ class Client:
     @classmethod
     def ide_client(cls, handle: Any, workspace: str) -> Client | None:
         """Gemini CLI's own IdeClient (Node), found the way Gemini CLI finds the window; None without Node."""
-        node = shutil.which("node")
-        if node is None or not os.path.isdir(os.path.join(ROOT, "tests", "conformance", "node_modules")):
+        node = _ide.node()
+        if node is None:
             return None
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GEMINI_CLI_IDE_")}
-        env.update(
-            GEMINI_CLI_IDE_PID=str(handle.runtime.editor_pid),
-            TERM_PROGRAM="Terminus-Sublime",
-            SSH_CONNECTION=env.get("SSH_CONNECTION") or "bench 0 127.0.0.1 0",  # see gemini-cli-contract.md
-        )
+        env = _ide.client_env(handle.runtime.editor_pid)
         argv = [node, os.path.join(ROOT, "bench", "ide_client_context.mjs")]
         return cls(argv, "Gemini CLI's IdeClient", env=env, cwd=workspace, unit=1000.0)
 
@@ -410,7 +406,7 @@ def main() -> None:
             row("… of which beyond the 50 ms debounce", results["selection -> IdeClient beyond debounce"], None),
         ]
     else:
-        lines.append("\n(IdeClient rows skipped: needs node and tests/conformance/node_modules.)")
+        lines.append(f"\n(IdeClient rows skipped: {_ide.MISSING}.)")
     if missing or ide_missing:
         lines.append(f"\n{missing} / {ide_missing} of {len(triggers)} selection changes never reached the clients.")
     if violations or errors:

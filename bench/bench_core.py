@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from typing import Any
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+import _ide  # noqa: E402  (bench/, next to this script)
 from starlette.types import Receive, Scope, Send  # noqa: E402
 
 from companion.context import Position  # noqa: E402
@@ -93,16 +93,10 @@ IDE_CLIENT_BENCH = os.path.join(ROOT, "bench", "ide_client_bench.mjs")
 def ide_client_roundtrip(handle, workspace: str, tmpdir: str, count: int, size: int) -> dict[str, object]:
     """openDiff through Gemini CLI's own IdeClient (Node): the call's answer, and the whole loop to
     the outcome notification. Skipped, with the reason, when Node or the client is not installed."""
-    node = shutil.which("node")
-    if node is None or not os.path.isdir(os.path.join(ROOT, "tests", "conformance", "node_modules")):
-        return {"skipped": "needs node and tests/conformance/node_modules (run the test command once)"}
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GEMINI_CLI_IDE_")}
-    env.update(
-        TMPDIR=tmpdir,  # Node's os.tmpdir(): the client looks for discovery files in <TMPDIR>/gemini/ide
-        GEMINI_CLI_IDE_PID=str(os.getpid()),  # the "editor" is this process (the runtime's default PID)
-        TERM_PROGRAM="Terminus-Sublime",
-        SSH_CONNECTION=env.get("SSH_CONNECTION") or "bench 0 127.0.0.1 0",  # see gemini-cli-contract.md
-    )
+    node = _ide.node()
+    if node is None:
+        return {"skipped": _ide.MISSING}
+    env = _ide.client_env(os.getpid(), tmpdir)  # the "editor" is this process (the runtime's default PID)
     out = subprocess.run(
         [node, IDE_CLIENT_BENCH, str(count), str(size)],
         cwd=workspace,
