@@ -132,10 +132,14 @@ class IdeClientProcess:
 
     # -- process --
 
+    def argv(self) -> list[str]:
+        """What runs the client: the driver of the real IdeClient."""
+        return [node(), DRIVER]
+
     def start(self) -> IdeClientProcess:
         require_node_modules()
         self._process = subprocess.Popen(
-            [node(), DRIVER],
+            self.argv(),
             cwd=self.workspace,
             env=self.env,
             stdin=subprocess.PIPE,

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import threading
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -82,26 +80,8 @@ class CommandIdeClient(IdeClientProcess):
         super().__init__(cwd, env, pump)
         self.command = command
 
-    def start(self) -> CommandIdeClient:
-        require_node_modules()
-        self._process = subprocess.Popen(
-            self.command,
-            cwd=self.workspace,
-            env=self.env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-        )
-        self._readers = [
-            threading.Thread(target=self._read_stdout, name="ide-client-stdout", daemon=True),
-            threading.Thread(target=self._read_stderr, name="ide-client-stderr", daemon=True),
-        ]
-        for reader in self._readers:
-            reader.start()
-        return self
+    def argv(self) -> list[str]:
+        return self.command
 
 
 def run_in_terminal(terminal: Any) -> CommandIdeClient:
