@@ -51,7 +51,7 @@ def library_requirements() -> dict[str, str]:
     """REQUIRED, with pydantic-core pinned to the version the installed pydantic requires."""
     required = dict(REQUIRED)
     try:
-        for text in _header(importlib.metadata.distribution("pydantic"), "Requires-Dist"):
+        for text in importlib.metadata.requires("pydantic") or []:
             match = re.match(r"pydantic[-_]core\s*==\s*([\w.]+)\s*$", text, re.IGNORECASE)
             if match:
                 required["pydantic-core"] = f"=={match.group(1)}"
@@ -148,32 +148,13 @@ class Facts:
     excluded_patterns: list[str] = field(default_factory=list)
 
 
-def _header(dist: importlib.metadata.Distribution, key: str) -> list[str]:
-    """The values of one header of a distribution's METADATA.
-
-    Read line by line: `importlib.metadata`'s own accessors run the email parser over the whole file
-    (about half a millisecond per library), and this check runs on the host thread in plugin_loaded.
-    """
-    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
-    headers = text.split("\n\n", 1)[0]  # the description follows the first blank line
-    prefix = key.lower() + ":"
-    values = []
-    for line in headers.split("\n"):
-        if line.lower().startswith(prefix):
-            values.append(line[len(prefix) :].strip())
-    return values
-
-
 def library_versions(names: tuple[str, ...] = LIBRARIES) -> dict[str, str | None]:
     versions: dict[str, str | None] = {}
     for name in names:
         try:
-            dist = importlib.metadata.distribution(name)
+            versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             versions[name] = None
-            continue
-        found = _header(dist, "Version")
-        versions[name] = found[0] if found else dist.version
     return versions
 
 
