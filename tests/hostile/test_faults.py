@@ -168,7 +168,10 @@ async def test_a_client_killed_mid_body_leaves_no_review_and_the_server_serving(
     with anyio.fail_after(10):
         while not any("hung up" in r.getMessage() for r in caplog.records if r.name == "gemini_companion"):
             await anyio.sleep(0.02)
-    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    # Only the server's side shares Sublime's console. The test's own SDK client may log its
+    # own shutdown race ("Error parsing SSE message" when a notification lands as it closes).
+    in_sublime = [r for r in caplog.records if not r.name.startswith("mcp.client")]
+    assert [r.getMessage() for r in in_sublime if r.levelno >= logging.WARNING] == []
 
 
 # -- the window goes away under a review --
