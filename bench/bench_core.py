@@ -4,9 +4,10 @@
 
 The server runs in this process on the companion's loop thread (as inside Sublime). The clients run
 in other processes over loopback: the `mcp` SDK's Python client, and Gemini CLI's own IdeClient
-(Node, from tests/conformance/node_modules) when it is installed. The editor accepts every review the
-instant it is shown, so each openDiff's answer and its `ide/diffAccepted` travel in the same moments;
-the server's own share of each call is timed inside the server (the outermost ASGI app). Prints a
+(Node, from tests/conformance/node_modules) when it is installed. openDiff is timed in two windows:
+one whose editor leaves each review open (as while the user reads it) and one whose editor accepts
+each review the instant it is shown, so the answer and its `ide/diffAccepted` travel in the same
+moments. The server's own share of each call is timed inside the server (the outermost ASGI app). Prints a
 Markdown table and writes bench/results/core.json (not with --quick). Numbers are medians and
 percentiles of one run on this machine.
 """
@@ -16,9 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from typing import Any
@@ -30,6 +33,7 @@ import _ide  # noqa: E402  (bench/, next to this script)
 from starlette.types import Receive, Scope, Send  # noqa: E402
 
 from companion.context import Position  # noqa: E402
+from companion.diffs import Review  # noqa: E402
 from companion.headless import HeadlessEditor  # noqa: E402
 from companion.runtime import Runtime  # noqa: E402
 from companion.security import RequestGuard  # noqa: E402
@@ -40,6 +44,17 @@ CLIENT = os.path.join(ROOT, "bench", "_client.py")
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+class ReadingEditor(HeadlessEditor):
+    """Shows every review and leaves it open, as while the user reads it: no outcome is sent, so
+    each answer travels alone (with an accepting editor, ide/diffAccepted goes out in the same moments)."""
+
+    async def show_review(self, review: Review) -> None:
+        pass
+
+    async def close_review(self, review: Review) -> str:
+        return review.proposal
 
 
 def client(handle, mode: str, count: int, size: int = 0) -> subprocess.Popen[str]:
@@ -68,10 +83,11 @@ def time_server_requests() -> None:
     RequestGuard.__call__ = timed  # type: ignore[method-assign]
 
 
-def roundtrip(handle, count: int, size: int) -> dict[str, float]:
-    """openDiff `count` times from the SDK client in another process, one call at a time."""
+def roundtrip(handle, count: int, size: int, mode: str = "roundtrip") -> dict[str, float]:
+    """openDiff `count` times from the SDK client in another process, one call at a time (mode
+    "answer": the editor leaves the reviews open, so no outcomes are awaited)."""
     SERVER_MS.clear()
-    proc = client(handle, "roundtrip", count, size)
+    proc = client(handle, mode, count, size)
     out, _ = proc.communicate(timeout=600)
     data = json.loads(out.strip().splitlines()[-1])
     warm = min(20, count // 10)
@@ -90,15 +106,18 @@ def roundtrip(handle, count: int, size: int) -> dict[str, float]:
 IDE_CLIENT_BENCH = os.path.join(ROOT, "bench", "ide_client_bench.mjs")
 
 
-def ide_client_roundtrip(handle, workspace: str, tmpdir: str, count: int, size: int) -> dict[str, object]:
-    """openDiff through Gemini CLI's own IdeClient (Node): the call's answer, and the whole loop to
-    the outcome notification. Skipped, with the reason, when Node or the client is not installed."""
+def ide_client_roundtrip(
+    workspace: str, tmpdir: str, count: int, size: int, answer_only: bool = False
+) -> dict[str, object]:
+    """openDiff through Gemini CLI's own IdeClient (Node): the call's answer, and (unless
+    `answer_only`) the whole loop to the outcome notification. Skipped, with the reason, when Node
+    or the client is not installed."""
     node = _ide.node()
     if node is None:
         return {"skipped": _ide.MISSING}
     env = _ide.client_env(os.getpid(), tmpdir)  # the "editor" is this process (the runtime's default PID)
     out = subprocess.run(
-        [node, IDE_CLIENT_BENCH, str(count), str(size)],
+        [node, IDE_CLIENT_BENCH, str(count), str(size), *(["answer-only"] if answer_only else [])],
         cwd=workspace,
         env=env,
         capture_output=True,
@@ -109,7 +128,7 @@ def ide_client_roundtrip(handle, workspace: str, tmpdir: str, count: int, size: 
     data = json.loads(out.strip().splitlines()[-1])
     warm = min(20, count // 10)
     result: dict[str, object] = {}
-    for key in ("answer", "outcome"):
+    for key in ("answer",) if answer_only else ("answer", "outcome"):
         samples = data[f"{key}_ms"][warm:]
         result[key] = {"p50_ms": statistics.median(samples), "p99_ms": percentile(samples, 99), "n": len(samples)}
     return result
@@ -141,19 +160,43 @@ h = r.open_window(HeadlessEditor("accept"), [tempfile.gettempdir()])
 h.ready.result(30)
 t1 = time.perf_counter()
 r.stop()
-print(t1 - t0)
+import json, sysconfig
+purelib = sysconfig.get_paths()["purelib"]
+files = [getattr(m, "__file__", None) or "" for m in list(sys.modules.values())]
+libraries = sorted({f[len(purelib) + 1 :].split("/")[0] for f in files if f.startswith(purelib + "/")})
+print(json.dumps({"seconds": t1 - t0, "companion": sys.modules["companion"].__file__, "libraries": libraries}))
 """
 
 
+def run_start(env: dict[str, str], cwd: str) -> dict[str, Any]:
+    return json.loads(subprocess.check_output([sys.executable, "-c", START_SNIPPET], env=env, cwd=cwd))
+
+
 def start_time(runs: int) -> dict[str, float]:
+    """Start to listening, imports included, in a fresh process. Cold: the libraries and the package
+    have no bytecode yet (the first start after installing or upgrading; Python then writes it);
+    warm: every later start. The standard library keeps its bytecode, as Sublime ships it compiled.
+    Each run copies the libraries the start imports (without __pycache__) to a scratch folder."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    purelib = sysconfig.get_paths()["purelib"]
+    libraries = run_start({**env, "PYTHONPATH": ROOT}, ROOT)["libraries"]
+    skip_bytecode = shutil.ignore_patterns("__pycache__")
     cold, warm = [], []
     for _ in range(runs):
-        with tempfile.TemporaryDirectory() as cache:
-            env = {**os.environ, "PYTHONPATH": ROOT, "PYTHONPYCACHEPREFIX": cache}
-            env.pop("PYTHONDONTWRITEBYTECODE", None)
-            # First run in an empty bytecode cache compiles everything (cold); the next reuses it.
-            cold.append(float(subprocess.check_output([sys.executable, "-c", START_SNIPPET], env=env)))
-            warm.append(float(subprocess.check_output([sys.executable, "-c", START_SNIPPET], env=env)))
+        with tempfile.TemporaryDirectory() as scratch:
+            lib = os.path.join(scratch, "lib")
+            for name in [*libraries, "companion"]:
+                source = os.path.join(ROOT if name == "companion" else purelib, name)
+                if os.path.isdir(source):
+                    shutil.copytree(source, os.path.join(lib, name), ignore=skip_bytecode)
+                else:
+                    os.makedirs(lib, exist_ok=True)
+                    shutil.copy2(source, lib)
+            fresh = {**env, "PYTHONPATH": lib}
+            first = run_start(fresh, scratch)
+            assert first["companion"].startswith(lib), first["companion"]  # not the checkout's copy
+            cold.append(first["seconds"])
+            warm.append(run_start(fresh, scratch)["seconds"])
     return {"cold_s": statistics.median(cold), "warm_s": statistics.median(warm)}
 
 
@@ -189,23 +232,33 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer samples (a smoke run)")
     args = parser.parse_args()
-    n_small, n_large, n_notify, n_start = (100, 5, 30, 2) if args.quick else (1000, 20, 200, 5)
+    n_small, n_large, n_notify, n_start = (100, 5, 30, 2) if args.quick else (1000, 20, 200, 9)
     results: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        workspace = os.path.join(tmp, "ws")
+        workspace, reading_workspace = os.path.join(tmp, "ws"), os.path.join(tmp, "reading")
         os.makedirs(workspace)
+        os.makedirs(reading_workspace)
         runtime = Runtime(discovery_directory=os.path.join(tmp, "gemini", "ide"))  # where Node's client looks
         time_server_requests()
         try:
-            # The editor accepts each review the instant it is shown, so the answer and ide/diffAccepted
-            # travel in the same moments (a user takes seconds, which only makes the answer's path quieter).
+            # Two windows. In the first the user is still reading every review (the usual case: an
+            # answer travels alone). In the second the editor accepts each review the instant it is
+            # shown, so the answer and ide/diffAccepted travel in the same moments: the busiest path.
+            reading = runtime.open_window(ReadingEditor(), [reading_workspace])
             handle = runtime.open_window(HeadlessEditor("accept"), [workspace])
+            reading.ready.result(30)
             handle.ready.result(30)
-            results["openDiff 1 KB"] = roundtrip(handle, n_small, 1024)
-            results["openDiff 8 MB"] = roundtrip(handle, n_large, 8 * 1024 * 1024)
+            results["openDiff 1 KB, review left open"] = roundtrip(reading, n_small, 1024, "answer")
+            results["openDiff 1 KB, accepted at once"] = roundtrip(handle, n_small, 1024)
+            results["openDiff 8 MB, accepted at once"] = roundtrip(handle, n_large, 8 * 1024 * 1024)
             results["notification"] = notification_latency(handle, workspace, n_notify)
-            results["IdeClient openDiff 1 KB"] = ide_client_roundtrip(handle, workspace, tmp, n_small, 1024)
-            results["IdeClient openDiff 8 MB"] = ide_client_roundtrip(handle, workspace, tmp, n_large, 8 * 1024 * 1024)
+            results["IdeClient openDiff 1 KB, review left open"] = ide_client_roundtrip(
+                reading_workspace, tmp, n_small, 1024, answer_only=True
+            )
+            results["IdeClient openDiff 1 KB, accepted at once"] = ide_client_roundtrip(workspace, tmp, n_small, 1024)
+            results["IdeClient openDiff 8 MB, accepted at once"] = ide_client_roundtrip(
+                workspace, tmp, n_large, 8 * 1024 * 1024
+            )
         finally:
             runtime.stop()
     results["start"] = start_time(n_start)
@@ -233,6 +286,8 @@ def table(results: dict[str, Any]) -> str:
             rows.append(f"| {name} | skipped: {data['skipped']} | | |")
         elif name.startswith("IdeClient"):
             for key, label in (("answer", "answer"), ("outcome", "to ide/diffAccepted")):
+                if key not in data:
+                    continue
                 part = data[key]
                 rows.append(f"| {name}: {label} | {part['p50_ms']:.2f} ms | {part['p99_ms']:.2f} ms | {part['n']} |")
         elif name == "notification":
@@ -242,7 +297,8 @@ def table(results: dict[str, Any]) -> str:
             )
     start, memory = results["start"], results["memory"]
     rows.append(
-        f"| start, imports included: cold / warm (median) | {start['cold_s']:.2f} s / {start['warm_s']:.2f} s | | |"
+        "| start, imports included: cold (no library bytecode yet) / warm (median) | "
+        f"{start['cold_s']:.2f} s / {start['warm_s']:.2f} s | | |"
     )
     rows.append(
         f"| RSS: first window server / each further one | +{memory['first_server_mib']:.1f} MiB / "

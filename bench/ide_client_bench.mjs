@@ -2,7 +2,7 @@
 // ide_client_bench.mjs: openDiff timed through Gemini CLI's own IdeClient (@google/gemini-cli-core,
 // installed by the test command in tests/conformance/node_modules), the client users actually run.
 //
-//   node bench/ide_client_bench.mjs <count> <size-bytes>
+//   node bench/ide_client_bench.mjs <count> <size-bytes> [answer-only]
 //
 // The client finds the companion as Gemini CLI does (GEMINI_CLI_IDE_PID, TMPDIR, the working
 // directory as workspace: bench_core.py sets them). Two measurements, each `count` calls with
@@ -12,7 +12,8 @@
 //            in the same moments, as in the Python client's measurement);
 //   outcome: `IdeClient.openDiff()` until the promise resolves, i.e. until `ide/diffAccepted`
 //            has arrived and been matched: the whole loop the CLI waits on, minus the human.
-// Prints one JSON line: {"answer_ms": [...], "outcome_ms": [...]}.
+// With `answer-only` (for an editor that leaves reviews open, as while the user reads them) only the
+// first is measured. Prints one JSON line: {"answer_ms": [...], "outcome_ms": [...]}.
 
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -25,7 +26,8 @@ const { IdeClient, IDEConnectionStatus } = await import(
 );
 for (const name of ['log', 'info', 'debug', 'warn', 'error']) console[name] = () => {}; // stdout is data
 
-const [count, size] = process.argv.slice(2).map(Number);
+const [count, size] = process.argv.slice(2, 4).map(Number);
+const answerOnly = process.argv[4] === 'answer-only';
 const content = ('x'.repeat(63) + '\n').repeat(Math.max(1, Math.floor(size / 64)));
 
 const ideClient = await IdeClient.getInstance();
@@ -44,7 +46,7 @@ for (let i = 0; i < count; i++) {
   if (result.isError) throw new Error(JSON.stringify(result.content));
 }
 const outcome = [];
-for (let i = 0; i < count; i++) {
+for (let i = 0; i < (answerOnly ? 0 : count); i++) {
   const start = performance.now();
   const result = await ideClient.openDiff(`/bench/outcome-${i}.txt`, content);
   outcome.push(performance.now() - start);
