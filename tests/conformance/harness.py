@@ -223,9 +223,7 @@ class IdeClientProcess:
         with self._changed:
             return list(self.events)
 
-    def wait_event(
-        self, predicate: Callable[[Event], bool], what: str, timeout: float = 30, start: int = 0
-    ) -> Event:
+    def wait_event(self, predicate: Callable[[Event], bool], what: str, timeout: float = 30, start: int = 0) -> Event:
         """The first event at index >= `start` matching `predicate`, waiting up to `timeout` s.
 
         Fails at once (with the client's events and stderr) if the client exits, reports an error

@@ -37,8 +37,12 @@ def test_only_the_active_file_carries_cursor_and_selection() -> None:
     tracker.activate("/w/a.py", Position(2, 3), "picked")
     tracker.activate("/w/b.py", Position(7, 1), None)
     first, second = files(tracker)
-    assert first == {"path": "/w/b.py", "timestamp": first["timestamp"], "isActive": True,
-                     "cursor": {"line": 7, "character": 1}}
+    assert first == {
+        "path": "/w/b.py",
+        "timestamp": first["timestamp"],
+        "isActive": True,
+        "cursor": {"line": 7, "character": 1},
+    }
     assert second == {"path": "/w/a.py", "timestamp": second["timestamp"]}
 
 
@@ -147,13 +151,18 @@ async def test_secrets_and_paused_state_never_reach_a_connected_client(window: W
         window.context.set_policy(SharingPolicy(share_selection=False))
         window.context.activate("/w/public.py", Position(2, 2), "not to be shared")
         last = await client.wait_for(
-            "ide/contextUpdate", lambda p: p["workspaceState"]["openFiles"][:1] != [] and
-            p["workspaceState"]["openFiles"][0]["path"] == "/w/public.py"
+            "ide/contextUpdate",
+            lambda p: (
+                p["workspaceState"]["openFiles"][:1] != []
+                and p["workspaceState"]["openFiles"][0]["path"] == "/w/public.py"
+            ),
         )
     everything = repr([r.params for r in client.received])
     for leaked in (".env", "API_KEY", "server.pem", "PRIVATE KEY", "not to be shared"):
         assert leaked not in everything
     assert last["workspaceState"]["openFiles"][0] == {
-        "path": "/w/public.py", "timestamp": last["workspaceState"]["openFiles"][0]["timestamp"], "isActive": True,
+        "path": "/w/public.py",
+        "timestamp": last["workspaceState"]["openFiles"][0]["timestamp"],
+        "isActive": True,
         "cursor": {"line": 2, "character": 2},
     }

@@ -107,7 +107,10 @@ def test_serve_refuses_a_missing_folder_with_advice(tmp_path: str) -> None:
     env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": ROOT}
     done = subprocess.run(
         [sys.executable, "-m", "companion", "serve", "--workspace", os.path.join(str(tmp_path), "nope")],
-        capture_output=True, text=True, env=env, timeout=60,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
     )
     assert done.returncode == 2 and "--workspace" in done.stderr
 
@@ -137,10 +140,13 @@ async def test_prompt_mode_shows_a_unified_diff_and_the_answer_decides(
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(("policy", "expected"), [
-    ("accept", ("ide/diffAccepted", {"filePath": "/w/policy.txt", "content": "proposed\n"})),
-    ("reject", ("ide/diffRejected", {"filePath": "/w/policy.txt"})),
-])
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        ("accept", ("ide/diffAccepted", {"filePath": "/w/policy.txt", "content": "proposed\n"})),
+        ("reject", ("ide/diffRejected", {"filePath": "/w/policy.txt"})),
+    ],
+)
 async def test_the_diff_policy_decides_every_review_whatever_the_content_says(
     discovery_dir: str, policy: str, expected: tuple[str, dict[str, str]]
 ) -> None:

@@ -37,8 +37,17 @@ def test_the_right_token_is_served(window: WindowHandle) -> None:
 
 @pytest.mark.parametrize(
     "header",
-    [None, "", "Bearer", "Bearer wrong", "bearer {token}", "Bearer {prefix}", "Bearer {token}x",
-     "Basic {token}", "{token}"],
+    [
+        None,
+        "",
+        "Bearer",
+        "Bearer wrong",
+        "bearer {token}",
+        "Bearer {prefix}",
+        "Bearer {token}x",
+        "Basic {token}",
+        "{token}",
+    ],
 )
 def test_a_missing_or_wrong_token_is_refused_with_a_challenge(window: WindowHandle, header: str | None) -> None:
     headers = {} if header is None else {"Authorization": header.format(token=window.token, prefix=window.token[:-1])}
@@ -54,8 +63,19 @@ def test_a_token_in_the_query_string_is_not_accepted(window: WindowHandle) -> No
 
 @pytest.mark.parametrize(
     "host",
-    ["evil.example:{port}", "127.0.0.1:{other}", "localhost:{other}", "127.0.0.1", "localhost", "localhost.:{port}",
-     "127.0.0.1.:{port}", "[::1]:{port}", "0.0.0.0:{port}", "127.0.0.2:{port}", "evil.example"],
+    [
+        "evil.example:{port}",
+        "127.0.0.1:{other}",
+        "localhost:{other}",
+        "127.0.0.1",
+        "localhost",
+        "localhost.:{port}",
+        "127.0.0.1.:{port}",
+        "[::1]:{port}",
+        "0.0.0.0:{port}",
+        "127.0.0.2:{port}",
+        "evil.example",
+    ],
 )
 def test_a_host_other_than_loopback_on_our_port_is_refused(window: WindowHandle, host: str) -> None:
     headers = {**auth(window), "Host": host.format(port=window.port, other=window.port + 1)}
@@ -68,7 +88,9 @@ def test_host_spelling_tricks_are_refused(window: WindowHandle, host: str) -> No
     assert post(window, {**auth(window), "Host": host.format(port=window.port)}).status_code == 403
 
 
-@pytest.mark.parametrize("origin", ["null", "http://evil.example", "http://127.0.0.1:{port}", "http://localhost:{port}"])
+@pytest.mark.parametrize(
+    "origin", ["null", "http://evil.example", "http://127.0.0.1:{port}", "http://localhost:{port}"]
+)
 def test_any_origin_is_refused_because_only_browsers_send_one(window: WindowHandle, origin: str) -> None:
     headers = {**auth(window), "Origin": origin.format(port=window.port)}
     assert post(window, headers).status_code == 403

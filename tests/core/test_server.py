@@ -253,8 +253,11 @@ async def test_the_notification_stream_is_never_silent_for_long(window: WindowHa
     async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=40)) as http:
         response = await http.post(window.url, json=init)
         session = response.headers["mcp-session-id"]
-        await http.post(window.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-                        headers={"mcp-session-id": session})
+        await http.post(
+            window.url,
+            json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+            headers={"mcp-session-id": session},
+        )
         started = anyio.current_time()
         seen: list[str] = []
         async with http.stream("GET", window.url, headers={"mcp-session-id": session}) as stream:
@@ -281,10 +284,14 @@ async def test_tool_schemas_are_exactly_what_the_cli_sends(window: WindowHandle)
         return schema["type"], properties, schema["required"]
 
     assert shape(tools["openDiff"].input_schema) == (
-        "object", {"filePath": "string", "newContent": "string"}, ["filePath", "newContent"]
+        "object",
+        {"filePath": "string", "newContent": "string"},
+        ["filePath", "newContent"],
     )
     assert shape(tools["closeDiff"].input_schema) == (
-        "object", {"filePath": "string", "suppressNotification": "boolean"}, ["filePath"]
+        "object",
+        {"filePath": "string", "suppressNotification": "boolean"},
+        ["filePath"],
     )
 
 
@@ -376,8 +383,9 @@ RAW_INIT = {
 async def raw_session(http: httpx2.AsyncClient, url: str) -> str:
     response = await http.post(url, json=RAW_INIT)
     session = response.headers["mcp-session-id"]
-    await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-                    headers={"mcp-session-id": session})
+    await http.post(
+        url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers={"mcp-session-id": session}
+    )
     return session
 
 
@@ -483,7 +491,8 @@ async def test_open_diff_cannot_take_over_a_review_a_tool_is_waiting_on(
         assert review is not None and review.proposal == "tool proposal" and review.revision == 1
         review.accept("tool proposal, as the user left it")
         assert await anyio.to_thread.run_sync(pending.result, 20) == (
-            Outcome.ACCEPTED, "tool proposal, as the user left it"
+            Outcome.ACCEPTED,
+            "tool proposal, as the user left it",
         )
         await anyio.sleep(0.3)
     assert client.of("ide/diffAccepted") == [] and len(editor.shown) == 1

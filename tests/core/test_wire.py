@@ -57,8 +57,10 @@ def test_unknown_methods_are_refused() -> None:
 
 
 BAD_OUTGOING = [
-    ("ide/contextUpdate", {"workspaceState": {"openFiles": [{"path": "/w/a.py", "timestamp": 1,
-                                                               "cursor": {"line": 0, "character": 1}}]}}),
+    (
+        "ide/contextUpdate",
+        {"workspaceState": {"openFiles": [{"path": "/w/a.py", "timestamp": 1, "cursor": {"line": 0, "character": 1}}]}},
+    ),
     ("ide/contextUpdate", {"workspaceState": {"openFiles": [{"path": "/w/a.py", "timestamp": "1"}]}}),
     ("ide/diffAccepted", {"filePath": "/w/a.py"}),
     ("ide/diffAccepted", {"filePath": "/w/a.py", "content": None}),
