@@ -2,47 +2,13 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-
 import pytest
 
-from companion.runtime import Runtime, WindowHandle
-from tests.scripted_editor import ScriptedEditor
+from tests.window_fixtures import discovery_dir, editor, runtime, window, workspace
+
+__all__ = ["discovery_dir", "editor", "runtime", "window", "workspace"]  # fixtures, found by pytest here
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture
-def discovery_dir(tmp_path: str) -> str:
-    path = os.path.join(str(tmp_path), "discovery")
-    return path
-
-
-@pytest.fixture
-def workspace(tmp_path: str) -> str:
-    path = os.path.join(str(tmp_path), "workspace")
-    os.makedirs(path)
-    return path
-
-
-@pytest.fixture
-def editor() -> ScriptedEditor:
-    return ScriptedEditor()
-
-
-@pytest.fixture
-def runtime(discovery_dir: str) -> Iterator[Runtime]:
-    rt = Runtime(discovery_directory=discovery_dir)
-    yield rt
-    rt.stop()
-
-
-@pytest.fixture
-def window(runtime: Runtime, editor: ScriptedEditor, workspace: str) -> WindowHandle:
-    handle = runtime.open_window(editor, [workspace])
-    handle.ready.result(30)
-    return handle

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,35 +16,13 @@ import pytest
 
 from companion.discovery import discovery_dir
 from tests.mcp_client import connect
+from tests.serve_process import ServeProcess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-class Serve:
-    def __init__(self, process: subprocess.Popen[str]) -> None:
-        self.process = process
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.output: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.output.append(line)
-            self.lines.put(line)
-
-    def expect(self, fragment: str, timeout: float = 30) -> str:
-        while True:
-            try:
-                line = self.lines.get(timeout=timeout)
-            except queue.Empty:
-                raise AssertionError(f"no line with {fragment!r}; output so far: {''.join(self.output)}") from None
-            if fragment in line:
-                return line
-
-
 @contextmanager
-def serve(tmp_path: str, workspace: str, policy: str, stdin: bool = False) -> Iterator[Serve]:
+def serve(tmp_path: str, workspace: str, policy: str, stdin: bool = False) -> Iterator[ServeProcess]:
     env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
         [sys.executable, "-m", "companion", "serve", "--workspace", workspace, "--diff-policy", policy],
@@ -56,12 +32,11 @@ def serve(tmp_path: str, workspace: str, policy: str, stdin: bool = False) -> It
         text=True,
         env=env,
     )
+    server = ServeProcess(process)
     try:
-        yield Serve(process)
+        yield server
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        server.stop()
 
 
 def endpoint(tmp_path: str) -> tuple[str, str, str]:

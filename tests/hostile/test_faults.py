@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import anyio
 import psutil
@@ -25,39 +25,11 @@ from companion.runtime import Runtime, WindowHandle
 from tests.hostile.conftest import ACCEPT, RawHttp, RawStreamClient, initialize_body
 from tests.mcp_client import connect, text_of
 from tests.scripted_editor import ScriptedEditor
+from tests.window_fixtures import discovery_dir, editor, runtime, window, workspace
+
+__all__ = ["discovery_dir", "editor", "runtime", "window", "workspace"]  # fixtures, found by pytest here
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-@pytest.fixture
-def discovery_dir(tmp_path: str) -> str:
-    return os.path.join(str(tmp_path), "discovery")
-
-
-@pytest.fixture
-def workspace(tmp_path: str) -> str:
-    path = os.path.join(str(tmp_path), "workspace")
-    os.makedirs(path)
-    return path
-
-
-@pytest.fixture
-def editor() -> ScriptedEditor:
-    return ScriptedEditor()
-
-
-@pytest.fixture
-def runtime(discovery_dir: str) -> Iterator[Runtime]:
-    rt = Runtime(discovery_directory=discovery_dir)
-    yield rt
-    rt.stop()
-
-
-@pytest.fixture
-def window(runtime: Runtime, editor: ScriptedEditor, workspace: str) -> WindowHandle:
-    handle = runtime.open_window(editor, [workspace])
-    handle.ready.result(30)
-    return handle
 
 
 def settle(check: Callable[[], bool], timeout: float = 30) -> bool:

@@ -4,10 +4,8 @@ with a private TMPDIR) and the stdio bridge driven by the SDK's own stdio client
 from __future__ import annotations
 
 import os
-import queue
 import subprocess
 import sys
-import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
@@ -15,6 +13,8 @@ import mcp_types as types
 import pytest
 from mcp.client import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from tests.serve_process import ServeProcess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -48,40 +48,6 @@ def outside(tmp_path: str) -> str:
     return os.path.realpath(path)
 
 
-class Serve:
-    """A running `python -m companion serve`."""
-
-    def __init__(self, process: subprocess.Popen[str]) -> None:
-        self.process = process
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.output: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.output.append(line)
-            self.lines.put(line)
-
-    def expect(self, fragment: str, timeout: float = 60) -> str:
-        while True:
-            try:
-                line = self.lines.get(timeout=timeout)
-            except queue.Empty:
-                raise AssertionError(f"no line with {fragment!r}; output so far: {''.join(self.output)}") from None
-            if fragment in line:
-                return line
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-
 def child_env(tmpdir_env: str, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GEMINI_CLI_IDE_")}
     env.update({"TMPDIR": tmpdir_env, "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"})
@@ -92,7 +58,7 @@ def child_env(tmpdir_env: str, extra: dict[str, str] | None = None) -> dict[str,
 @contextmanager
 def serve(
     tmpdir_env: str, workspace: str, policy: str, *args: str, env: dict[str, str] | None = None
-) -> Iterator[Serve]:
+) -> Iterator[ServeProcess]:
     process = subprocess.Popen(
         [sys.executable, "-m", "companion", "serve", "--workspace", workspace, "--diff-policy", policy, *args],
         stdout=subprocess.PIPE,
@@ -101,7 +67,7 @@ def serve(
         text=True,
         env=child_env(tmpdir_env, env),
     )
-    server = Serve(process)
+    server = ServeProcess(process)
     try:
         server.expect("listening on http://127.0.0.1:")
         server.expect("Discovery file:")
