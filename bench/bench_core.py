@@ -160,10 +160,10 @@ h = r.open_window(HeadlessEditor("accept"), [tempfile.gettempdir()])
 h.ready.result(30)
 t1 = time.perf_counter()
 r.stop()
-import json, sysconfig
-purelib = sysconfig.get_paths()["purelib"]
+import json, os, sysconfig
+purelib = sysconfig.get_paths()["purelib"] + os.sep
 files = [getattr(m, "__file__", None) or "" for m in list(sys.modules.values())]
-libraries = sorted({f[len(purelib) + 1 :].split("/")[0] for f in files if f.startswith(purelib + "/")})
+libraries = sorted({f[len(purelib) :].split(os.sep)[0] for f in files if f.startswith(purelib)})
 print(json.dumps({"seconds": t1 - t0, "companion": sys.modules["companion"].__file__, "libraries": libraries}))
 """
 
@@ -175,8 +175,9 @@ def run_start(env: dict[str, str], cwd: str) -> dict[str, Any]:
 def start_time(runs: int) -> dict[str, float]:
     """Start to listening, imports included, in a fresh process. Cold: the libraries and the package
     have no bytecode yet (the first start after installing or upgrading; Python then writes it);
-    warm: every later start. The standard library keeps its bytecode, as Sublime ships it compiled.
-    Each run copies the libraries the start imports (without __pycache__) to a scratch folder."""
+    warm: every later start. The standard library keeps its bytecode (it comes with Sublime's Python,
+    not from Package Control). Each run copies the libraries the start imports (without __pycache__)
+    to a scratch folder."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
     purelib = sysconfig.get_paths()["purelib"]
     libraries = run_start({**env, "PYTHONPATH": ROOT}, ROOT)["libraries"]
