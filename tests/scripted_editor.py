@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from typing import TypeVar
 
 from companion.diffs import Review
+
+T = TypeVar("T")
 
 
 class ScriptedEditor:
     """The Editor port with the user played by the test: it records what it is asked to show and
-    close; the test decides a review by calling `review.accept(...)` / `review.reject()`."""
+    close; the test decides a review by calling `review.accept(...)` / `review.reject()`, or leaves
+    it open for a client's closeDiff, which gets `edits[review.id]` if the user "typed" into the
+    review, else the proposal."""
 
     def __init__(self) -> None:
         self.shown: list[tuple[Review, str, int]] = []  # (review, proposal shown, revision)
@@ -17,12 +23,23 @@ class ScriptedEditor:
         self.edits: dict[int, str] = {}  # review id -> text the user typed into the proposal
         self.buffers: dict[str, str] = {}  # path -> unsaved buffer text
         self.written: dict[str, str] = {}
+        self._changed = threading.Condition()  # the server's loop thread records, test threads wait
+
+    def type_into(self, review: Review, text: str) -> None:
+        """The user edits the proposal in the review without deciding."""
+        self.edits[review.id] = text
+
+    # Editor port
 
     async def show_review(self, review: Review) -> None:
-        self.shown.append((review, review.proposal, review.revision))
+        with self._changed:
+            self.shown.append((review, review.proposal, review.revision))
+            self._changed.notify_all()
 
     async def close_review(self, review: Review) -> str:
-        self.closed.append(review)
+        with self._changed:
+            self.closed.append(review)
+            self._changed.notify_all()
         return self.edits.get(review.id, review.proposal)
 
     async def unsaved_text(self, path: str) -> str | None:
@@ -34,11 +51,22 @@ class ScriptedEditor:
         self.written[path] = text
         return True
 
+    # waiting (synchronous tests; never call these on the server's loop thread)
+
     def wait_shown(self, count: int = 1, timeout: float = 30) -> Review:
-        """The `count`-th review shown (polling: for synchronous tests)."""
+        """The `count`-th review shown."""
+        return self._wait(self.shown, count, "show", timeout)[0]
+
+    def wait_closed(self, count: int = 1, timeout: float = 30) -> Review:
+        """The `count`-th review closed."""
+        return self._wait(self.closed, count, "close", timeout)
+
+    def _wait(self, records: list[T], count: int, verb: str, timeout: float) -> T:
         deadline = time.monotonic() + timeout
-        while len(self.shown) < count:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"the editor was asked to show {len(self.shown)} reviews, not {count}")
-            time.sleep(0.01)
-        return self.shown[count - 1][0]
+        with self._changed:
+            while len(records) < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"the editor was asked to {verb} {len(records)} reviews, not {count}")
+                self._changed.wait(left)
+            return records[count - 1]

@@ -40,6 +40,7 @@ import pytest
 from companion.diffs import Review
 from companion.discovery import discovery_dir, node_tmpdir
 from companion.runtime import Runtime, WindowHandle
+from tests.scripted_editor import ScriptedEditor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NODE_MODULES = os.path.join(HERE, "node_modules")
@@ -389,82 +390,30 @@ def reject() -> Decision:
 DecisionRule = Callable[[Review], "Decision | None"]
 
 
-class DecidingEditor:
-    """The Editor port with a scripted user.
+class DecidingEditor(ScriptedEditor):
+    """The Editor port with a scripted user who decides some reviews as soon as they are shown.
 
-    A review is decided when shown, by the first match of: a decision registered for its exact
-    path, one registered for its file name, then `rule(review)`. Undecided reviews stay open for
-    the test to decide (`review.accept(...)`/`review.reject()`) or for a client's closeDiff, which
-    gets `edits[review.id]` if the user "typed" into the review, else the proposal.
+    A review is decided by the first match of: a decision registered for its exact path, one
+    registered for its file name, then `rule(review)`. Undecided reviews stay open, as with
+    `ScriptedEditor`.
     """
 
     def __init__(self, rule: DecisionRule | None = None) -> None:
+        super().__init__()
         self.rule = rule
         self.by_name: dict[str, Decision] = {}
-        self.shown: list[tuple[Review, str, int]] = []  # (review, proposal shown, revision)
-        self.closed: list[Review] = []
-        self.edits: dict[int, str] = {}
-        self.buffers: dict[str, str] = {}
-        self.written: dict[str, str] = {}
-        self._changed = threading.Condition()
 
     def decide(self, name_or_path: str, decision: Decision) -> DecidingEditor:
         self.by_name[name_or_path] = decision
         return self
 
-    def type_into(self, review: Review, text: str) -> None:
-        """The user edits the proposal in the review without deciding."""
-        self.edits[review.id] = text
-
-    # Editor port
-
     async def show_review(self, review: Review) -> None:
-        with self._changed:
-            self.shown.append((review, review.proposal, review.revision))
-            self._changed.notify_all()
+        await super().show_review(review)
         decision = self.by_name.get(review.file_path) or self.by_name.get(os.path.basename(review.file_path))
         if decision is None and self.rule is not None:
             decision = self.rule(review)
         if decision is not None:
             decision.apply(review)
-
-    async def close_review(self, review: Review) -> str:
-        with self._changed:
-            self.closed.append(review)
-            self._changed.notify_all()
-        return self.edits.get(review.id, review.proposal)
-
-    async def unsaved_text(self, path: str) -> str | None:
-        return self.buffers.get(path)
-
-    async def write_through_buffer(self, path: str, text: str) -> bool:
-        if path not in self.buffers:
-            return False
-        self.written[path] = text
-        return True
-
-    # waiting (synchronous tests)
-
-    def wait_shown(self, count: int = 1, timeout: float = 30) -> Review:
-        """The `count`-th review shown."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while len(self.shown) < count:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError(f"the editor was asked to show {len(self.shown)} reviews, not {count}")
-                self._changed.wait(left)
-            return self.shown[count - 1][0]
-
-    def wait_closed(self, count: int = 1, timeout: float = 30) -> Review:
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while len(self.closed) < count:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError(f"the editor was asked to close {len(self.closed)} reviews, not {count}")
-                self._changed.wait(left)
-            return self.closed[count - 1]
 
 
 class HeadlessCompanion:
