@@ -42,6 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import _ide  # noqa: E402  (bench/, next to this script)
+from _stats import percentile  # noqa: E402
 
 from tests.sublime_fake import _plugin_host, control  # noqa: E402
 
@@ -91,11 +92,6 @@ async def main(url, token):
 
 print(json.dumps(asyncio.run(main(sys.argv[1], sys.argv[2]))), flush=True)
 """
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 def summary(samples_ns: list[int]) -> dict[str, float]:

@@ -30,6 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import _ide  # noqa: E402  (bench/, next to this script)
+from _stats import percentile  # noqa: E402
 from starlette.types import Receive, Scope, Send  # noqa: E402
 
 from companion.context import Position  # noqa: E402
@@ -39,11 +40,6 @@ from companion.runtime import Runtime  # noqa: E402
 from companion.security import RequestGuard  # noqa: E402
 
 CLIENT = os.path.join(ROOT, "bench", "_client.py")
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 class ReadingEditor(HeadlessEditor):

@@ -43,6 +43,8 @@ from typing import Any
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from _stats import percentile  # noqa: E402  (bench/, next to this script)
+
 HOLD_SUFFIX = ".hold"
 
 
@@ -57,11 +59,6 @@ def seq_of(path: str) -> int:
 
 def accepted_path(workspace: str, session: int, index: int) -> str:
     return os.path.join(workspace, "load", f"s{session:03d}", f"f{index:05d}.txt")
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))] if ordered else 0.0
 
 
 # -- the client side (another process) --
