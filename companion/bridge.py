@@ -34,7 +34,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from . import __version__
-from .discovery import FILE_PATTERN, discovery_dir
+from .discovery import discovery_dir, our_files
 from .processes import pid_alive
 from .protocol import CLOSE_DIFF, OPEN_DIFF
 
@@ -68,19 +68,9 @@ class Endpoint:
 
 def read_endpoints(directory: str) -> list[Endpoint]:
     """Every usable discovery file in `directory`, live PIDs first, then larger PIDs."""
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return []
     found: list[Endpoint] = []
-    for name in names:
-        match = FILE_PATTERN.match(name)
-        if not match:
-            continue
-        path = os.path.join(directory, name)
+    for path, pid, _port in our_files(directory):
         try:
-            if sys.platform != "win32" and os.stat(path).st_uid != os.getuid():
-                continue  # the CLI ignores files of other users, and so do we
             with open(path, encoding="utf-8") as handle:
                 payload = json.load(handle)
         except (OSError, ValueError):
@@ -94,7 +84,7 @@ def read_endpoints(directory: str) -> list[Endpoint]:
         token, workspace = payload.get("authToken"), payload.get("workspacePath")
         if not 0 < port < 65536 or not isinstance(token, str):
             continue
-        found.append(Endpoint(port, token, workspace if isinstance(workspace, str) else "", int(match.group(1)), path))
+        found.append(Endpoint(port, token, workspace if isinstance(workspace, str) else "", pid, path))
     found.sort(key=lambda e: (not pid_alive(e.pid), -e.pid))
     return found
 

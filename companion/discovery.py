@@ -15,7 +15,7 @@ import os
 import re
 import socket
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from .processes import pid_alive
 from .protocol import IDE_INFO
@@ -127,20 +127,8 @@ def sweep_stale(own_editor_pid: int, directory: str | None = None) -> list[str]:
     editor's PID whose port no longer accepts connections is stale too: it was left by an earlier
     plugin host of this same editor (a crash or a forced reload). Live files are never touched.
     """
-    directory = directory or discovery_dir()
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return []
     removed: list[str] = []
-    for name in names:
-        match = FILE_PATTERN.match(name)
-        if not match:
-            continue
-        path = os.path.join(directory, name)
-        pid, port = int(match.group(1)), int(match.group(2))
-        if not _owned_by_us(path):
-            continue
+    for path, pid, port in our_files(directory or discovery_dir()):
         if pid_alive(pid) and not (pid == own_editor_pid and not _port_answers(port)):
             continue
         try:
@@ -149,6 +137,22 @@ def sweep_stale(own_editor_pid: int, directory: str | None = None) -> list[str]:
         except OSError as exc:
             log.debug("could not remove stale discovery file %s: %s", path, exc)
     return removed
+
+
+def our_files(directory: str) -> Iterator[tuple[str, int, int]]:
+    """(path, editor PID, port) of every discovery file in `directory` that belongs to this user.
+
+    Gemini CLI ignores other users' files, and so do we: we neither connect to them nor delete them.
+    """
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        match = FILE_PATTERN.match(name)
+        path = os.path.join(directory, name)
+        if match and _owned_by_us(path):
+            yield path, int(match.group(1)), int(match.group(2))
 
 
 def _owned_by_us(path: str) -> bool:

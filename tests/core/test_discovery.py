@@ -195,6 +195,21 @@ def test_sweep_removes_our_own_editors_file_whose_port_is_dead_but_keeps_a_live_
         listener.close()
 
 
+@posix_only
+def test_another_users_files_are_never_swept_nor_connected_to(tmp_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from companion.bridge import read_endpoints
+
+    directory = str(tmp_path)
+    theirs = discovery.write(dead_pid(), 1111, [directory], "their-token", directory)
+    if os.geteuid() == 0:
+        os.chown(theirs, 65534, 65534)  # a real file of another user ("nobody")
+    else:
+        monkeypatch.setattr(os, "getuid", lambda: os.stat(theirs).st_uid + 1)  # we become another user
+    assert discovery.sweep_stale(os.getpid(), directory) == []
+    assert os.path.exists(theirs)
+    assert read_endpoints(directory) == []
+
+
 def test_sweep_of_a_missing_directory_is_harmless(tmp_path: str) -> None:
     assert discovery.sweep_stale(os.getpid(), os.path.join(str(tmp_path), "absent")) == []
 
