@@ -6,36 +6,42 @@ import sublime
 import sublime_plugin
 
 from .lifecycle import registry
-from .review_ui import ReviewViews
+from .review_ui import ReviewViews, WindowReviews
+
+
+def _reviews(window: sublime.Window | None) -> WindowReviews | None:
+    """The reviews of `window`, while the companion runs there."""
+    reg = registry()
+    state = reg.get(window) if reg is not None else None
+    return state.reviews if state is not None else None
 
 
 def _target(window: sublime.Window | None) -> ReviewViews | None:
-    reg = registry()
-    state = reg.get(window) if reg is not None else None
-    return state.reviews.target() if state is not None else None
+    reviews = _reviews(window)
+    return reviews.target() if reviews is not None else None
 
 
 class GeminiCompanionApplyCommand(sublime_plugin.WindowCommand):
     """Accept the focused review (or the newest one in this window) with the user's edits."""
 
     def run(self) -> None:
-        entry = _target(self.window)
-        reg = registry()
-        state = reg.get(self.window) if reg is not None else None
-        if entry is not None and state is not None:
-            state.reviews.accept(entry)
+        reviews = _reviews(self.window)
+        entry = reviews.target() if reviews is not None else None
+        if reviews is not None and entry is not None:
+            reviews.accept(entry)
 
     def is_enabled(self) -> bool:
         return _target(self.window) is not None
 
 
 class GeminiCompanionRejectCommand(sublime_plugin.WindowCommand):
+    """Reject the focused review (or the newest one in this window); nothing is written."""
+
     def run(self) -> None:
-        entry = _target(self.window)
-        reg = registry()
-        state = reg.get(self.window) if reg is not None else None
-        if entry is not None and state is not None:
-            state.reviews.reject(entry)
+        reviews = _reviews(self.window)
+        entry = reviews.target() if reviews is not None else None
+        if reviews is not None and entry is not None:
+            reviews.reject(entry)
 
     def is_enabled(self) -> bool:
         return _target(self.window) is not None
@@ -56,11 +62,10 @@ class GeminiCompanionSaveReviewCommand(sublime_plugin.TextCommand):
     """What Save does in a proposal view: accept the review."""
 
     def run(self, edit: sublime.Edit) -> None:
-        reg = registry()
-        state = reg.get(self.view.window()) if reg is not None else None
-        entry = state.reviews.for_view(self.view) if state is not None else None
-        if state is not None and entry is not None:
-            state.reviews.accept(entry)
+        reviews = _reviews(self.view.window())
+        entry = reviews.for_view(self.view) if reviews is not None else None
+        if reviews is not None and entry is not None:
+            reviews.accept(entry)
 
 
 class GeminiCompanionReplaceTextCommand(sublime_plugin.TextCommand):
