@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from companion.diffs import Review
 from companion.runtime import Runtime, WindowHandle
+from companion.workspace.settings import WorkspaceToolSettings, tool_factory
 from tests.scripted_editor import ScriptedEditor
 
 ACCEPT = "application/json, text/event-stream"
@@ -177,6 +179,45 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     handle.ready.result(30)
     try:
         yield Target(handle, editor, workspace, discovery_dir)
+    finally:
+        runtime.stop()
+
+
+SECRET = "SECRET-OUTSIDE-THE-WORKSPACE"
+
+
+class RejectingEditor(ScriptedEditor):
+    """A user who rejects every review at once: with this editor nothing may ever be written."""
+
+    async def show_review(self, review: Review) -> None:
+        await super().show_review(review)
+        review.reject()
+
+
+@pytest.fixture(scope="module")
+def tools_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+    """A window server with the workspace tools on `<root>/workspace`, beside `<root>/outside` that
+    holds SECRET (and, on POSIX, reached from the workspace by a symlink `out_link`). `ask_gemini`
+    is on, with a Gemini CLI program that does not exist: hostile prompts reach its argument
+    handling but start nothing."""
+    root = str(tmp_path_factory.mktemp("hostile-tools"))
+    workspace = os.path.join(root, "workspace")
+    outside = os.path.join(root, "outside")
+    os.makedirs(os.path.join(workspace, "src"))
+    os.makedirs(outside)
+    with open(os.path.join(workspace, "src", "main.py"), "w") as f:
+        f.write("print('hello')\n")
+    with open(os.path.join(outside, "secret.txt"), "w") as f:
+        f.write(SECRET + "\n")
+    if os.name != "nt":
+        os.symlink(outside, os.path.join(workspace, "out_link"))
+    settings = WorkspaceToolSettings(gemini_command=(os.path.join(root, "no-such-gemini"),), write_timeout_seconds=30)
+    runtime = Runtime(discovery_directory=os.path.join(root, "discovery"))
+    editor = RejectingEditor()
+    handle = runtime.open_window(editor, [workspace], tool_factory=tool_factory(settings))
+    handle.ready.result(30)
+    try:
+        yield Target(handle, editor, workspace, os.path.join(root, "discovery"))
     finally:
         runtime.stop()
 

@@ -6,13 +6,17 @@ ones). Every request must get a 4xx or a JSON-RPC error -- or, for the rare gene
 that is actually valid, its normal answer; JSON-RPC notifications and responses get the 202 with
 no body that the MCP transport prescribes. Never a 5xx, never traceback text, and afterwards the
 server still serves, the fuzzing session still works, no error was logged and nothing was written
-to the workspace or the discovery folder. About 10 500 cases in all.
+to the workspace or the discovery folder. A second server offers the workspace tools beside a folder
+outside its workspace, with a user who rejects every review: no call shows what is outside, offers a
+review of a path outside, or writes anything. About 12 000 cases in all.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import random
 import string
 import time
@@ -29,6 +33,7 @@ from tests.hostile.conftest import (
     ACCEPT,
     PROTOCOL,
     RESET,
+    SECRET,
     TRACEBACK_MARKERS,
     RawHttp,
     Reply,
@@ -167,9 +172,11 @@ def server_errors() -> Iterator[list[logging.LogRecord]]:
         root.removeHandler(handler)
 
 
-@pytest.fixture
-def checker(target: Target, server_errors: list[logging.LogRecord]) -> Iterator[Checker]:
-    before = snapshot(target.workspace), snapshot(target.discovery_dir)
+@contextlib.contextmanager
+def checked(target: Target, server_errors: list[logging.LogRecord], watched: list[str]) -> Iterator[Checker]:
+    """A Checker on `target`; afterwards the session and the server still work, nothing under
+    `watched` changed, and no unexpected error was logged."""
+    before = [snapshot(path) for path in watched]
     errors_before = len(server_errors)
     checker = Checker(target)
     yield checker
@@ -178,9 +185,22 @@ def checker(target: Target, server_errors: list[logging.LogRecord]) -> Iterator[
     finally:
         checker.http.close()
     target.assert_serving()
-    assert (snapshot(target.workspace), snapshot(target.discovery_dir)) == before, "something was written"
+    assert [snapshot(path) for path in watched] == before, "something was written"
     unexpected = [r for r in server_errors[errors_before:] if not _client_went_away(r)]
     assert not unexpected, [r.getMessage() for r in unexpected]
+
+
+@pytest.fixture
+def checker(target: Target, server_errors: list[logging.LogRecord]) -> Iterator[Checker]:
+    with checked(target, server_errors, [target.workspace, target.discovery_dir]) as checker:
+        yield checker
+
+
+@pytest.fixture
+def tools_checker(tools_target: Target, server_errors: list[logging.LogRecord]) -> Iterator[Checker]:
+    # The workspace's parent holds the workspace, the folder outside it and the discovery folder.
+    with checked(tools_target, server_errors, [os.path.dirname(tools_target.workspace)]) as checker:
+        yield checker
 
 
 def _client_went_away(record: logging.LogRecord) -> bool:
@@ -362,6 +382,80 @@ def test_tool_calls_with_hostile_arguments_fail_cleanly_and_write_nothing(checke
                 assert set(json.loads(result["content"][0]["text"])) == {"content"}
 
     run(2000, tool_calls(), case)
+
+
+WORKSPACE_PATHS = [
+    "src/main.py",
+    "{ws}/src/main.py",
+    "file://{ws}/src/main.py",
+    "new/folder/file.txt",
+    "src",
+    "out_link/secret.txt",
+    "out_link",
+    "../outside/secret.txt",
+    "src/../../outside/secret.txt",
+    "{outside}/secret.txt",
+    "file://{outside}/secret.txt",
+    "{outside}/new.txt",
+    "{ws}/../outside/secret.txt",
+]
+workspace_paths = st.sampled_from(WORKSPACE_PATHS)
+
+
+@st.composite
+def workspace_tool_calls(draw: st.DrawFn) -> dict[str, Any]:
+    name = draw(st.sampled_from(["list_files", "read_file", "write_file", "ask_gemini", "Read_File"]) | json_values)
+    arguments: Any
+    if draw(st.integers(0, 4)):
+        arguments = {}
+        if draw(st.integers(0, 3)):
+            arguments["path"] = draw(st.one_of(workspace_paths, workspace_paths, path_like, json_values))
+        if draw(st.integers(0, 2)):
+            arguments["content"] = draw(st.one_of(st.text(max_size=200), st.text(max_size=200), json_values))
+        if draw(st.booleans()):
+            arguments["recursive"] = draw(st.booleans() | json_values)
+        if draw(st.booleans()):
+            arguments["prompt"] = draw(st.text(max_size=200) | json_values)
+        arguments.update(draw(st.dictionaries(st.text(max_size=8), json_values, max_size=2)))
+    else:
+        arguments = draw(json_values)
+    params: dict[str, Any] = {"name": name}
+    if draw(st.integers(0, 5)):
+        params["arguments"] = arguments
+    return {"jsonrpc": "2.0", "id": draw(st.integers(0, 10**6)), "method": "tools/call", "params": params}
+
+
+def test_workspace_tool_calls_with_hostile_arguments_never_reach_outside_nor_write_unapproved(
+    tools_checker: Checker, tools_target: Target
+) -> None:
+    """The user rejects every review here, so nothing may be written at all; no call may show
+    what lies outside the workspace, nor offer a review of a path outside it."""
+    workspace = tools_target.workspace
+    outside = os.path.join(os.path.dirname(workspace), "outside")
+    inside = os.path.realpath(workspace) + os.sep
+    editor = tools_target.editor
+
+    def case(message: dict[str, Any]) -> None:
+        arguments = message["params"].get("arguments")
+        if isinstance(arguments, dict) and isinstance(arguments.get("path"), str):
+            arguments["path"] = arguments["path"].replace("{ws}", workspace).replace("{outside}", outside)
+        shown_before = len(editor.shown)
+        reply = tools_checker.post(json.dumps(message).encode("utf-8", "surrogatepass"))
+        if judge(reply) == "result":
+            assert SECRET.encode() not in reply.body, message
+            assert b"secret.txt" not in reply.body or json.loads(reply.body)["result"].get("isError"), message
+        for review, _proposal, _revision in editor.shown[shown_before:]:
+            assert os.path.realpath(review.file_path).startswith(inside), (message, review.file_path)
+
+    def call(name: str, **arguments: Any) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+
+    examples = [call("write_file", path=path, content="PWNED\n") for path in WORKSPACE_PATHS]
+    examples += [call("read_file", path=path) for path in WORKSPACE_PATHS]
+    examples += [call("list_files", recursive=True), call("ask_gemini", prompt="$(touch pwned)")]
+    run(1500, workspace_tool_calls(), case, *examples)
+    # The well-formed writes inside the workspace were offered for review (and rejected).
+    assert any(review.file_path.endswith("new/folder/file.txt") for review, _, _ in editor.shown)
 
 
 def test_huge_and_deeply_nested_values_are_refused_or_answered(checker: Checker) -> None:
