@@ -18,7 +18,8 @@ through `seq-000001.py` ... `seq-<burst>.py` at random short intervals; the 50 m
 some changes by design. Checked for every session: no error; the context sequence it received never
 goes backwards and ends at the final state; every `ide/diffAccepted` of every session arrived, with
 the right content, in the order each session caused them. RSS of the server process is measured
-after a warm-up round and after each round (after gc, once the sessions are gone).
+after a warm-up round and after each round (after gc, once the sessions are gone); memory counts as
+flat when the last round ends within --flat-mib of the first. Exits 1 unless all of that holds.
 
 Prints a JSON summary and a Markdown row; writes bench/results/load.json unless --quick/--json-only.
 """
@@ -357,6 +358,7 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=300, help="context changes during the run")
     parser.add_argument("--procs", type=int, default=4, help="client processes the sessions are spread over")
     parser.add_argument("--rounds", type=int, default=2, help="measured rounds (RSS is taken after each)")
+    parser.add_argument("--flat-mib", type=float, default=5.0, help="RSS growth across rounds still counted as flat")
     parser.add_argument("--json-only", action="store_true", help="print only the JSON summary")
     args = parser.parse_args()
     if args.quick:
@@ -395,6 +397,10 @@ def main() -> None:
                 "rss_growth_mib": rounds[-1]["rss_after_mib"] - rss_before / mib,
                 # Growth from the first measured round to the last: what a leak per round would show.
                 "rss_growth_after_first_round_mib": rounds[-1]["rss_after_mib"] - rounds[0]["rss_after_mib"],
+                # Memory is flat when a later round, just as big, leaves RSS where the first left it
+                # (the first round sets the allocator's high-water mark; a leak grows every round).
+                "memory_flat": len(rounds) < 2
+                or rounds[-1]["rss_after_mib"] - rounds[0]["rss_after_mib"] <= args.flat_mib,
                 "ok": all(
                     r["errors"] == 0
                     and r["contexts_final_missing"] == 0
@@ -406,6 +412,7 @@ def main() -> None:
                     for r in rounds
                 ),
             }
+            summary["ok"] = summary["ok"] and summary["memory_flat"]
         finally:
             runtime.stop()
     print(json.dumps(summary, indent=None if args.json_only else 2), flush=True)
