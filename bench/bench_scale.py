@@ -169,6 +169,9 @@ class AcceptingEditor:
     async def write_through_buffer(self, path: str, text: str) -> bool:
         return False
 
+    async def keep_unwritten(self, path: str, text: str, reason: str) -> None:
+        raise AssertionError(f"a benchmark write failed: {reason}")
+
 
 def make_tree(root: str, files: int) -> None:
     per_dir = 500

@@ -31,3 +31,8 @@ class Editor(Protocol):
         Returns False when the file is not open; the caller then writes the file itself.
         """
         ...
+
+    async def keep_unwritten(self, path: str, text: str, reason: str) -> None:
+        """The user accepted `text` for `path`, but it could not be written (`reason`): keep it where
+        the user can save it once the problem is fixed, and say so. Nothing the user typed is lost."""
+        ...

@@ -23,6 +23,7 @@ class ScriptedEditor:
         self.edits: dict[int, str] = {}  # review id -> text the user typed into the proposal
         self.buffers: dict[str, str] = {}  # path -> unsaved buffer text
         self.written: dict[str, str] = {}
+        self.kept: list[tuple[str, str, str]] = []  # (path, accepted text, why it was not written)
         self._changed = threading.Condition()  # the server's loop thread records, test threads wait
 
     def type_into(self, review: Review, text: str) -> None:
@@ -50,6 +51,9 @@ class ScriptedEditor:
             return False
         self.written[path] = text
         return True
+
+    async def keep_unwritten(self, path: str, text: str, reason: str) -> None:
+        self.kept.append((path, text, reason))
 
     # waiting (synchronous tests; never call these on the server's loop thread)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import os
 from dataclasses import dataclass, field
 
 import sublime
@@ -67,6 +68,27 @@ class SublimeEditor:
             return True
 
         return await on_main(write)
+
+    async def keep_unwritten(self, path: str, text: str, reason: str) -> None:
+        def keep() -> None:
+            window = self.reviews.window if self.reviews.window.is_valid() else sublime.active_window()
+            view = window.new_file()
+            view.set_name(f"{os.path.basename(path)} (not written)")
+            syntax = sublime.find_syntax_for_file(path)
+            if syntax is not None:
+                view.assign_syntax(syntax)
+            view.settings().set("default_dir", os.path.dirname(path))  # Save As starts beside the file
+            view.run_command("append", {"characters": text, "force": True, "scroll_to_end": False})
+            # Not a scratch view: closing it asks to save, like any unsaved work.
+            window.focus_view(view)
+            message = f"Gemini Companion: could not write {os.path.basename(path)}; the accepted text is in a new tab"
+            window.status_message(message)
+            log.warning("%s. %s Save that tab once the problem is fixed.", message, reason)
+
+        if self.reviews.detached:
+            log.warning("the accepted text for %s could not be written (%s) and its window is gone", path, reason)
+            return
+        await on_main(keep)
 
     def _open_view(self, path: str) -> sublime.View | None:
         """The file's view in this window, else in another window (main thread)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 from typing import Any
@@ -28,6 +29,8 @@ from .settings import (
 )
 from .textfile import encode, to_newline
 from .writing import existing_format, write_atomically
+
+log = logging.getLogger("gemini_companion")
 
 PATH_DESCRIPTION = (
     "An absolute path, a file:// URI, or a path relative to the window's folder (with several folders, "
@@ -234,7 +237,16 @@ class WorkspaceTools:
                 )
             size = await asyncio.to_thread(write_atomically, policy, target, text, fmt, argument)
         except WorkspaceError as exc:
-            raise ToolError(f"The user accepted the change, but it could not be written: {exc}") from None
+            kept = await self._keep_unwritten(target, text, str(exc))
+            raise ToolError(
+                f"The user accepted the change, but it could not be written: {exc}"
+                + (
+                    " The accepted text (with the user's edits) is open in the editor as an unsaved buffer; "
+                    "the user can save it once the problem is fixed. Do not send the change again unasked."
+                    if kept
+                    else ""
+                )
+            ) from None
         what = "created" if not target.exists else f"written ({fmt.description})"
         return _text(f"Accepted: the user accepted the change; {target.path} was {what}, {size} bytes.{edited}")
 
@@ -248,6 +260,15 @@ class WorkspaceTools:
                     f"the editor could not save {name} from its buffer: {exc or type(exc).__name__}"
                 ) from None
         return False
+
+    async def _keep_unwritten(self, target: Resolved, text: str, reason: str) -> bool:
+        """Hand the accepted text back to the editor so the user's work is not lost; True when it took it."""
+        try:
+            await asyncio.wait_for(self.server.editor.keep_unwritten(target.path, text, reason), 30)
+        except Exception as exc:
+            log.warning("could not keep the unwritten text of %s in the editor: %s", target.path, exc)
+            return False
+        return True
 
     # -- ask_gemini --
 

@@ -4,6 +4,7 @@ editor's review with the asking client's name."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from typing import Any
@@ -166,6 +167,40 @@ def test_write_file_to_a_file_not_open_is_atomic_and_rejecting_leaves_files_alon
             assert handle.read() == "original\n"
         assert os.stat(keep).st_mtime_ns == before
         assert not os.path.exists(os.path.join(workspace, "new"))
+    finally:
+        client.close()
+
+
+def test_an_accepted_write_the_disk_refuses_keeps_the_users_text_in_a_new_tab(
+    companion: Companion, workspace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(workspace, "notes.txt", "one\n")
+    window = control.new_window([workspace])
+    companion.load()
+    client = connect(window, companion)
+    try:
+        pending = start_tool(client, "write_file", {"path": "notes.txt", "content": "one\ntwo\n"})
+        proposal = proposal_view(window)
+        control.type_text(proposal, "# the user's own line\n")
+
+        def read_only_filesystem(*args: object) -> None:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+        monkeypatch.setattr(os, "replace", read_only_filesystem)  # the write's final rename fails
+        control.click_link(proposal, "accept")
+        result = client.result(pending)
+        monkeypatch.undo()
+        assert result.is_error
+        assert "could not be written" in text_of(result) and os.strerror(errno.EROFS) in text_of(result)
+        assert "unsaved buffer" in text_of(result)
+        with open(path, encoding="utf-8") as handle:
+            assert handle.read() == "one\n"  # the file is untouched
+        (kept,) = [v for v in window.views() if v.name() == "notes.txt (not written)"]
+        assert text(kept) == "# the user's own line\none\ntwo\n"  # the user's edit is not lost
+        assert kept.is_dirty() and not kept.is_scratch()  # closing it asks to save
+        assert kept.settings().get("default_dir") == workspace
+        assert window.active_view() == kept
+        assert any("could not write notes.txt" in m for m in control.status_messages())
     finally:
         client.close()
 

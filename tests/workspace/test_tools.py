@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import sys
 import time
@@ -119,6 +120,27 @@ async def test_the_users_edits_are_what_gets_written(window: WindowHandle, edito
     result = await write_and_decide(window, editor, {"path": target, "content": "new\n"}, user, "Claude Desktop")
     assert "edited your proposal" in text_of(result)
     assert read_bytes(target) == b"new\nand the user's line\n"
+
+
+async def test_an_accepted_text_the_disk_refuses_goes_back_to_the_editor(
+    window: WindowHandle, editor: ScriptedEditor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = os.path.join(window.folders[0], "full.txt")
+    write_bytes(target, b"old\n")
+
+    def full_disk(*args: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def user(review: Review) -> None:
+        monkeypatch.setattr(os, "fsync", full_disk)
+        review.accept("new\nand the user's line\n")
+
+    result = await write_and_decide(window, editor, {"path": target, "content": "new\n"}, user)
+    monkeypatch.undo()
+    assert result.is_error and os.strerror(errno.ENOSPC) in text_of(result), text_of(result)
+    assert read_bytes(target) == b"old\n"
+    ((path, text, reason),) = editor.kept
+    assert path == target and text == "new\nand the user's line\n" and os.strerror(errno.ENOSPC) in reason
 
 
 async def test_an_open_file_is_written_through_its_buffer(window: WindowHandle, editor: ScriptedEditor) -> None:
