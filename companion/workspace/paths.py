@@ -106,9 +106,13 @@ class PathPolicy:
             if self._containing_folder(requested, real=False) or self._containing_folder(requested):
                 raise WorkspaceError(
                     f"Refused {argument!r}: it is a symbolic link (or inside one) that points outside the "
-                    f"workspace, to {real}."
+                    f"workspace, to {real}. Only files inside the window's folders are served; to reach that "
+                    "file, the user can add its folder to the Sublime Text window (Project > Add Folder)."
                 )
-            raise WorkspaceError(f"Refused {argument!r}: it is outside the window's folders ({self._describe()}).")
+            raise WorkspaceError(
+                f"Refused {argument!r}: it is outside the window's folders ({self._describe()}). Use a path inside "
+                "them (list_files shows them), or ask the user to add that folder to the window."
+            )
         try:
             st = os.stat(real)
         except FileNotFoundError:
@@ -140,7 +144,9 @@ class PathPolicy:
         base, rest = self._base_for(raw)
         joined = os.path.normpath(os.path.join(base, rest))
         if not is_inside(joined, base):
-            raise WorkspaceError(f"Refused {argument!r}: '..' leads outside the workspace folder {base}.")
+            raise WorkspaceError(
+                f"Refused {argument!r}: '..' leads outside the workspace folder {base}. Use a path inside it."
+            )
         return joined
 
     def _base_for(self, raw: str) -> tuple[str, str]:
