@@ -106,6 +106,25 @@ def test_package_settings_set_limits_and_turn_tools_off_and_on(companion: Compan
         client.close()
 
 
+def test_the_shipped_read_limit_is_100_kb_for_files_and_unsaved_buffers(companion: Companion, workspace: str) -> None:
+    write(workspace, "at_limit.txt", "a" * 100 * 1024)
+    write(workspace, "over.txt", "b" * (100 * 1024 + 1))
+    edited = write(workspace, "edited.txt", "small\n")
+    window = control.new_window([workspace])
+    companion.load()  # no user settings: the package's own defaults apply
+    view = control.open_file(window, edited)
+    control.type_text(view, "c" * (100 * 1024))  # unsaved, and over the limit together with the file's text
+    client = connect(window, companion)
+    try:
+        assert text_of(call_tool(client, "read_file", {"path": "at_limit.txt"})) == "a" * 100 * 1024
+        over = call_tool(client, "read_file", {"path": "over.txt"})
+        assert over.is_error and "over the read limit of 100.0 KB" in text_of(over), text_of(over)
+        unsaved = call_tool(client, "read_file", {"path": "edited.txt"})
+        assert unsaved.is_error and "unsaved buffer" in text_of(unsaved) and "100.0 KB" in text_of(unsaved)
+    finally:
+        client.close()
+
+
 def test_write_file_review_names_the_client_and_accepting_saves_the_open_buffer_undoably(
     companion: Companion, workspace: str
 ) -> None:
