@@ -97,6 +97,23 @@ async def test_read_returns_the_unsaved_buffer_and_says_so(window: WindowHandle,
     assert text_of(saved) == "on disk\n" and len(saved.content) == 1
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="/dev and its character devices are POSIX")
+async def test_device_files_are_neither_read_nor_offered_for_writing(tmp_path: str, editor: ScriptedEditor) -> None:
+    runtime = Runtime(discovery_directory=os.path.join(str(tmp_path), "discovery"))
+    try:
+        handle = runtime.open_window(editor, ["/dev"], tool_factory=tool_factory(WorkspaceToolSettings()))
+        handle.ready.result(30)
+        async with connect(handle.url, handle.token) as client:
+            for device in ("null", "zero", "/dev/urandom"):
+                read = await client.session.call_tool("read_file", {"path": device})
+                write = await client.session.call_tool("write_file", {"path": device, "content": "x"})
+                for result in (read, write):
+                    assert result.is_error and "character device" in text_of(result), text_of(result)
+        assert editor.shown == []
+    finally:
+        runtime.stop()
+
+
 async def test_read_limit_is_a_clear_error(window: WindowHandle) -> None:
     write_bytes(os.path.join(window.folders[0], "big.txt"), b"x" * 1001)
     write_bytes(os.path.join(window.folders[0], "fits.txt"), b"x" * 1000)
