@@ -536,6 +536,9 @@ async def test_workspace_tools_refuse_every_escape(
             text = text_of(result)
             assert result.is_error, (template, text)
             assert "SECRET" not in text and "root:" not in text, (template, text)
+            # Refused by the path policy itself, not merely missing (a case trick on a case-sensitive
+            # disk would otherwise "pass" by not existing).
+            assert text.startswith(("Refused", "The path must be", "The argument 'path' must be")), (template, text)
     assert editor.shown == []  # nothing was even offered for review
     after = snapshot(root)
     assert {k: v for k, v in after.items() if not k.startswith("ide")} == {
