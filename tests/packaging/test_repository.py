@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import copy
 import importlib.metadata
 import io
@@ -43,6 +44,29 @@ def test_the_offline_checks_catch_what_would_break_an_install() -> None:
     assert "mcp on linux-x64: version 2.2.0, our pin is 2.3.0" in problems
     assert "pydantic-core: 0 releases for osx-x64, need exactly 1" in problems
     assert "uvicorn: needed (dependencies.json, not in the default channel) but not registered" in problems
+
+
+def test_the_online_check_catches_a_set_whose_pins_do_not_belong_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The consistency half of the online check, fed the real METADATA of every pinned wheel except
+    that pydantic now asks for another pydantic-core than the set pins."""
+    try:
+        L.check_reachable()
+    except L.Unreachable as exc:
+        pytest.skip(f"PyPI is unreachable: {exc}")
+    real = L.remote_wheel_metadata
+
+    def pydantic_wants_another_core(url: str) -> str:
+        text = real(url)
+        if "/pydantic-" in url and "/pydantic_core-" not in url:
+            text = re.sub(r"Requires-Dist: pydantic-core==[^\s;]+", "Requires-Dist: pydantic-core==0.0.1", text)
+        return text
+
+    monkeypatch.setattr(L, "remote_wheel_metadata", pydantic_wants_another_core)
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        problems = check_repository._check_consistency(L.read_json(L.REPOSITORY_JSON), pool)
+    assert problems, "an inconsistent set passed"
+    assert all("pydantic" in p and "requires pydantic-core==0.0.1" in p for p in problems), problems
+    assert {p.split(":")[0] for p in problems} == {f"on {platform}" for platform in L.PLATFORMS}
 
 
 def test_every_pinned_wheel_is_on_pypi_and_the_set_is_consistent() -> None:
