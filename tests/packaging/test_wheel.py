@@ -1,20 +1,31 @@
 """`pip install` of this repository, for the stdio bridge and the headless companion outside Sublime
-(Claude Desktop configurations point at the `gemini-companion` console script): the wheel carries
-every module they need, and the installed script serves a folder."""
+(Claude Desktop configurations can point at the `gemini-companion` console script): the wheel
+carries every module they need, and the installed script serves a folder and bridges a window."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import zipfile
+from dataclasses import dataclass
 
+import mcp_types as types
 import pytest
+from mcp.client import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from companion.discovery import discovery_dir
+from companion.headless import HeadlessEditor
+from companion.runtime import Runtime
+from companion.workspace.settings import WorkspaceToolSettings, tool_factory
 from tests.serve_process import ServeProcess
 from tools import libraries as L
+
+TOOLS = WorkspaceToolSettings()
 
 SUBLIME_ONLY = os.path.join("companion", "sublime_editor")
 
@@ -52,34 +63,41 @@ def test_the_wheel_holds_every_module_but_the_sublime_adapter(wheel: str) -> Non
     assert packed == expected
 
 
-def test_the_installed_console_script_serves_a_folder_and_offers_the_bridge(wheel: str, tmp_path: str) -> None:
+@dataclass
+class Installed:
+    script: str  # the gemini-companion console script
+    env: dict[str, str]  # only the installed copy of the package is importable, not the checkout
+    tmpdir: str
+
+
+@pytest.fixture
+def installed(wheel: str, tmp_path: str) -> Installed:
+    """The wheel installed with pip into a fresh folder. The libraries come from the interpreter the
+    script names, as after `pip install` into any environment."""
     site = os.path.join(str(tmp_path), "site")
     install = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-deps", "--target", site]
     result = subprocess.run([*install, wheel], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     scripts = os.path.join(site, "Scripts" if os.name == "nt" else "bin")
     script = os.path.join(scripts, "gemini-companion.exe" if os.name == "nt" else "gemini-companion")
-    # Only the installed copy of the package is importable (not the checkout); the libraries come
-    # from the interpreter the script names, as after `pip install` into any environment.
-    env = {**os.environ, "PYTHONPATH": site, "TMPDIR": str(tmp_path)}
-    cwd = str(tmp_path)
-
+    tmpdir = os.path.join(str(tmp_path), "tmp")
+    os.makedirs(tmpdir)
+    env = {**os.environ, "PYTHONPATH": site, "TMPDIR": tmpdir, "PYTHONUNBUFFERED": "1"}
     where = subprocess.run(
-        [sys.executable, "-c", "import companion; print(companion.__file__)"], env=env, cwd=cwd, capture_output=True
+        [sys.executable, "-c", "import companion; print(companion.__file__)"], env=env, cwd=tmpdir, capture_output=True
     )
     assert where.stdout.decode().startswith(site), where
+    return Installed(script, env, tmpdir)
 
-    bridge = subprocess.run([script, "bridge", "--help"], env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
-    assert bridge.returncode == 0, bridge.stderr
-    assert "--workspace" in bridge.stdout
 
+def test_the_installed_console_script_serves_a_folder(installed: Installed, tmp_path: str) -> None:
     workspace = os.path.join(str(tmp_path), "project")
     os.makedirs(workspace)
     serve = ServeProcess(
         subprocess.Popen(
-            [script, "serve", "--workspace", workspace, "--diff-policy", "reject"],
-            env=env,
-            cwd=cwd,
+            [installed.script, "serve", "--workspace", workspace, "--diff-policy", "reject"],
+            env=installed.env,
+            cwd=installed.tmpdir,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -96,3 +114,36 @@ def test_the_installed_console_script_serves_a_folder_and_offers_the_bridge(whee
             assert not os.path.exists(discovery_file)
     finally:
         serve.stop()
+
+
+def test_the_installed_console_script_bridges_a_window_for_a_stdio_client(installed: Installed, tmp_path: str) -> None:
+    """What a Claude Desktop configuration with `gemini-companion bridge` does: find the window of
+    the current folder, then list, read and (approved) write through it."""
+    workspace = os.path.realpath(os.path.join(str(tmp_path), "project"))
+    os.makedirs(workspace)
+    with open(os.path.join(workspace, "hello.txt"), "w") as handle:
+        handle.write("hello\n")
+    runtime = Runtime(discovery_directory=discovery_dir({"TMPDIR": installed.tmpdir}))
+    try:
+        window = runtime.open_window(HeadlessEditor("accept"), [workspace], tool_factory=tool_factory(TOOLS))
+        window.ready.result(30)
+        params = StdioServerParameters(command=installed.script, args=["bridge"], env=installed.env, cwd=workspace)
+
+        async def use_the_bridge() -> list[str]:
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                results = [
+                    await session.call_tool("list_files", {"recursive": True}),
+                    await session.call_tool("read_file", {"path": "hello.txt"}),
+                    await session.call_tool("write_file", {"path": "new/made.txt", "content": "made\n"}),
+                ]
+            texts = ["".join(b.text for b in r.content if isinstance(b, types.TextContent)) for r in results]
+            assert not any(r.is_error for r in results), texts
+            return texts
+
+        listed, read, written = asyncio.run(use_the_bridge())
+    finally:
+        runtime.stop()
+    assert listed.splitlines() == ["hello.txt"] and read == "hello\n" and written.startswith("Accepted"), written
+    with open(os.path.join(workspace, "new", "made.txt")) as handle:
+        assert handle.read() == "made\n"
