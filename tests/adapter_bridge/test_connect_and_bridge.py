@@ -26,6 +26,7 @@ from tests.adapter_bridge.conftest import (
     write,
 )
 from tests.sublime_fake import control, sublime
+from tests.workspace.standin import install
 
 PACKAGE_SETTINGS = "Gemini Companion.sublime-settings"
 REPO_ROOT = control.REPO_ROOT
@@ -164,3 +165,50 @@ def test_claude_desktop_config_drives_the_bridge_against_the_window(
         assert handle.read() == "keep\n"
     with open(outside, encoding="utf-8") as handle:
         assert handle.read() == "outside\n"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symbolic links and FIFOs are made with POSIX calls here")
+def test_through_the_bridge_every_escape_is_refused_and_ask_gemini_answers(
+    companion: Companion,
+    workspace: str,
+    stdio_clients: Callable[[StdioServerParameters], ThreadedStdio],
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    outside_dir = os.path.join(str(tmp_path), "outside")
+    outside = write(outside_dir, "outside.txt", "outside\n")
+    os.symlink(outside, os.path.join(workspace, "link_out"))
+    os.symlink(outside_dir, os.path.join(workspace, "dir_out"))
+    os.mkfifo(os.path.join(workspace, "pipe"))
+    monkeypatch.setenv("STANDIN_LOG", os.path.join(str(tmp_path), "standin.jsonl"))
+    monkeypatch.setenv("STANDIN_PIDS", os.path.join(str(tmp_path), "pids"))
+    gemini = install(os.path.join(str(tmp_path), "bin"))
+    control.user_settings(PACKAGE_SETTINGS, {"bridge_python": sys.executable, "gemini_command": gemini})
+    window = control.new_window([workspace])
+    companion.load()
+    companion.ready(window)
+    _name, entry = desktop_entry(checked(connect_view(window)))
+    client = stdio_clients(
+        StdioServerParameters(command=entry["command"], args=entry["args"], env=entry["env"], cwd=str(tmp_path))
+    )
+    escapes = {
+        "../outside/outside.txt": "'..' leads outside",
+        outside: "outside the window's folders",
+        "file://" + outside: "outside the window's folders",
+        "link_out": "symbolic link",
+        "dir_out/outside.txt": "symbolic link",
+        "dir_out/new.txt": "symbolic link",
+        "pipe": "FIFO",
+    }
+    for path, reason in escapes.items():
+        for tool, arguments in (("read_file", {"path": path}), ("write_file", {"path": path, "content": "PWNED\n"})):
+            result = client.call_tool(tool, arguments)
+            assert result.is_error and reason in text_of(result), (tool, path, text_of(result))
+            assert "outside\n" not in text_of(result)
+    assert not [v for v in window.views() if v.settings().get("gemini_companion.role")]  # no review was offered
+    assert sorted(os.listdir(outside_dir)) == ["outside.txt"]
+    with open(outside, encoding="utf-8") as handle:
+        assert handle.read() == "outside\n"
+
+    answer = client.call_tool("ask_gemini", {"prompt": "hello"})
+    assert not answer.is_error and text_of(answer) == "echo: hello", text_of(answer)
