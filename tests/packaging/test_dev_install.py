@@ -77,6 +77,27 @@ def test_installs_the_exact_set_pinned_in_repository_json_and_links_the_package(
     assert os.path.samefile(link, REPO)
 
 
+@pytest.mark.parametrize(("platform", "compiled"), [("windows-x64", ".cp314-win_amd64.pyd"), ("osx-x64", "-darwin.so")])
+def test_installs_another_platforms_set_for_a_contributor_on_that_platform(
+    tmp_path: str, platform: str, compiled: str
+) -> None:
+    """--platform picks that platform's wheels: those of repository.json, at that platform's versions
+    (cryptography 48.0.1 on Intel Macs), with that platform's compiled modules."""
+    data = os.path.join(str(tmp_path), "Sublime Text")
+    result = run_tool("--data", data, "--platform", platform)
+    lib = os.path.join(data, "Lib", "python314")
+    pins = L.runtime_pins()
+    assert dist_infos(lib) == {L.canonical(n): L.version_for(n, platform, pins) for n in L.dependencies()}
+    chosen = {line.split(" ", 1)[1] for line in result.stdout.splitlines() if line.startswith("installed ")}
+    repo = L.read_json(L.REPOSITORY_JSON)
+    pinned = {
+        r["url"].rsplit("/", 1)[1] for lib_ in repo["libraries"] for r in lib_["releases"] if platform in r["platforms"]
+    }
+    assert pinned <= chosen and len(chosen) == len(L.dependencies())
+    core = os.listdir(os.path.join(lib, "pydantic_core"))
+    assert any(name.startswith("_pydantic_core") and name.endswith(compiled) for name in core), core
+
+
 def test_an_unpacked_set_imports_the_server_stack(tmp_path: str) -> None:
     """Unpacked for this interpreter (the host's 3.14 is not here), the folder alone imports the stack."""
     data = os.path.join(str(tmp_path), "data")
