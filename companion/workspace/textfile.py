@@ -57,12 +57,15 @@ def decode(data: bytes, name: str = "the file") -> tuple[str, TextFormat]:
     head = data[:_SNIFF]
     if b"\x00" in head or len(_CONTROL.findall(head)) > max(8, len(head) // 10):
         raise BinaryFile(f"{name} is a binary file; read_file only returns text.")
-    try:
-        text = data.decode("utf-8")
-        encoding = "utf-8"
-    except UnicodeDecodeError:
-        text = data.decode("latin-1")
-        encoding = "latin-1"
+    # Not UTF-8: an 8-bit file. Windows-1252 first, as Sublime Text's default fallback_encoding
+    # (so "€" reads as "€", not as a control character); Latin-1 when a byte has no Windows-1252
+    # meaning. Both decode byte for byte, so writing back keeps every untouched byte as it was.
+    for encoding in ("utf-8", "cp1252", "latin-1"):
+        try:
+            text = data.decode(encoding)
+            break
+        except UnicodeDecodeError:
+            continue
     return text, TextFormat(encoding, b"", dominant_newline(text))
 
 

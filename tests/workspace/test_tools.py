@@ -174,11 +174,13 @@ async def test_an_open_file_is_written_through_its_buffer(window: WindowHandle, 
     ("stored", "expected"),
     [
         ("é\r\n".encode("utf-8-sig"), "ü\r\nz\r\n".encode("utf-8-sig")),
-        ("é\n".encode("latin-1"), "ü\nz\n".encode("latin-1")),
+        ("é\n".encode("cp1252"), "ü\nz\n".encode("cp1252")),
+        ("€ 5\n".encode("cp1252"), "ü\nz\n".encode("cp1252")),
+        (b"\x81\xe9\n", "ü\nz\n".encode("latin-1")),  # 0x81 has no Windows-1252 meaning: Latin-1
         ("é\r\n".encode("utf-16"), "ü\r\nz\r\n".encode("utf-16")),
         (b"mac\rline\r", "ü\rz\r".encode()),
     ],
-    ids=["utf8-bom-crlf", "latin1", "utf16-bom", "cr"],
+    ids=["utf8-bom-crlf", "windows-1252", "windows-1252-euro", "latin1", "utf16-bom", "cr"],
 )
 async def test_accepted_writes_keep_encoding_bom_and_line_endings(
     window: WindowHandle, editor: ScriptedEditor, stored: bytes, expected: bytes
@@ -198,12 +200,28 @@ async def test_accepted_writes_keep_encoding_bom_and_line_endings(
 async def test_text_the_encoding_cannot_hold_is_refused_before_asking(
     window: WindowHandle, editor: ScriptedEditor
 ) -> None:
-    target = os.path.join(window.folders[0], "latin.txt")
-    write_bytes(target, "é\n".encode("latin-1"))
+    target = os.path.join(window.folders[0], "legacy.txt")
+    write_bytes(target, "é\n".encode("cp1252"))
     async with connect(window.url, window.token) as client:
-        result = await client.session.call_tool("write_file", {"path": "latin.txt", "content": "😀\n"})
-    assert result.is_error and "latin-1" in text_of(result)
-    assert editor.shown == [] and read_bytes(target) == "é\n".encode("latin-1")
+        result = await client.session.call_tool("write_file", {"path": "legacy.txt", "content": "😀\n"})
+        read = await client.session.call_tool("read_file", {"path": "legacy.txt"})
+    assert result.is_error and "cp1252" in text_of(result)
+    assert editor.shown == [] and read_bytes(target) == "é\n".encode("cp1252")
+    assert text_of(read) == "é\n"
+
+
+async def test_a_windows_1252_file_reads_and_takes_its_own_characters(
+    window: WindowHandle, editor: ScriptedEditor
+) -> None:
+    target = os.path.join(window.folders[0], "prices.txt")
+    write_bytes(target, "price: 5 € – “net”\r\n".encode("cp1252"))
+    async with connect(window.url, window.token) as client:
+        read = await client.session.call_tool("read_file", {"path": "prices.txt"})
+    assert text_of(read) == "price: 5 € – “net”\r\n", repr(text_of(read))
+    arguments = {"path": "prices.txt", "content": "price: 6 € — “gross”\n"}
+    result = await write_and_decide(window, editor, arguments, lambda r: r.accept(r.proposal))
+    assert "cp1252" in text_of(result), text_of(result)
+    assert read_bytes(target) == "price: 6 € — “gross”\r\n".encode("cp1252")
 
 
 async def test_no_decision_before_the_timeout_is_a_rejection(
