@@ -60,13 +60,19 @@ def decode(data: bytes, name: str = "the file") -> tuple[str, TextFormat]:
     # Not UTF-8: an 8-bit file. Windows-1252 first, as Sublime Text's default fallback_encoding
     # (so "€" reads as "€", not as a control character); Latin-1 when a byte has no Windows-1252
     # meaning. Both decode byte for byte, so writing back keeps every untouched byte as it was.
-    for encoding in ("utf-8", "cp1252", "latin-1"):
-        try:
-            text = data.decode(encoding)
-            break
-        except UnicodeDecodeError:
-            continue
-    return text, TextFormat(encoding, b"", dominant_newline(text))
+    for encoding in ("utf-8", "cp1252"):
+        text = _decoded(data, encoding)
+        if text is not None:
+            return text, TextFormat(encoding, b"", dominant_newline(text))
+    text = data.decode("latin-1")  # every byte is a Latin-1 character
+    return text, TextFormat("latin-1", b"", dominant_newline(text))
+
+
+def _decoded(data: bytes, encoding: str) -> str | None:
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError:
+        return None
 
 
 def dominant_newline(text: str) -> str | None:
