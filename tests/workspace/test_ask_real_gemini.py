@@ -25,7 +25,9 @@ def gemini(tmp_path: str, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], s
     if node is None or not os.path.isfile(GEMINI_JS):
         pytest.skip("the real Gemini CLI is not installed (run `python3 dev.py test`, which installs it)")
     home = make_gemini_home(os.path.join(str(tmp_path), "home"))
-    for name, value in {"HOME": home, "GEMINI_CLI_HOME": home, "GEMINI_API_KEY": "fake"}.items():
+    tmpdir = os.path.join(str(tmp_path), "tmp")  # where the CLI writes its error reports (os.tmpdir())
+    os.makedirs(tmpdir)
+    for name, value in {"HOME": home, "GEMINI_CLI_HOME": home, "GEMINI_API_KEY": "fake", "TMPDIR": tmpdir}.items():
         monkeypatch.setenv(name, value)
     for name in ("CI", "GITHUB_ACTIONS"):
         monkeypatch.delenv(name, raising=False)
