@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import base64
+import hmac
+import secrets
 import socket
 
 import httpx2
 import psutil
 import pytest
 
-from companion.runtime import WindowHandle
+from companion import security
+from companion.runtime import Runtime, WindowHandle
 from companion.security import MAX_BODY_BYTES, RequestGuard
+from tests.scripted_editor import ScriptedEditor
 
 INIT = {
     "jsonrpc": "2.0",
@@ -197,3 +202,38 @@ def test_guard_alone_refuses(headers: list[tuple[bytes, bytes]], status: int) ->
 
 def test_guard_alone_serves_only_the_mcp_path() -> None:
     assert guard_status(GOOD, path="/other") == 404
+
+
+def test_each_window_gets_its_own_token_of_at_least_128_random_bits(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    drawn: list[int] = []
+    real = secrets.token_urlsafe
+
+    def spy(nbytes: int | None = None) -> str:
+        drawn.append(nbytes or 32)
+        return real(nbytes)
+
+    monkeypatch.setattr(secrets, "token_urlsafe", spy)
+    handles = [runtime.open_window(ScriptedEditor(), []) for _ in range(3)]
+    for handle in handles:
+        handle.ready.result(30)
+    tokens = [h.token for h in handles]
+    assert len(set(tokens)) == 3
+    assert drawn and min(drawn) >= 16  # from the OS's CSPRNG, 128 bits or more
+    for token in tokens:
+        assert len(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))) >= 16
+
+
+def test_the_token_is_compared_in_constant_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    compared: list[tuple[bytes, bytes]] = []
+    real = hmac.compare_digest
+
+    def spy(a: bytes, b: bytes) -> bool:
+        compared.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(security.hmac, "compare_digest", spy)
+    assert guard_status(GOOD) == 200
+    assert guard_status([(b"host", b"127.0.0.1:4000"), (b"authorization", b"Bearer wrong")]) == 401
+    assert compared == [(b"Bearer secret", b"Bearer secret"), (b"Bearer wrong", b"Bearer secret")]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import time
 from typing import Any
 
 import anyio
@@ -186,6 +188,27 @@ async def test_a_burst_of_changes_is_debounced_into_one_update_with_the_final_st
     assert [f["path"] for f in final["workspaceState"]["openFiles"]] == [f"/w/burst-{i}.py" for i in range(19, 9, -1)]
 
 
+async def test_an_update_goes_out_50_ms_after_the_last_change_never_sooner(window: WindowHandle) -> None:
+    async with connect(window.url, window.token) as client:
+        await client.wait_for("ide/contextUpdate")
+        await anyio.sleep(0.3)
+        before = len(client.received)
+        changes: list[float] = []
+        for i in range(15):  # a change every ~20 ms: never the 50 ms pause a trailing debounce waits for
+            window.context.activate(f"/w/steady-{i}.py")
+            changes.append(time.monotonic())
+            await anyio.sleep(0.02)
+        await client.wait_for("ide/contextUpdate", lambda p: active_path(p) == "/w/steady-14.py")
+        await anyio.sleep(0.3)
+    updates = [r.at for r in client.received[before:] if r.method == "ide/contextUpdate"]
+    pauses = sum(1 for a, b in itertools.pairwise(changes) if b - a >= 0.05)  # a stalled machine makes some
+    assert 1 <= len(updates) <= pauses + 1, (updates, changes)
+    for at in updates:
+        last_change = max(c for c in changes if c <= at)
+        assert at - last_change >= 0.045, f"an update {1000 * (at - last_change):.1f} ms after a change"
+    assert updates[-1] - changes[-1] <= 0.5, f"the final update came {updates[-1] - changes[-1]:.2f} s late"
+
+
 async def test_an_unchanged_context_is_not_sent_again(window: WindowHandle) -> None:
     async with connect(window.url, window.token) as client:
         window.context.activate("/w/same.py", Position(1, 1))
@@ -207,6 +230,19 @@ async def test_a_payload_the_cli_would_reject_is_never_sent(window: WindowHandle
         assert len(client.of("ide/contextUpdate")) == count
         window.context.activate("/w/good.py", Position(1, 1))
         good = await client.wait_for("ide/contextUpdate", lambda p: active_path(p) == "/w/good.py")
+    assert good["workspaceState"]["openFiles"][0]["cursor"] == {"line": 1, "character": 1}
+
+
+async def test_the_context_sent_when_a_stream_opens_is_validated_too(window: WindowHandle) -> None:
+    window.context.activate("/w/bad.py", Position(0, 0))  # invalid before anyone listens
+    await anyio.sleep(0.2)
+    async with connect(window.url, window.token) as client:
+        await anyio.sleep(0.3)
+        sent = client.of("ide/contextUpdate")
+        window.context.activate("/w/good.py", Position(1, 1))
+        good = await client.wait_for("ide/contextUpdate", lambda p: active_path(p) == "/w/good.py")
+    cursors = [f.get("cursor") for p in sent for f in p["workspaceState"]["openFiles"]]
+    assert {"line": 0, "character": 0} not in cursors, sent
     assert good["workspaceState"]["openFiles"][0]["cursor"] == {"line": 1, "character": 1}
 
 
