@@ -31,10 +31,21 @@ def main(argv: list[str]) -> int:
     command, rest = argv[0], argv[1:]
     if command == "serve":
         python = ensure_venv("runtime.txt")
-        return subprocess.call([python, "-m", "companion", "serve", *rest], cwd=os.getcwd(), env=_env())
+        return run_until_done([python, "-m", "companion", "serve", *rest])
     python = ensure_venv("dev.txt")
     ensure_node_modules()
     return run_tests(python, rest)
+
+
+def run_until_done(cmd: list[str]) -> int:
+    """Run `cmd` and return its exit code. Ctrl-C reaches the whole foreground process group, so the
+    child gets it too and cleans up; this process only waits for it (no traceback of its own)."""
+    child = subprocess.Popen(cmd, cwd=os.getcwd(), env=_env())
+    while True:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:
+            continue
 
 
 def run_tests(python: str, pytest_args: list[str]) -> int:

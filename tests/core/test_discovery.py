@@ -24,6 +24,7 @@ posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissio
         ({"TMP": "/from-tmp"}, "/from-tmp"),
         ({"TEMP": "/from-temp"}, "/from-temp"),
         ({"TMPDIR": "", "TMP": "/second"}, "/second"),
+        ({"TMP": "/tmp-first", "TEMP": "/temp-second"}, "/tmp-first"),  # Node: TMP before TEMP (Python: TEMP)
         ({}, "/tmp"),
         ({"TMPDIR": "/"}, "/"),
     ],
@@ -39,6 +40,8 @@ def test_tmpdir_follows_node_on_posix(env: dict[str, str], expected: str) -> Non
         ({"TMP": "D:\\tmp"}, "D:\\tmp"),
         ({"TEMP": "C:\\"}, "C:\\"),  # a drive root keeps its backslash
         ({"SystemRoot": "C:\\Windows"}, "C:\\Windows\\temp"),
+        ({"windir": "C:\\WINNT"}, "C:\\WINNT\\temp"),
+        ({"TEMP": "C:\\temp-first", "TMP": "C:\\tmp-second"}, "C:\\temp-first"),  # TEMP before TMP here
     ],
 )
 def test_tmpdir_follows_node_on_windows(env: dict[str, str], expected: str) -> None:

@@ -22,15 +22,20 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 @contextmanager
-def serve(tmp_path: str, workspace: str, policy: str, stdin: bool = False) -> Iterator[ServeProcess]:
+def serve(
+    tmp_path: str, workspace: str | None, policy: str, stdin: bool = False, cwd: str | None = None
+) -> Iterator[ServeProcess]:
+    """`python -m companion serve` on `workspace`, or with no --workspace (then in `cwd`)."""
     env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"}
+    folder = ["--workspace", workspace] if workspace is not None else []
     process = subprocess.Popen(
-        [sys.executable, "-m", "companion", "serve", "--workspace", workspace, "--diff-policy", policy],
+        [sys.executable, "-m", "companion", "serve", *folder, "--diff-policy", policy],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
         text=True,
         env=env,
+        cwd=cwd,
     )
     server = ServeProcess(process)
     try:
@@ -46,6 +51,45 @@ def endpoint(tmp_path: str) -> tuple[str, str, str]:
     with open(path) as f:
         payload = json.load(f)
     return path, f"http://127.0.0.1:{payload['port']}/mcp", payload["authToken"]
+
+
+def test_serve_without_a_workspace_serves_the_current_folder(tmp_path: str, workspace: str) -> None:
+    """README's first command: `python3 dev.py serve` in a project folder."""
+    with serve(tmp_path, None, "reject", cwd=workspace) as server:
+        server.expect("Discovery file:")
+        path, _url, _token = endpoint(tmp_path)
+        with open(path) as f:
+            assert json.load(f)["workspacePath"] == os.path.realpath(workspace)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Ctrl-C to a process group is POSIX here")
+def test_the_readme_serve_command_serves_the_current_folder_until_ctrl_c(tmp_path: str, workspace: str) -> None:
+    """`python3 dev.py serve` as the README gives it, in a project folder; Ctrl-C reaches the whole
+    foreground process group, as a terminal sends it."""
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, os.path.join(ROOT, "dev.py"), "serve", "--diff-policy", "reject"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        cwd=workspace,
+        start_new_session=True,
+    )
+    server = ServeProcess(process)
+    try:
+        server.expect("Discovery file:", timeout=300)  # the first run may install the runtime pins
+        path, _url, _token = endpoint(tmp_path)
+        with open(path) as f:
+            assert json.load(f)["workspacePath"] == os.path.realpath(workspace)
+        os.killpg(process.pid, signal.SIGINT)
+        server.expect("the discovery file was removed")
+        assert process.wait(30) == 0, "".join(server.output)
+    finally:
+        server.stop()
+    assert not os.path.exists(path)
+    assert "Traceback" not in "".join(server.output), "".join(server.output)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery to a child differs on Windows")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import psutil
 import pytest
 
-from companion.runtime import Runtime, RuntimeStopped, WindowHandle
+from companion.runtime import THREAD_NAME, Runtime, RuntimeStopped, WindowHandle
 from companion.server import ToolSpec
 from tests.mcp_client import connect
 from tests.scripted_editor import ScriptedEditor
@@ -51,6 +51,16 @@ class HeldClient:
             except RuntimeError:
                 pass
         self.thread.join(10)
+
+
+def test_five_window_servers_share_one_thread_and_one_loop(runtime: Runtime, tmp_path: str) -> None:
+    before = set(threading.enumerate())
+    handles = [runtime.open_window(ScriptedEditor(), [str(tmp_path)]) for _ in range(5)]
+    for handle in handles:
+        handle.ready.result(30)
+    started = [t for t in set(threading.enumerate()) - before if not t.name.startswith("asyncio")]  # not to_thread's
+    assert [t.name for t in started] == [THREAD_NAME]
+    assert len({h.port for h in handles}) == 5
 
 
 def test_windows_opened_from_many_threads_each_get_a_server_and_a_discovery_file(
