@@ -2,38 +2,63 @@
 
 Sublime reloads this file when the package changes; our submodules are dropped from `sys.modules`
 first so a reload or upgrade runs the new code, never a mix of old and new.
+
+This file stays in Python 3.3 syntax (no f-strings, no annotations): a build older than 4205 has no
+Python 3.14 plugin host and runs the package on Python 3.3, where all it can do is say so.
 """
 
 import sys
 
-_PREFIX = f"{__package__}.companion"
-for _name in [n for n in sys.modules if n == _PREFIX or n.startswith(_PREFIX + ".")]:
-    del sys.modules[_name]
+import sublime
 
-from .companion.sublime_editor.commands import (  # noqa: E402
-    GeminiCompanionApplyCommand,
-    GeminiCompanionNextChangeCommand,
-    GeminiCompanionRejectCommand,
-    GeminiCompanionReplaceTextCommand,
-    GeminiCompanionSaveReviewCommand,
-)
-from .companion.sublime_editor.connect_command import GeminiCompanionConnectAgentCommand  # noqa: E402
-from .companion.sublime_editor.lifecycle import plugin_loaded, plugin_unloaded  # noqa: E402
-from .companion.sublime_editor.listeners import (  # noqa: E402
-    GeminiCompanionContextListener,
-    GeminiCompanionReviewListener,
-)
-from .companion.sublime_editor.status_commands import (  # noqa: E402
-    GeminiCompanionStatusCommand,
-    GeminiCompanionToggleSharingCommand,
-)
-from .companion.sublime_editor.terminal_commands import (  # noqa: E402
-    GeminiCompanionOpenCliCommand,
-    GeminiCompanionSendFileCommand,
-    GeminiCompanionSendPathsCommand,
-    GeminiCompanionSendSelectionCommand,
-)
-from .companion.sublime_editor.workspace_listener import GeminiCompanionWorkspaceListener  # noqa: E402
+MIN_BUILD = 4205
+
+if int(sublime.version()) < MIN_BUILD:
+
+    def plugin_loaded():
+        build = sublime.version()
+        sublime.status_message(
+            "Gemini Companion needs Sublime Text build {} or newer (this is {}).".format(MIN_BUILD, build)
+        )
+        print(
+            "Gemini Companion: this is Sublime Text build {0}; the companion needs build {1} or newer, whose "
+            "Python 3.14 plugin host can run the MCP server. Update Sublime Text (Help > Check for Updates, or "
+            "the dev channel before build 4213 is stable for you); the package stays inactive until "
+            "then.".format(build, MIN_BUILD)
+        )
+
+    def plugin_unloaded():
+        pass
+
+else:
+    _PREFIX = "{}.companion".format(__package__)
+    for _name in [n for n in sys.modules if n == _PREFIX or n.startswith(_PREFIX + ".")]:
+        del sys.modules[_name]
+
+    from .companion.sublime_editor.commands import (
+        GeminiCompanionApplyCommand,
+        GeminiCompanionNextChangeCommand,
+        GeminiCompanionRejectCommand,
+        GeminiCompanionReplaceTextCommand,
+        GeminiCompanionSaveReviewCommand,
+    )
+    from .companion.sublime_editor.connect_command import GeminiCompanionConnectAgentCommand
+    from .companion.sublime_editor.lifecycle import plugin_loaded, plugin_unloaded
+    from .companion.sublime_editor.listeners import (
+        GeminiCompanionContextListener,
+        GeminiCompanionReviewListener,
+    )
+    from .companion.sublime_editor.status_commands import (
+        GeminiCompanionStatusCommand,
+        GeminiCompanionToggleSharingCommand,
+    )
+    from .companion.sublime_editor.terminal_commands import (
+        GeminiCompanionOpenCliCommand,
+        GeminiCompanionSendFileCommand,
+        GeminiCompanionSendPathsCommand,
+        GeminiCompanionSendSelectionCommand,
+    )
+    from .companion.sublime_editor.workspace_listener import GeminiCompanionWorkspaceListener
 
 __all__ = [
     "GeminiCompanionApplyCommand",

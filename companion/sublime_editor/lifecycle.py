@@ -19,7 +19,6 @@ from ..runtime import Runtime
 from . import dependencies, direct_access, settings
 from .windows import WindowRegistry
 
-MIN_BUILD = 4205
 LOGGER_NAME = "gemini_companion"
 SETTINGS_LISTENER = "gemini_companion.lifecycle"
 PREFERENCES = "Preferences.sublime-settings"  # folder_exclude_patterns / file_exclude_patterns live there
@@ -40,8 +39,6 @@ def runtime() -> Runtime | None:
 
 def plugin_loaded() -> None:
     global _runtime
-    if not build_supported():
-        return
     configure_logging()
     settings.settings().add_on_change(SETTINGS_LISTENER, settings_changed)
     sublime.load_settings(PREFERENCES).add_on_change(SETTINGS_LISTENER, preferences_changed)
@@ -135,22 +132,6 @@ def preferences_changed() -> None:
     """Sublime's own exclude patterns may have changed: the workspace tools take them at once."""
     if _registry is not None:
         _registry.refresh_all_tools()
-
-
-def build_supported() -> bool:
-    try:
-        build = int(sublime.version())
-    except ValueError:
-        return True
-    if build >= MIN_BUILD:
-        return True
-    sublime.status_message(f"Gemini Companion needs Sublime Text build {MIN_BUILD} or newer (this is {build}).")
-    print(
-        f"Gemini Companion: this is Sublime Text build {build}; the companion needs build {MIN_BUILD} or newer, "
-        "whose Python 3.14 plugin host can run the MCP server. Update Sublime Text (Help > Check for Updates, "
-        "or the dev channel before build 4213 is stable for you); the package stays inactive until then."
-    )
-    return False
 
 
 def remove_logging() -> None:

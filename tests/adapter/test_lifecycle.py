@@ -3,13 +3,16 @@ or the package; loading does no socket work on Sublime's thread."""
 
 from __future__ import annotations
 
+import ast
 import os
 import socket
+import sys
 import threading
 from typing import Any
 
 import pytest
 
+from companion.runtime import THREAD_NAME
 from tests.adapter.conftest import Companion, pkg, write
 from tests.sublime_fake import _state, control
 
@@ -43,6 +46,38 @@ def test_each_window_gets_its_own_server_and_discovery_file_with_its_folders(
         data = companion.discovery_of(window)
         assert data["port"] == handle.port and data["authToken"] == handle.token
         assert data["ideInfo"] == {"name": "sublimetext", "displayName": "Sublime Text"}
+
+
+def test_an_older_build_says_once_that_it_needs_4205_and_starts_nothing(
+    companion: Companion, workspace: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    control.set_version("4200")  # its plugin host for this package is Python 3.3
+    control.new_window([workspace])
+    ours = f"{control.PACKAGE_NAME}.companion"
+    for name in [n for n in sys.modules if n == ours or n.startswith(ours + ".")]:
+        del sys.modules[name]  # a fresh 3.3 host has none of them (earlier tests imported them here)
+    control.load_plugin()
+    control.settle()
+    assert control.status_messages() == ["Gemini Companion needs Sublime Text build 4205 or newer (this is 4200)."]
+    console = capsys.readouterr().out
+    assert "the companion needs build 4205 or newer" in console and "Help > Check for Updates" in console
+    assert companion.discovery_files() == {}
+    assert not [t for t in threading.enumerate() if t.name == THREAD_NAME]
+    assert not [name for name in sys.modules if name.startswith(ours)]  # nothing newer than 3.3 was imported
+    control.unload_plugin()
+
+
+def test_the_plugin_module_parses_as_python_3_3_so_an_old_build_can_say_why() -> None:
+    """Before the build check nothing newer than Python 3.3 syntax may appear: no f-strings,
+    annotations, `async`, walrus, keyword-only markers or `from __future__ import annotations`."""
+    with open(os.path.join(control.REPO_ROOT, "plugin.py"), encoding="utf-8") as handle:
+        tree = ast.parse(handle.read())
+    newer = (ast.JoinedStr, ast.AnnAssign, ast.NamedExpr, ast.AsyncFunctionDef, ast.Await, ast.AsyncFor, ast.AsyncWith)
+    found = [type(node).__name__ for node in ast.walk(tree) if isinstance(node, newer)]
+    found += [f"annotation on {node.arg}" for node in ast.walk(tree) if isinstance(node, ast.arg) and node.annotation]
+    found += ["return annotation" for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.returns]
+    found += [f"from {n.module}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
+    assert found == []
 
 
 def test_plugin_loaded_binds_nothing_on_the_host_thread(

@@ -220,6 +220,7 @@ class Host:
         self.api_ready = True
         self.api_shut_down = False
         self.executable_path = "/opt/sublime_text/sublime_text"
+        self.version = "4213"  # the build the stubs describe
         self.data_dir = ""
         self.edit_tokens = itertools.count(1)
 

@@ -170,6 +170,11 @@ def set_executable_path(path: str) -> None:
     _state.host().executable_path = path
 
 
+def set_version(build: str) -> None:
+    """The build `sublime.version()` reports (an older one runs the package on its Python 3.3 host)."""
+    _state.host().version = build
+
+
 # -- settings the user edits --
 
 

@@ -161,7 +161,7 @@ def _events() -> Any:
 
 
 def version() -> str:
-    return "4213"
+    return _h().version
 
 
 def platform() -> str:
