@@ -81,6 +81,29 @@ def test_open_diff_shows_a_split_with_the_unsaved_text_and_an_editable_proposal(
     assert proposal.rowcol(proposal.sel()[0].b) == (1, 0)  # hunk navigation lands on the changed line
 
 
+def test_hunk_navigation_by_command_banner_link_and_key_and_apply_only_where_a_review_is(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    window, client, path, _view, _ = setup(companion, clients, workspace)
+    open_review(client, path, "# added\ndef f():\n    return 2\n")  # changes on rows 0 and 2
+    current, proposal = review_views(window)
+    assert current is not None
+    window.focus_view(current)
+    assert control.run_from_palette(window, "gemini_companion_next_change")  # from the other side too
+    assert window.active_view() == proposal
+    assert proposal.rowcol(proposal.sel()[0].b)[0] == 2
+    control.click_link(proposal, "previous")
+    assert proposal.rowcol(proposal.sel()[0].b)[0] == 0
+    control.press_keys(proposal, "alt+down")
+    assert proposal.rowcol(proposal.sel()[0].b)[0] == 2
+    control.press_keys(proposal, "alt+up")
+    assert proposal.rowcol(proposal.sel()[0].b)[0] == 0
+    elsewhere = control.new_window([workspace])
+    assert not control.palette_shows(elsewhere, "gemini_companion_apply")  # the review is in another window
+    assert not control.palette_shows(elsewhere, "gemini_companion_next_change")
+    assert control.palette_shows(window, "gemini_companion_apply")
+
+
 def test_apply_from_the_palette_sends_the_edited_proposal_and_leaves_the_file_alone(
     companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
 ) -> None:
