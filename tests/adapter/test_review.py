@@ -104,6 +104,29 @@ def test_hunk_navigation_by_command_banner_link_and_key_and_apply_only_where_a_r
     assert control.palette_shows(window, "gemini_companion_apply")
 
 
+def test_a_three_column_layout_its_tabs_and_focus_come_back_after_the_review(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    window, client, path, view, other = setup(companion, clients, workspace)
+    third = control.open_file(window, write(workspace, "third.txt", "3\n"))
+    columns = {"cols": [0.0, 0.33, 0.66, 1.0], "rows": [0.0, 1.0], "cells": [[0, 0, 1, 1], [1, 0, 2, 1], [2, 0, 3, 1]]}
+    window.set_layout(columns)  # type: ignore[arg-type]
+    window.set_view_index(view, 1, 0)
+    window.set_view_index(third, 2, 0)
+    window.focus_view(other)  # focused: not the most recently opened view
+    control.settle()
+    groups = [window.views_in_group(g) for g in range(3)]
+    open_review(client, path, "def f():\n    return 2\n")
+    assert window.layout() != columns  # the review took the window over
+    assert control.run_from_palette(window, "gemini_companion_apply")
+    client.wait_notification("ide/diffAccepted")
+    control.settle()
+    assert window.layout() == columns
+    assert [window.views_in_group(g) for g in range(3)] == groups == [[other], [view], [third]]
+    assert window.active_view() == other
+    assert not [v for v in window.views() if v.settings().get("gemini_companion.role")]
+
+
 def test_apply_from_the_palette_sends_the_edited_proposal_and_leaves_the_file_alone(
     companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
 ) -> None:
