@@ -127,6 +127,20 @@ def test_a_three_column_layout_its_tabs_and_focus_come_back_after_the_review(
     assert not [v for v in window.views() if v.settings().get("gemini_companion.role")]
 
 
+def test_reloading_the_package_with_a_review_open_closes_it_and_gives_the_layout_back(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    window, client, path, view, other = setup(companion, clients, workspace)
+    open_review(client, path, "def f():\n    return 2\n")
+    assert window.num_groups() == 2
+    companion.load()  # Sublime reloads the package (an upgrade, or saving one of its files)
+    control.settle()
+    assert_restored(window, [other, view], view)
+    assert client.received("ide/diffAccepted") == [] and client.received("ide/diffRejected") == []
+    with open(path, encoding="utf-8") as handle:
+        assert handle.read() == "def f():\n    return 1\n"
+
+
 def test_apply_from_the_palette_sends_the_edited_proposal_and_leaves_the_file_alone(
     companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
 ) -> None:
