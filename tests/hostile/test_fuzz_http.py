@@ -338,18 +338,16 @@ path_like = st.one_of(
 )
 
 
-@st.composite
-def tool_calls(draw: st.DrawFn) -> dict[str, Any]:
-    name = draw(st.sampled_from(["openDiff", "closeDiff", "OpenDiff", "list_files", "write_file", ""]) | json_values)
+def _tools_call(
+    draw: st.DrawFn, names: list[str], fields: dict[str, tuple[int, st.SearchStrategy[Any]]]
+) -> dict[str, Any]:
+    """A tools/call request for one of `names` (or any JSON value as the name). Its arguments are
+    usually an object where field `key` appears unless `draw(integers(0, n))` gives 0 (for
+    `fields[key] = (n, values)`), plus stray keys; sometimes any JSON value; sometimes absent."""
+    name = draw(st.sampled_from(names) | json_values)
     arguments: Any
     if draw(st.integers(0, 4)):
-        arguments = {}
-        if draw(st.integers(0, 3)):
-            arguments["filePath"] = draw(path_like | json_values)
-        if draw(st.integers(0, 2)):
-            arguments["newContent"] = draw(st.text(max_size=200) | json_values)
-        if draw(st.booleans()):
-            arguments["suppressNotification"] = draw(json_values)
+        arguments = {key: draw(values) for key, (odds, values) in fields.items() if draw(st.integers(0, odds))}
         arguments.update(draw(st.dictionaries(st.text(max_size=8), json_values, max_size=2)))
     else:
         arguments = draw(json_values)
@@ -357,6 +355,16 @@ def tool_calls(draw: st.DrawFn) -> dict[str, Any]:
     if draw(st.integers(0, 5)):
         params["arguments"] = arguments
     return {"jsonrpc": "2.0", "id": draw(st.integers(0, 10**6)), "method": "tools/call", "params": params}
+
+
+@st.composite
+def tool_calls(draw: st.DrawFn) -> dict[str, Any]:
+    fields = {
+        "filePath": (3, path_like | json_values),
+        "newContent": (2, st.text(max_size=200) | json_values),
+        "suppressNotification": (1, json_values),
+    }
+    return _tools_call(draw, ["openDiff", "closeDiff", "OpenDiff", "list_files", "write_file", ""], fields)
 
 
 def test_tool_calls_with_hostile_arguments_fail_cleanly_and_write_nothing(checker: Checker, target: Target) -> None:
@@ -404,25 +412,13 @@ workspace_paths = st.sampled_from(WORKSPACE_PATHS)
 
 @st.composite
 def workspace_tool_calls(draw: st.DrawFn) -> dict[str, Any]:
-    name = draw(st.sampled_from(["list_files", "read_file", "write_file", "ask_gemini", "Read_File"]) | json_values)
-    arguments: Any
-    if draw(st.integers(0, 4)):
-        arguments = {}
-        if draw(st.integers(0, 3)):
-            arguments["path"] = draw(st.one_of(workspace_paths, workspace_paths, path_like, json_values))
-        if draw(st.integers(0, 2)):
-            arguments["content"] = draw(st.one_of(st.text(max_size=200), st.text(max_size=200), json_values))
-        if draw(st.booleans()):
-            arguments["recursive"] = draw(st.booleans() | json_values)
-        if draw(st.booleans()):
-            arguments["prompt"] = draw(st.text(max_size=200) | json_values)
-        arguments.update(draw(st.dictionaries(st.text(max_size=8), json_values, max_size=2)))
-    else:
-        arguments = draw(json_values)
-    params: dict[str, Any] = {"name": name}
-    if draw(st.integers(0, 5)):
-        params["arguments"] = arguments
-    return {"jsonrpc": "2.0", "id": draw(st.integers(0, 10**6)), "method": "tools/call", "params": params}
+    fields = {
+        "path": (3, st.one_of(workspace_paths, workspace_paths, path_like, json_values)),
+        "content": (2, st.one_of(st.text(max_size=200), st.text(max_size=200), json_values)),
+        "recursive": (1, st.booleans() | json_values),
+        "prompt": (1, st.text(max_size=200) | json_values),
+    }
+    return _tools_call(draw, ["list_files", "read_file", "write_file", "ask_gemini", "Read_File"], fields)
 
 
 def test_workspace_tool_calls_with_hostile_arguments_never_reach_outside_nor_write_unapproved(
