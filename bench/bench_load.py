@@ -246,7 +246,7 @@ class AcceptingEditor:
     async def write_through_buffer(self, path: str, text: str) -> bool:
         return False
 
-    async def keep_unwritten(self, path: str, text: str, reason: str) -> None:
+    async def keep_unwritten(self, path: str, text: str, reason: str) -> bool:
         raise AssertionError(f"a benchmark write failed: {reason}")
 
 

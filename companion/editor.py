@@ -32,7 +32,10 @@ class Editor(Protocol):
         """
         ...
 
-    async def keep_unwritten(self, path: str, text: str, reason: str) -> None:
+    async def keep_unwritten(self, path: str, text: str, reason: str) -> bool:
         """The user accepted `text` for `path`, but it could not be written (`reason`): keep it where
-        the user can save it once the problem is fixed, and say so. Nothing the user typed is lost."""
+        the user can save it once the problem is fixed, and say so. Nothing the user typed is lost.
+
+        Returns True when the text now waits in an unsaved buffer; False when the editor has none to
+        offer (the client's error message then says nothing about one)."""
         ...

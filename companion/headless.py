@@ -61,9 +61,10 @@ class HeadlessEditor:
     async def write_through_buffer(self, path: str, text: str) -> bool:
         return False
 
-    async def keep_unwritten(self, path: str, text: str, reason: str) -> None:
+    async def keep_unwritten(self, path: str, text: str, reason: str) -> bool:
         # Nothing was typed here (accept or reject only): the client still holds the same text.
         self._say(f"\nThe accepted change to {path} could not be written: {reason}\n")
+        return False
 
     def _prompt(self, review: Review) -> None:
         with self._prompt_lock:

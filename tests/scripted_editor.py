@@ -52,8 +52,9 @@ class ScriptedEditor:
         self.written[path] = text
         return True
 
-    async def keep_unwritten(self, path: str, text: str, reason: str) -> None:
+    async def keep_unwritten(self, path: str, text: str, reason: str) -> bool:
         self.kept.append((path, text, reason))
+        return True
 
     # waiting (synchronous tests; never call these on the server's loop thread)
 

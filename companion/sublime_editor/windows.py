@@ -69,7 +69,7 @@ class SublimeEditor:
 
         return await on_main(write)
 
-    async def keep_unwritten(self, path: str, text: str, reason: str) -> None:
+    async def keep_unwritten(self, path: str, text: str, reason: str) -> bool:
         def keep() -> None:
             window = self.reviews.window if self.reviews.window.is_valid() else sublime.active_window()
             view = window.new_file()
@@ -87,8 +87,9 @@ class SublimeEditor:
 
         if self.reviews.detached:
             log.warning("the accepted text for %s could not be written (%s) and its window is gone", path, reason)
-            return
+            return False
         await on_main(keep)
+        return True
 
     def _open_view(self, path: str) -> sublime.View | None:
         """The file's view in this window, else in another window (main thread)."""

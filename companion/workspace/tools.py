@@ -264,11 +264,10 @@ class WorkspaceTools:
     async def _keep_unwritten(self, target: Resolved, text: str, reason: str) -> bool:
         """Hand the accepted text back to the editor so the user's work is not lost; True when it took it."""
         try:
-            await asyncio.wait_for(self.server.editor.keep_unwritten(target.path, text, reason), 30)
+            return await asyncio.wait_for(self.server.editor.keep_unwritten(target.path, text, reason), 30)
         except Exception as exc:
             log.warning("could not keep the unwritten text of %s in the editor: %s", target.path, exc)
             return False
-        return True
 
     # -- ask_gemini --
 
