@@ -11,6 +11,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from . import pywin32_path
 from .headless import POLICIES, HeadlessEditor
 from .runtime import Runtime
 from .workspace.settings import TOOL_NAMES, WorkspaceToolSettings, tool_factory
@@ -36,6 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     bridge.add_argument("--debug", action="store_true", help="verbose logging on stderr")
     args = parser.parse_args(argv)
     if args.command == "bridge":
+        pywin32_path.make_importable()  # the bridge imports mcp, which imports pywin32 on Windows
         from .bridge import run
 
         return run(args.workspace, args.port, args.debug)

@@ -42,14 +42,24 @@ REQUIRED = {
     "cffi": ">=2.0.0",
     "psutil": "",
 }
+# Windows only: mcp imports these pywin32 modules when it is imported there (see pywin32_path).
+WINDOWS_REQUIRED = {"pywin32": ""}
+PYWIN32_MODULES = ("pywintypes", "win32api", "win32con", "win32job")
 # Optional: without it (or with a broken build) PID checks fall back to the standard library.
 OPTIONAL = ("psutil",)
-LIBRARIES = tuple(REQUIRED)
+
+
+def required_libraries(platform: str = sys.platform) -> dict[str, str]:
+    """REQUIRED, plus what this platform alone needs (dependencies.json lists the same per platform)."""
+    return {**REQUIRED, **(WINDOWS_REQUIRED if platform == "win32" else {})}
+
+
+LIBRARIES = tuple(required_libraries())
 
 
 def library_requirements() -> dict[str, str]:
-    """REQUIRED, with pydantic-core pinned to the version the installed pydantic requires."""
-    required = dict(REQUIRED)
+    """The required libraries, with pydantic-core pinned to the version the installed pydantic requires."""
+    required = required_libraries()
     try:
         for text in importlib.metadata.requires("pydantic") or []:
             match = re.match(r"pydantic[-_]core\s*==\s*([\w.]+)\s*$", text, re.IGNORECASE)
@@ -96,6 +106,32 @@ def library_issues(
         if v is not None and required.get(n) and not satisfies(v, required[n])
     ]
     return missing, wrong
+
+
+def broken_libraries(platform: str = sys.platform) -> list[str]:
+    """Installed libraries that cannot be imported, as "name version (why)". Only pywin32 is tried:
+    its modules are reachable only once its folders are on `sys.path` and its DLLs found, which
+    metadata cannot show. Importing it loads a few DLLs: call this off the main thread."""
+    if platform != "win32":
+        return []
+    from .pywin32_path import make_importable
+
+    make_importable(platform)
+    for module in PYWIN32_MODULES:
+        try:
+            __import__(module)
+        except Exception as exc:
+            version = library_versions(("pywin32",))["pywin32"]
+            if version is None:
+                return []  # missing: library_issues says so
+            return [f"pywin32 {version} (installed, but `import {module}` fails: {exc})"]
+    return []
+
+
+def split_wrong(wrong: list[str]) -> tuple[list[str], list[str]]:
+    """(outdated, broken): library_issues' "(needs …)" entries, and broken_libraries' ones."""
+    outdated = [w for w in wrong if "(needs " in w]
+    return outdated, [w for w in wrong if w not in outdated]
 
 
 def library_fix() -> str:
@@ -146,6 +182,7 @@ class Facts:
     libraries: dict[str, str | None]
     terminus_installed: bool
     excluded_patterns: list[str] = field(default_factory=list)
+    broken_libraries: list[str] = field(default_factory=list)  # see broken_libraries()
 
 
 def library_versions(names: tuple[str, ...] = LIBRARIES) -> dict[str, str | None]:
@@ -162,9 +199,12 @@ def problems(facts: Facts) -> list[str]:
     """Each problem found, with what to do about it."""
     found: list[str] = []
     missing, wrong = library_issues(facts.libraries)
+    wrong += facts.broken_libraries
     if missing or wrong:
         what = [f"missing: {', '.join(missing)}"] if missing else []
-        what += [f"wrong version: {', '.join(wrong)}"] if wrong else []
+        outdated, broken = split_wrong(wrong)
+        what += [f"wrong version: {', '.join(outdated)}"] if outdated else []
+        what += [f"cannot be loaded: {', '.join(broken)}"] if broken else []
         found.append(f"Libraries {'; '.join(what)}. {library_fix()}")
         return found  # the companion does not start without them: nothing else can be judged yet
     if facts.server_state != "listening":

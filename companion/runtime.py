@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import discovery
+from . import discovery, pywin32_path
 from .context import ContextTracker
 
 if TYPE_CHECKING:
@@ -189,6 +189,7 @@ class Runtime:
         from .security import new_token
 
         try:
+            pywin32_path.make_importable()  # mcp imports pywin32 on Windows: its folders must be on sys.path
             from .server import WindowServer  # the server stack: a missing or broken library fails here
         except BaseException as exc:
             handle.ready.set_exception(exc)

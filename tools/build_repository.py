@@ -5,7 +5,8 @@
     python3 tools/check_repository.py          # prove it (run by the test suite too)
 
 Every library of `dependencies.json` that the default channel lacks (or registers wrongly, see
-`libraries.OVERRIDES`) gets, for each of the five platforms and Python 3.14, the wheel pip would pick
+`libraries.OVERRIDES`) gets, for each platform whose `dependencies.json` entry names it (all five,
+but pywin32 on Windows only) and Python 3.14, the wheel pip would pick
 for our pinned version (requirements/runtime.txt), with its files.pythonhosted.org address and sha256.
 Needs `packaging` (in the dev environment: `.venv/bin/python tools/build_repository.py`).
 """
@@ -36,7 +37,7 @@ def library_entry(name: str, pins: dict[str, str]) -> dict[str, Any]:
         data = json.load(response)
     info, releases = data["info"], data["releases"]
     by_file: dict[str, dict[str, Any]] = {}
-    for platform in L.PLATFORMS:
+    for platform in L.platforms_of(name):
         version = L.version_for(name, platform, pins)
         files = releases.get(version)
         if not files:
@@ -80,7 +81,7 @@ def _author(info: dict[str, Any]) -> str:
 
 def build() -> dict[str, Any]:
     pins = L.runtime_pins()
-    names = L.registered_libraries(L.dependencies())
+    names = L.registered_libraries(L.all_dependencies())
     return {
         "$schema": "sublime://packagecontrol.io/schemas/repository",
         "schema_version": "4.0.0",

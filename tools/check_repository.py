@@ -4,8 +4,9 @@
     .venv/bin/python tools/check_repository.py        # exit 0 ok, 1 problems, 2 PyPI unreachable
 
 Offline: schema 4.0.0; the package entry; exactly the libraries `dependencies.json` needs that the
-default channel lacks or gets wrong; for each of them one release per platform (linux-x64,
-linux-arm64, osx-arm64, osx-x64, windows-x64) for Python 3.14, at our pinned version
+default channel lacks or gets wrong; for each of them one release per platform that installs it
+(linux-x64, linux-arm64, osx-arm64, osx-x64, windows-x64; pywin32 on windows-x64 only) and none
+for the others, for Python 3.14, at our pinned version
 (requirements/runtime.txt, equal to pyproject's), whose wheel tags a normal CPython 3.14 on that
 platform accepts (never a free-threaded `cp314t` wheel).
 
@@ -48,7 +49,7 @@ def pyproject_pins() -> dict[str, str]:
 def check_offline(repo: dict[str, Any]) -> list[str]:
     problems: list[str] = []
     pins = L.runtime_pins()
-    deps = L.dependencies()
+    deps = L.all_dependencies()
     for name, version in pyproject_pins().items():
         if pins.get(name) != version:
             problems.append(f"pyproject pins {name}=={version}, requirements/runtime.txt {pins.get(name)}")
@@ -116,8 +117,9 @@ def _check_releases(name: str, releases: list[dict[str, Any]], pins: dict[str, s
             if not set(tags) & set(L.compatible_tags(platform)):
                 problems.append(f"{name} on {platform}: {filename} cannot be imported by CPython {L.PYTHON} there")
     for platform in L.PLATFORMS:
-        if covered.get(platform, 0) != 1:
-            problems.append(f"{name}: {covered.get(platform, 0)} releases for {platform}, need exactly 1")
+        need = 1 if platform in L.platforms_of(name) else 0
+        if covered.get(platform, 0) != need:
+            problems.append(f"{name}: {covered.get(platform, 0)} releases for {platform}, need exactly {need}")
     return problems
 
 
@@ -185,12 +187,11 @@ def _check_consistency(repo: dict[str, Any], pool: concurrent.futures.Executor) 
 
     pins = L.runtime_pins()
     registered = {L.canonical(lib["name"]): lib for lib in repo.get("libraries", [])}
-    deps = [L.canonical(n) for n in L.dependencies()]
     # The file whose METADATA speaks for (name, version): the pinned wheel, or for a library left to
     # the channel, the wheel pip would pick on linux-x64 at our pin.
     sources: dict[tuple[str, str], str] = {}
-    for name in deps:
-        for platform in L.PLATFORMS:
+    for name in map(L.canonical, L.all_dependencies()):
+        for platform in L.platforms_of(name):
             version = L.version_for(name, platform, pins)
             if name in registered:
                 release = next(r for r in registered[name]["releases"] if platform in r["platforms"])
@@ -220,7 +221,7 @@ def _check_consistency(repo: dict[str, Any], pool: concurrent.futures.Executor) 
     if problems:
         return problems
     for platform in L.PLATFORMS:
-        chosen = {name: L.version_for(name, platform, pins) for name in deps}
+        chosen = {L.canonical(n): L.version_for(n, platform, pins) for n in L.dependencies(platform)}
         env = L.marker_environment(platform)
         for name, version in chosen.items():
             for text in metadata[(name, version)].get_all("Requires-Dist") or []:

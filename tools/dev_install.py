@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import glob
 import os
-import platform as platform_module
 import shutil
 import subprocess
 import sys
@@ -36,16 +35,12 @@ from tools import libraries as L
 INSTALLER = "gemini-companion tools/dev_install.py\n"  # not "Package Control": it leaves these alone
 
 
-def current_platform() -> str:
-    machine = platform_module.machine().lower()
-    arch = "arm64" if machine in ("arm64", "aarch64") else "x64"
-    system = {"linux": "linux", "darwin": "osx", "win32": "windows"}.get(sys.platform, sys.platform)
-    return f"{system}-{arch}"
+current_platform = L.current_platform
 
 
 def requirements(platform: str) -> list[str]:
     pins = L.runtime_pins()
-    return [f"{name}=={L.version_for(name, platform, pins)}" for name in L.dependencies()]
+    return [f"{name}=={L.version_for(name, platform, pins)}" for name in L.dependencies(platform)]
 
 
 def download(platform: str, python_version: str, folder: str) -> list[str]:

@@ -6,10 +6,17 @@ package lists its whole run-time import closure itself, and our `repository.json
 to exact wheel files, every library of that closure the default channel lacks or gets wrong.
 
 Run-time closure = the `Requires-Dist` closure of the distributions our code imports, for Python
-3.14 on each platform, minus the distributions no code path of ours ever imports (NOT_IMPORTED,
-each with the reason). tests/packaging proves both halves: the closure computed from the installed
-metadata equals `dependencies.json`, and the companion serves a real client with only those
-libraries importable.
+3.14 on each platform, minus the distributions the window server's start-up never imports
+(NOT_IMPORTED). tests/packaging proves both halves by measurement, not by reading code: an import
+trace of the real start-up path, run as each platform's plugin host
+(tests/packaging/simulated_host.py), loads exactly the libraries `dependencies.json` gives that
+platform, and NOT_IMPORTED is exactly what the metadata closure holds beyond that trace.
+
+`dependencies.json` is read the way Package Control 4 reads it (wbond/package_control,
+`package_manager.py` `select_libraries` and `selectors.py`): of the platform keys, only the most
+specific one that matches is used — `<platform>-<arch>`, then `<platform>`, then `*` — and within
+it the first Sublime Text version selector that matches, in reverse-sorted order. Keys are never
+merged, so the `windows` entry repeats the whole list plus pywin32.
 """
 
 from __future__ import annotations
@@ -46,7 +53,6 @@ NOT_IMPORTED = {
     "httpcore2": "httpx2 imports it lazily, when a request is sent; the server sends none",
     "truststore": "httpx2 imports it lazily, for outgoing TLS",
     "pycparser": "cffi needs it only to compile C declarations; cryptography ships them compiled",
-    "pywin32": "mcp's stdio client process handling on Windows (guarded import)",
 }
 
 # Libraries of the closure the default channel (packagecontrol/channel) registers correctly for
@@ -60,6 +66,8 @@ OVERRIDES = {
     "3.14 cannot import, and has no linux-arm64 entry; we pin the cp3x-abi3 wheels",
     "pydantic": "pydantic requires one exact pydantic-core; the channel floats both independently",
     "pydantic-core": "pinned together with pydantic",
+    "pywin32": "Windows only (mcp imports it at import time there); the channel's PyPI template takes whatever "
+    "version is newest, we pin the one the simulated Windows host is tested with",
 }
 
 # Platforms that need another version than our pin, with the reason.
@@ -155,22 +163,59 @@ def read_json(path: str) -> Any:
         return json.load(handle)
 
 
-def dependencies(path: str = DEPENDENCIES_JSON) -> list[str]:
-    """The library names `dependencies.json` gives every platform (it has one selector: all of them)."""
+def selectors(platform: str) -> tuple[str, str, str]:
+    """Package Control's platform selectors for one of PLATFORMS, most specific first
+    (`sublime.platform() + "-" + sublime.arch()`, `sublime.platform()`, `"*"`)."""
+    return (platform, platform.split("-", 1)[0], "*")
+
+
+def dependencies(platform: str, path: str = DEPENDENCIES_JSON) -> list[str]:
+    """The library names Package Control installs on `platform` from `dependencies.json`."""
     data = read_json(path)
     data.pop("$schema", None)
-    if list(data) != ["*"] or list(data["*"]) != [f">={MIN_BUILD}"]:
-        raise ValueError(f'{path}: expected exactly {{"*": {{">={MIN_BUILD}": [...]}}}}, got {data}')
-    return list(data["*"][f">={MIN_BUILD}"])
+    known = {s for p in PLATFORMS for s in selectors(p)}
+    for key, versions in data.items():
+        if key not in known or list(versions) != [f">={MIN_BUILD}"]:
+            raise ValueError(
+                f'{path}: every entry must be "<selector>": {{">={MIN_BUILD}": [...]}}, the selector one of '
+                f"{sorted(known)}; got {key!r}: {list(versions)}"
+            )
+    key = next((s for s in selectors(platform) if s in data), None)
+    return list(data[key][f">={MIN_BUILD}"]) if key else []
+
+
+def all_dependencies(path: str = DEPENDENCIES_JSON) -> list[str]:
+    """Every library some platform installs, in first-seen order."""
+    names: dict[str, None] = {}
+    for platform in PLATFORMS:
+        names.update(dict.fromkeys(dependencies(platform, path)))
+    return list(names)
+
+
+def platforms_of(name: str, path: str = DEPENDENCIES_JSON) -> list[str]:
+    """The platforms whose Package Control installs `name`."""
+    return [p for p in PLATFORMS if canonical(name) in {canonical(n) for n in dependencies(p, path)}]
+
+
+def current_platform() -> str:
+    """This machine as one of PLATFORMS (what Package Control would call it)."""
+    import platform as platform_module
+    import sys
+
+    machine = platform_module.machine().lower()
+    arch = "arm64" if machine in ("arm64", "aarch64") else "x64"
+    system = {"linux": "linux", "darwin": "osx", "win32": "windows"}.get(sys.platform, sys.platform)
+    return f"{system}-{arch}"
 
 
 def runtime_pins(path: str = RUNTIME_PINS) -> dict[str, str]:
-    """canonical name -> exact version, from requirements/runtime.txt (lines with markers skipped)."""
+    """canonical name -> exact version, from requirements/runtime.txt (environment markers dropped:
+    pywin32 is pinned for Windows only, and only `dependencies.json`'s windows entry names it)."""
     pins: dict[str, str] = {}
     with open(path, encoding="utf-8") as handle:
         for line in handle:
-            line = line.split("#", 1)[0].strip()
-            if not line or ";" in line:
+            line = line.split("#", 1)[0].split(";", 1)[0].strip()
+            if not line:
                 continue
             name, sep, version = line.partition("==")
             if not sep:
@@ -198,16 +243,17 @@ def metadata_closure(platform: str, requires: Callable[[str], list[str] | None] 
     """Canonical names of ROOTS and everything they require on `platform` for 3.14, following
     requested extras (mcp needs `pyjwt[crypto]`, which is how cryptography and cffi come in).
 
-    Distributions in NOT_IMPORTED that are not installed here (pywin32 off Windows) are not
-    followed; any other missing metadata is an error."""
+    A distribution required only under an environment marker (pywin32: `sys_platform == "win32"`)
+    and not installed here is taken as a leaf: pywin32 311 declares no Requires-Dist. Any other
+    missing metadata is an error."""
     import importlib.metadata
 
     from packaging.requirements import Requirement
 
     get = requires or importlib.metadata.requires
-    skipped = {canonical(n) for n in NOT_IMPORTED}
     seen: set[tuple[str, str]] = set()
     names: set[str] = set()
+    conditional: set[str] = set()  # reached only through a requirement with a marker
     todo: list[tuple[str, str]] = [(canonical(r), "") for r in ROOTS]
     while todo:
         name, extra = todo.pop()
@@ -218,7 +264,7 @@ def metadata_closure(platform: str, requires: Callable[[str], list[str] | None] 
         try:
             texts = get(name) or []
         except importlib.metadata.PackageNotFoundError:
-            if name in skipped:
+            if name in conditional:
                 continue
             raise
         for text in texts:
@@ -227,6 +273,8 @@ def metadata_closure(platform: str, requires: Callable[[str], list[str] | None] 
                 continue
             if req.marker is None and extra:
                 continue  # already followed without the extra
+            if req.marker is not None:
+                conditional.add(canonical(req.name))
             todo.append((canonical(req.name), ""))
             todo += [(canonical(req.name), e) for e in req.extras]
     return names

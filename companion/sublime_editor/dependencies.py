@@ -16,16 +16,21 @@ from .. import doctor
 
 
 def check() -> tuple[list[str], list[str]]:
-    """(missing, wrong): see `doctor.library_issues`."""
-    return doctor.library_issues(doctor.library_versions())
+    """(missing, wrong): see `doctor.library_issues`; wrong includes installed libraries that cannot
+    be imported (`doctor.broken_libraries`: pywin32 on Windows). Runs on the loop thread."""
+    missing, wrong = doctor.library_issues(doctor.library_versions())
+    return missing, wrong + doctor.broken_libraries()
 
 
 def explanation(missing: list[str], wrong: list[str]) -> str:
     lines = ["Gemini Companion: the companion cannot start because libraries it needs are not usable."]
     if missing:
         lines.append(f"  Missing: {', '.join(missing)}")
-    if wrong:
-        lines.append(f"  Wrong version: {', '.join(wrong)}")
+    outdated, broken = doctor.split_wrong(wrong)
+    if outdated:
+        lines.append(f"  Wrong version: {', '.join(outdated)}")
+    if broken:
+        lines.append(f"  Cannot be loaded: {', '.join(broken)}")
     lines += [
         "  Fix: Command Palette > “Package Control: Satisfy Libraries”, then restart Sublime Text.",
         "  If Package Control reports a library as not available, add the package's repository first:",

@@ -31,6 +31,7 @@ def gather_facts(window: sublime.Window, state: WindowState | None) -> doctor.Fa
         "platform": f"{sublime.platform()} {sublime.arch()}",
         "python": python,
         "libraries": doctor.library_versions(),
+        "broken_libraries": doctor.broken_libraries(),
         "terminus_installed": terminal.terminus_installed(),
     }
     if state is None:

@@ -20,7 +20,7 @@ REPO = L.ROOT
 
 def pinned_requirements() -> list[str]:
     pins = L.runtime_pins()
-    return [f"{name}=={pins[L.canonical(name)]}" for name in L.dependencies()]
+    return [f"{name}=={pins[L.canonical(name)]}" for name in L.dependencies(L.current_platform())]
 
 
 def pip_install_target(target: str, requirements: list[str]) -> None:

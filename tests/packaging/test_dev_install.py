@@ -55,7 +55,7 @@ def test_installs_the_exact_set_pinned_in_repository_json_and_links_the_package(
     result = run_tool("--data", data, "--platform", platform)
 
     pins = L.runtime_pins()
-    assert dist_infos(lib) == {L.canonical(n): L.version_for(n, platform, pins) for n in L.dependencies()}
+    assert dist_infos(lib) == {L.canonical(n): L.version_for(n, platform, pins) for n in L.dependencies(platform)}
     assert not os.path.exists(os.path.join(lib, "mcp", "gone"))
     for name in os.listdir(lib):
         if name.endswith(".dist-info"):
@@ -67,13 +67,13 @@ def test_installs_the_exact_set_pinned_in_repository_json_and_links_the_package(
     pinned = {
         r["url"].rsplit("/", 1)[1] for lib_ in repo["libraries"] for r in lib_["releases"] if platform in r["platforms"]
     }
-    assert pinned <= chosen and len(chosen) == len(L.dependencies())
+    assert pinned <= chosen and len(chosen) == len(L.dependencies(platform))
     link = os.path.join(data, "Packages", L.PACKAGE_NAME)
     assert os.path.samefile(link, REPO) and os.path.isfile(os.path.join(link, "plugin.py"))
 
     # Again: nothing duplicated, the link kept.
     run_tool("--data", data, "--platform", platform)
-    assert len(dist_infos(lib)) == len(L.dependencies())
+    assert len(dist_infos(lib)) == len(L.dependencies(platform))
     assert os.path.samefile(link, REPO)
 
 
@@ -87,13 +87,13 @@ def test_installs_another_platforms_set_for_a_contributor_on_that_platform(
     result = run_tool("--data", data, "--platform", platform)
     lib = os.path.join(data, "Lib", "python314")
     pins = L.runtime_pins()
-    assert dist_infos(lib) == {L.canonical(n): L.version_for(n, platform, pins) for n in L.dependencies()}
+    assert dist_infos(lib) == {L.canonical(n): L.version_for(n, platform, pins) for n in L.dependencies(platform)}
     chosen = {line.split(" ", 1)[1] for line in result.stdout.splitlines() if line.startswith("installed ")}
     repo = L.read_json(L.REPOSITORY_JSON)
     pinned = {
         r["url"].rsplit("/", 1)[1] for lib_ in repo["libraries"] for r in lib_["releases"] if platform in r["platforms"]
     }
-    assert pinned <= chosen and len(chosen) == len(L.dependencies())
+    assert pinned <= chosen and len(chosen) == len(L.dependencies(platform))
     core = os.listdir(os.path.join(lib, "pydantic_core"))
     assert any(name.startswith("_pydantic_core") and name.endswith(compiled) for name in core), core
 

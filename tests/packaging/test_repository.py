@@ -86,7 +86,7 @@ def test_every_pinned_wheel_is_on_pypi_and_the_set_is_consistent() -> None:
 
 def test_registered_libraries_are_the_closure_less_the_channel_and_overrides_are_explained() -> None:
     names = {L.canonical(lib["name"]) for lib in L.read_json(L.REPOSITORY_JSON)["libraries"]}
-    deps = {L.canonical(n) for n in L.dependencies()}
+    deps = {L.canonical(n) for n in L.all_dependencies()}
     assert names == deps - set(L.CHANNEL_LIBRARIES)
     assert set(L.OVERRIDES) <= names and set(L.CHANNEL_LIBRARIES) <= deps
     # The channel's entries we rely on are for pure wheels or per-platform templates; psutil is ours.
@@ -94,7 +94,9 @@ def test_registered_libraries_are_the_closure_less_the_channel_and_overrides_are
 
 
 def test_the_doctor_knows_every_library_and_the_versions_the_set_needs() -> None:
-    assert set(doctor.REQUIRED) == {L.canonical(n) for n in L.dependencies()}
+    for platform, sys_platform in (("linux-x64", "linux"), ("osx-arm64", "darwin"), ("windows-x64", "win32")):
+        listed = {L.canonical(n) for n in L.dependencies(platform)}
+        assert set(doctor.required_libraries(sys_platform)) == listed, platform
     assert doctor.OPTIONAL == ("psutil",)
     pins = L.runtime_pins()
     required = doctor.library_requirements()
