@@ -182,7 +182,7 @@ class Runtime:
         """
         self.start()
         handle = WindowHandle(self, editor, folders, port, token, tool_factory)
-        self.submit(lambda: self._open_window(handle))
+        self.submit(lambda: self._open_window(handle)).add_done_callback(lambda opening: _fail_unready(handle, opening))
         return handle
 
     async def _open_window(self, handle: WindowHandle) -> None:
@@ -196,17 +196,11 @@ class Runtime:
             return
         if handle.closed:
             return
-        server = WindowServer(
-            handle.editor,
-            handle.context,
-            handle.requested_token or new_token(),
-            handle.requested_port,
-            folders=lambda: list(handle.folders),
-        )
-        server.broadcaster.on_clients_changed = lambda: self._clients_changed(handle, server)
-        server.on_context_sent = lambda params: _remember_paths(handle, params)
-        if handle.tool_factory is not None:
-            server.extra_tools = {spec.tool.name: spec for spec in handle.tool_factory(server)}
+        try:
+            server = self._new_server(handle, WindowServer, new_token)
+        except BaseException as exc:  # a tool factory or the server itself failed: the window must hear it
+            handle.ready.set_exception(exc)
+            return
         task = asyncio.current_task()
         assert task is not None  # submit() runs every coroutine as a task
         self._opening.add(task)
@@ -228,6 +222,22 @@ class Runtime:
         self.windows.append(handle)
         log.info("window server listening on %s (discovery file %s)", handle.url, handle.discovery_path)
         handle.ready.set_result(handle)
+
+    def _new_server(
+        self, handle: WindowHandle, server_class: type[WindowServer], new_token: Callable[[], str]
+    ) -> WindowServer:
+        server = server_class(
+            handle.editor,
+            handle.context,
+            handle.requested_token or new_token(),
+            handle.requested_port,
+            folders=lambda: list(handle.folders),
+        )
+        server.broadcaster.on_clients_changed = lambda: self._clients_changed(handle, server)
+        server.on_context_sent = lambda params: _remember_paths(handle, params)
+        if handle.tool_factory is not None:
+            server.extra_tools = {spec.tool.name: spec for spec in handle.tool_factory(server)}
+        return server
 
     def _clients_changed(self, handle: WindowHandle, server: WindowServer) -> None:
         handle.connected_clients = [c.client_name for c in server.broadcaster.connected()]
@@ -276,6 +286,19 @@ class Runtime:
 
 def _remember_paths(handle: WindowHandle, params: dict[str, Any]) -> None:
     handle.last_context_paths = [f["path"] for f in params["workspaceState"]["openFiles"]]
+
+
+def _fail_unready(handle: WindowHandle, opening: concurrent.futures.Future[None]) -> None:
+    """Whatever ended the opening without an answer (a bug, a cancelled task) still answers the
+    window: a `ready` that never completes would leave it waiting forever."""
+    if handle.ready.done():
+        return
+    error = None if opening.cancelled() else opening.exception()
+    if error is None and not handle.closed:
+        error = RuntimeError("the window's server ended its start-up without an answer")
+    if error is not None:
+        log.error("the window's server could not start: %r", error)
+        handle.ready.set_exception(error)
 
 
 def _copy_result(task: asyncio.Future[T], future: concurrent.futures.Future[T]) -> None:

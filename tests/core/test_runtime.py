@@ -136,6 +136,20 @@ def test_a_window_closed_before_it_listens_reports_it(runtime: Runtime) -> None:
         assert not os.path.exists(handle.discovery_path)
 
 
+def test_a_window_whose_server_cannot_be_built_hears_why(runtime: Runtime, workspace: str) -> None:
+    """A failing tool factory (or server) answers `ready` with the error: the window must not wait
+    forever for a server that will never listen, and the runtime keeps serving other windows."""
+
+    def broken(_server: object) -> list[ToolSpec]:
+        raise ValueError("workspace tools could not be built")
+
+    handle = runtime.open_window(ScriptedEditor(), [workspace], tool_factory=broken)
+    with pytest.raises(ValueError, match="could not be built"):
+        handle.ready.result(30)
+    assert not handle.discovery_path and handle not in runtime.windows
+    assert runtime.open_window(ScriptedEditor(), [workspace]).ready.result(30).port > 0
+
+
 def stop_while_binding(runtime: Runtime, workspace: str) -> None:
     def stop_during_start(_server: object) -> list[ToolSpec]:
         # Runs on the loop right before the server binds: the stop arrives while it is binding.
