@@ -18,6 +18,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .disk_text import DiskText
+
 
 class Outcome(enum.Enum):
     ACCEPTED = "accepted"
@@ -44,6 +46,9 @@ class Review:
     # Set for reviews a tool waits on itself (write_file): the decision goes here instead of
     # being broadcast to Gemini CLI, which has no pending diff for it.
     on_decided: Callable[[Outcome, str | None], None] | None = field(default=None, repr=False)
+    # What the file held when this proposal arrived, read off the editor's main thread
+    # (None until the server has read it).
+    disk: DiskText | None = field(default=None, repr=False)
 
     def accept(self, content: str) -> None:
         """The user accepted; `content` is the proposal as the user left it (edits included)."""

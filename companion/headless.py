@@ -10,12 +10,15 @@ from __future__ import annotations
 import asyncio
 import difflib
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable
 from typing import TextIO
 
+from . import disk_text
 from .diffs import Review
+from .disk_text import DiskText
 
 POLICIES = ("prompt", "accept", "reject")
 
@@ -52,7 +55,7 @@ class HeadlessEditor:
     async def close_review(self, review: Review) -> str:
         self.closed.append(review)
         if self.policy == "prompt":
-            self._say(f"\nThe client closed the review of {review.file_path}; no answer is needed.\n")
+            self._say(f"\nThe client closed the review of {visible(review.file_path)}; no answer is needed.\n")
         return review.proposal
 
     async def unsaved_text(self, path: str) -> str | None:
@@ -63,17 +66,19 @@ class HeadlessEditor:
 
     async def keep_unwritten(self, path: str, text: str, reason: str) -> bool:
         # Nothing was typed here (accept or reject only): the client still holds the same text.
-        self._say(f"\nThe accepted change to {path} could not be written: {reason}\n")
+        self._say(f"\nThe accepted change to {visible(path)} could not be written: {visible(reason)}\n")
         return False
 
     def _prompt(self, review: Review) -> None:
         with self._prompt_lock:
             if not review.is_open:
                 return
-            self._say(unified_diff(review.file_path, review.proposal))
+            self._say(unified_diff(review.file_path, review.proposal, review.disk))
             while review.is_open:
                 try:
-                    answer = self.ask(f"Apply this change to {review.file_path}? [y]es / [n]o: ").strip().lower()
+                    answer = (
+                        self.ask(f"Apply this change to {visible(review.file_path)}? [y]es / [n]o: ").strip().lower()
+                    )
                 except EOFError:
                     answer = "n"
                 if not review.is_open:
@@ -90,19 +95,30 @@ class HeadlessEditor:
         self.out.flush()
 
 
-def unified_diff(file_path: str, proposal: str) -> str:
-    """The proposal against the file on disk (empty when the file is new) as a unified diff."""
-    try:
-        with open(file_path, encoding="utf-8", errors="replace", newline="") as handle:
-            current = handle.read()
-        label = file_path
-    except OSError:
-        current, label = "", f"{file_path} (new file)"
+def unified_diff(file_path: str, proposal: str, disk: DiskText | None = None) -> str:
+    """The proposal against the file on disk (empty when the file is new) as a unified diff, with
+    every control character shown as an escape: a proposal must not drive the terminal."""
+    disk = disk if disk is not None else disk_text.read(file_path)
+    label = file_path if disk.exists else f"{file_path} (new file)"
+    if disk.not_shown is not None:
+        label = f"{file_path} (current text not shown: {disk.not_shown})"
     lines = difflib.unified_diff(
-        current.splitlines(keepends=True),
+        disk.text.splitlines(keepends=True),
         proposal.splitlines(keepends=True),
         fromfile=label,
         tofile=f"{os.path.basename(file_path)} (proposed)",
     )
     text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-    return text or f"(no changes to {file_path})\n"
+    return visible(text or f"(no changes to {file_path})\n")
+
+
+# C0 and C1 controls except tab and line feed, DEL, and the bidirectional overrides and isolates
+# (they reorder what the terminal shows, so a line could read differently from what it does).
+# A carriage return is kept only as part of a CRLF line break.
+_HIDDEN = re.compile("\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """`text` with every character that could clear, recolour, hide or reorder terminal output
+    (escape sequences, carriage returns, bidi controls) written as a visible escape like `\\x1b`."""
+    return _HIDDEN.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)

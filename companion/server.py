@@ -23,7 +23,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import ClientDisconnect
 
-from . import __version__
+from . import __version__, disk_text
 from .context import ContextTracker
 from .diffs import Outcome, Review, ReviewBusy, Reviews
 from .editor import Editor
@@ -306,6 +306,10 @@ class WindowServer:
         new_content = _string_argument(arguments, "newContent", allow_empty=True)
         if not file_path:
             raise ToolError("openDiff needs a non-empty filePath (the absolute path of the file to change).")
+        try:  # a worker thread: the path may name a slow disk, and the file may be 16 MiB
+            disk = await asyncio.to_thread(disk_text.checked_read, file_path)
+        except disk_text.PathRefused as exc:
+            raise ToolError(f"openDiff: {exc}") from None
         client_params = ctx.session.client_params
         requested_by = client_params.client_info.name if client_params is not None else "client"
         try:
@@ -315,6 +319,7 @@ class WindowServer:
                 f"A review of {file_path} requested by another tool is open in the editor; "
                 "it must be accepted or rejected first, then try again."
             ) from None
+        review.disk = disk
         try:
             await asyncio.wait_for(self.editor.show_review(review), SHOW_REVIEW_TIMEOUT_SECONDS)
         except Exception as exc:
@@ -331,6 +336,10 @@ class WindowServer:
 
     async def _close_diff(self, arguments: dict[str, Any]) -> types.CallToolResult:
         file_path = _string_argument(arguments, "filePath")
+        try:
+            disk_text.check_shape(file_path)
+        except disk_text.PathRefused as exc:
+            raise ToolError(f"closeDiff: {exc}") from None
         review = self.reviews.get(file_path)
         content: str | None = None
         # Claim the review before awaiting the editor, so a user decision arriving meanwhile is
@@ -353,9 +362,11 @@ class WindowServer:
             if not decision.done():
                 decision.set_result((outcome, content))
 
+        disk = await asyncio.to_thread(disk_text.read, file_path)
         review = self.reviews.open_exclusive(file_path, proposal, requested_by, decided)
         if review is None:
             raise ToolError(f"A review of {file_path} is already open in the editor; finish it first, then try again.")
+        review.disk = disk
         try:
             await asyncio.wait_for(self.editor.show_review(review), SHOW_REVIEW_TIMEOUT_SECONDS)
             return await asyncio.wait_for(asyncio.shield(decision), timeout)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import sublime
 
 from ..diffs import Review
+from ..disk_text import DiskText
 from . import settings
 
 if TYPE_CHECKING:
@@ -35,19 +36,22 @@ class CurrentText:
     text: str
     is_new: bool = False
     from_unsaved_buffer: bool = False
+    not_shown: str | None = None  # why the disk's text is not shown (too large, binary, unreadable)
 
     @staticmethod
-    def of(window: sublime.Window, path: str) -> CurrentText:
-        open_view = window.find_open_file(path) if os.path.isabs(path) else None
+    def of(window: sublime.Window, review: Review) -> CurrentText:
+        """From the open buffer, else from `review.disk`, which the server read off this (main) thread."""
+        open_view = window.find_open_file(review.file_path)
         if open_view is not None and open_view.is_dirty():
             return CurrentText(open_view.substr(sublime.Region(0, open_view.size())), from_unsaved_buffer=True)
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:  # newline=None: as Sublime shows it
-                return CurrentText(handle.read())
-        except FileNotFoundError:
-            return CurrentText("", is_new=True)
-        except OSError:
-            return CurrentText("")
+        disk = review.disk or DiskText("", exists=True, not_shown="it was not read")
+        if disk.not_shown is not None:
+            return CurrentText(
+                f"(The current text of this file is not shown: {disk.not_shown}.)\n", not_shown=disk.not_shown
+            )
+        # Sublime shows every line break as "\n" (it converts on load and back on save).
+        text = disk.text.replace("\r\n", "\n").replace("\r", "\n")
+        return CurrentText(text, is_new=not disk.exists)
 
 
 @dataclass
@@ -173,7 +177,7 @@ class WindowReviews:
     # -- views --
 
     def _create_views(self, review: Review, inline: bool) -> ReviewViews:
-        current = CurrentText.of(self.window, review.file_path)
+        current = CurrentText.of(self.window, review)
         newline = "\r\n" if "\r\n" in review.proposal else "\n"
         syntax = sublime.find_syntax_for_file(review.file_path)
         name = os.path.basename(review.file_path) or review.file_path
@@ -181,6 +185,7 @@ class WindowReviews:
         if not inline:
             self.window.set_layout(SPLIT_LAYOUT)
             label = "new file" if current.is_new else ("unsaved" if current.from_unsaved_buffer else "current")
+            label = "not shown" if current.not_shown else label
             left = self._new_view(review, "current", f"{name} ({label})", current.text, syntax, group=0)
             left.set_read_only(True)
         right = self._new_view(
@@ -218,7 +223,7 @@ class WindowReviews:
     def _show_newer_proposal(self, entry: ReviewViews) -> None:
         review = entry.review
         entry.newline = "\r\n" if "\r\n" in review.proposal else "\n"
-        entry.current_text = CurrentText.of(self.window, review.file_path)
+        entry.current_text = CurrentText.of(self.window, review)
         # One undoable edit: the user's changes to the earlier proposal are an undo away.
         entry.proposal.run_command("gemini_companion_replace_text", {"text": review.proposal.replace("\r\n", "\n")})
         entry.proposal.set_reference_document(entry.current_text.text)
@@ -273,6 +278,11 @@ def banner_html(entry: ReviewViews) -> str:
     notes: list[str] = []
     if entry.current_text.is_new:
         notes.append("This file does not exist yet: accepting creates it.")
+    if entry.current_text.not_shown:
+        notes.append(
+            f'<span class="warning">The current text is not shown ({html.escape(entry.current_text.not_shown)}): '
+            "accepting replaces the whole file with this side.</span>"
+        )
     if entry.current_text.from_unsaved_buffer:
         notes.append(
             '<span class="warning">The file has unsaved changes in Sublime; they are what the left side shows.</span>'

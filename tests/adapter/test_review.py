@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -282,3 +283,59 @@ def test_inline_mode_reviews_in_one_view_without_touching_the_layout(
     assert client.wait_notification("ide/diffAccepted") == {"filePath": path, "content": "inline = 1\n"}
     control.settle()
     assert window.views() == [other, view] and window.layout() == SINGLE
+
+
+# Files the main thread opens while `_watched_opens` is a list (an audit hook sees every open()).
+_watched_opens: list[str] | None = None
+
+
+def _record_main_thread_opens(event: str, args: tuple[Any, ...]) -> None:
+    if event != "open" or _watched_opens is None or not isinstance(args[0], str):
+        return
+    try:
+        on_main = control.host().on_main_thread()
+    except RuntimeError:
+        return
+    if on_main:
+        _watched_opens.append(args[0])
+
+
+sys.addaudithook(_record_main_thread_opens)
+
+
+def test_the_current_text_is_read_off_the_main_thread_and_decoded_like_the_workspace_tools(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    """A slow disk or a huge file must not freeze Sublime: the main thread never opens the file."""
+    global _watched_opens
+    window, client, _path, _view, _other = setup(companion, clients, workspace)
+    legacy = os.path.join(workspace, "legacy.txt")
+    with open(legacy, "wb") as handle:
+        handle.write(b"price: 5 \x80\r\ntotal\r\n")  # Windows-1252 euro sign, CRLF
+    _watched_opens = []
+    try:
+        open_review(client, legacy, "price: 6 \u20ac\r\ntotal\r\n")
+        opened, _watched_opens = _watched_opens, None
+    finally:
+        _watched_opens = None
+    assert legacy not in opened, "the main thread read the file"
+    current, proposal = review_views(window)
+    assert current is not None and text(current) == "price: 5 \u20ac\ntotal\n"
+    assert control.reference_document(proposal) == "price: 5 \u20ac\ntotal\n"
+
+
+def test_a_file_too_large_to_show_still_gets_a_review_that_says_so(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    window, client, _path, _view, _other = setup(companion, clients, workspace)
+    big = os.path.join(workspace, "huge.log")
+    with open(big, "wb") as handle:
+        handle.truncate(16 * 1024 * 1024 + 1)
+    open_review(client, big, "short\n")
+    current, proposal = review_views(window)
+    assert current is not None and current.name() == "huge.log (not shown)"
+    assert text(current).startswith("(The current text of this file is not shown: it is 16 MiB")
+    assert "accepting replaces the whole file" in banner(proposal)
+    assert control.run_from_palette(window, "gemini_companion_reject")
+    assert client.wait_notification("ide/diffRejected") == {"filePath": big}
+    assert os.path.getsize(big) == 16 * 1024 * 1024 + 1
