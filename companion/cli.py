@@ -16,6 +16,8 @@ from .headless import POLICIES, HeadlessEditor
 from .runtime import Runtime
 from .workspace.settings import TOOL_NAMES, WorkspaceToolSettings, tool_factory
 
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGBREAK")
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m companion", description="Gemini Companion without Sublime.")
@@ -61,13 +63,15 @@ def run_serve(workspace: str, policy: str, port: int, debug: bool, tools: Worksp
         return 2
     # Before anything starts: a Ctrl-C at any moment (even while starting up) stops cleanly and
     # removes the discovery file, instead of a KeyboardInterrupt that leaves it behind.
+    # SIGTERM (kill), SIGHUP (terminal closed) and SIGQUIT (Ctrl-\\) end it the same way.
     stop = threading.Event()
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    if hasattr(signal, "SIGTERM"):
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    for name in STOP_SIGNALS:
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), lambda *_: stop.set())
     runtime = Runtime()
     factory = tool_factory(tools or WorkspaceToolSettings())
-    handle = runtime.open_window(HeadlessEditor(policy), [folder], port=port, tool_factory=factory)
+    editor = HeadlessEditor(policy)
+    handle = runtime.open_window(editor, [folder], port=port, tool_factory=factory)
     try:
         handle.ready.result(30)
     except Exception as exc:
@@ -84,4 +88,10 @@ def run_serve(workspace: str, policy: str, port: int, debug: bool, tools: Worksp
     finally:
         runtime.stop()
         print("Stopped; the discovery file was removed.", flush=True)
+    if editor.prompting:
+        # The prompt thread is blocked reading stdin; a normal exit would wait for stdin's lock at
+        # shutdown and abort ("Fatal Python error: could not acquire lock ... stdin"). Everything is
+        # cleaned up and flushed: leave now.
+        sys.stderr.flush()
+        os._exit(0)
     return 0

@@ -24,7 +24,10 @@ POLICIES = ("prompt", "accept", "reject")
 
 
 class HeadlessEditor:
-    """The Editor port without a UI."""
+    """The Editor port without a UI.
+
+    In `prompt` mode one thread asks about one review at a time, in the order they arrived;
+    `closeDiff` drops a review still waiting its turn. Only open reviews are kept (`shown`)."""
 
     def __init__(
         self,
@@ -37,24 +40,37 @@ class HeadlessEditor:
         self.policy = policy
         self.out = out or sys.stdout
         self.ask = ask or input
-        self.shown: list[Review] = []
-        self.closed: list[Review] = []
-        self._prompt_lock = threading.Lock()
+        self.shown: list[Review] = []  # open reviews, oldest first: the one being asked about, then the queue
+        self._changed = threading.Condition()
+        self._prompter: threading.Thread | None = None
+
+    @property
+    def prompting(self) -> bool:
+        """A prompt may be waiting on the terminal (its thread is blocked reading stdin)."""
+        return self._prompter is not None
 
     async def show_review(self, review: Review) -> None:
-        self.shown.append(review)
         if self.policy == "accept":
             review.accept(review.proposal)
         elif self.policy == "reject":
             review.reject()
         else:
-            # input() blocks: ask on a plain thread so the loop keeps serving meanwhile.
-            threading.Thread(target=self._prompt, args=(review,), name="companion-prompt", daemon=True).start()
+            with self._changed:
+                if review not in self.shown:  # a newer proposal for a queued review keeps its place
+                    self.shown.append(review)
+                self._changed.notify()
+                if self._prompter is None:
+                    # input() blocks: one plain thread asks, so the loop keeps serving meanwhile.
+                    self._prompter = threading.Thread(target=self._prompt_loop, name="companion-prompt", daemon=True)
+                    self._prompter.start()
         await asyncio.sleep(0)
 
     async def close_review(self, review: Review) -> str:
-        self.closed.append(review)
-        if self.policy == "prompt":
+        with self._changed:
+            asked = bool(self.shown) and self.shown[0] is review
+            if review in self.shown:
+                self.shown.remove(review)
+        if asked:  # the question is on the terminal: say it needs no answer any more
             self._say(f"\nThe client closed the review of {visible(review.file_path)}; no answer is needed.\n")
         return review.proposal
 
@@ -69,26 +85,38 @@ class HeadlessEditor:
         self._say(f"\nThe accepted change to {visible(path)} could not be written: {visible(reason)}\n")
         return False
 
+    def _prompt_loop(self) -> None:
+        while True:
+            with self._changed:
+                while not self.shown:
+                    self._changed.wait()
+                review = self.shown[0]
+            if review.is_open:
+                self._prompt(review)
+            with self._changed:
+                if self.shown and self.shown[0] is review:
+                    self.shown.pop(0)
+
     def _prompt(self, review: Review) -> None:
-        with self._prompt_lock:
-            if not review.is_open:
+        """Ask until the user answers about the proposal on screen; a newer proposal that arrived
+        meanwhile is shown and asked about again, so nobody approves text they did not see."""
+        revision = 0
+        while review.is_open:
+            if revision != review.revision:
+                revision = review.revision
+                self._say(unified_diff(review.file_path, review.proposal, review.disk))
+            try:
+                answer = self.ask(f"Apply this change to {visible(review.file_path)}? [y]es / [n]o: ").strip().lower()
+            except EOFError:
+                answer = "n"
+            if not review.is_open or revision != review.revision:
+                continue
+            if answer in ("y", "yes"):
+                review.accept(review.proposal)
                 return
-            self._say(unified_diff(review.file_path, review.proposal, review.disk))
-            while review.is_open:
-                try:
-                    answer = (
-                        self.ask(f"Apply this change to {visible(review.file_path)}? [y]es / [n]o: ").strip().lower()
-                    )
-                except EOFError:
-                    answer = "n"
-                if not review.is_open:
-                    return
-                if answer in ("y", "yes"):
-                    review.accept(review.proposal)
-                    return
-                if answer in ("n", "no"):
-                    review.reject()
-                    return
+            if answer in ("n", "no"):
+                review.reject()
+                return
 
     def _say(self, text: str) -> None:
         self.out.write(text)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import anyio
@@ -188,5 +190,136 @@ async def test_the_diff_policy_decides_every_review_whatever_the_content_says(
                     await anyio.sleep(0.01)
             await anyio.sleep(0.2)
         assert client.of("ide/diffRejected" if policy == "accept" else "ide/diffAccepted") == []
+    finally:
+        runtime.stop()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGHUP", "SIGQUIT"])
+async def test_a_stop_signal_during_a_prompt_exits_cleanly_and_removes_the_discovery_file(
+    tmp_path: str, workspace: str, signal_name: str
+) -> None:
+    """The prompt thread is blocked reading a piped stdin: the process still ends with code 0,
+    without Python's fatal stdin error, and the discovery file is gone (closing the terminal is SIGHUP)."""
+    target = os.path.join(workspace, "wait.txt")
+    with serve(tmp_path, workspace, "prompt", stdin=True) as server:
+        await anyio.to_thread.run_sync(server.expect, "Discovery file:")
+        discovery, url, token = endpoint(tmp_path)
+        async with connect(url, token) as client:
+            await client.open_diff(target, "text\n")
+            await anyio.to_thread.run_sync(server.expect, "+text")
+            server.process.send_signal(getattr(signal, signal_name))
+            code = await anyio.to_thread.run_sync(lambda: server.process.wait(30))
+    output = "".join(server.output)
+    assert code == 0, output
+    assert "Fatal Python error" not in output and "Traceback" not in output, output
+    assert "Stopped; the discovery file was removed." in output
+    assert not os.path.exists(discovery)
+
+
+class Terminal:
+    """The prompt's terminal: what was printed, and answers the test gives when asked."""
+
+    def __init__(self) -> None:
+        self.printed: list[str] = []
+        self.questions: list[str] = []
+        self.answers: queue.Queue[str] = queue.Queue()
+
+    def write(self, text: str) -> None:
+        self.printed.append(text)
+
+    def flush(self) -> None:
+        pass
+
+    def ask(self, question: str) -> str:
+        self.questions.append(question)
+        return self.answers.get(timeout=60)
+
+
+def settle_until(predicate: Callable[[], bool], timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+@pytest.mark.anyio
+async def test_one_prompter_asks_in_order_and_close_diff_drops_waiting_reviews(discovery_dir: str) -> None:
+    """2 000 pending reviews used to hold 2 000 threads and every proposal forever."""
+    from companion.headless import HeadlessEditor
+    from companion.runtime import Runtime
+
+    terminal = Terminal()
+    editor = HeadlessEditor("prompt", out=terminal, ask=terminal.ask)  # type: ignore[arg-type]
+    runtime = Runtime(discovery_directory=discovery_dir)
+    threads_before = threading.active_count()
+    try:
+        handle = runtime.open_window(editor, [])
+        handle.ready.result(30)
+        async with connect(handle.url, handle.token) as client:
+            paths = [f"/w/file{i}.txt" for i in range(200)]
+            for path in paths:
+                await client.open_diff(path, f"{path}\n")
+            await anyio.to_thread.run_sync(settle_until, lambda: len(editor.shown) == 200 and terminal.questions)
+            assert [t.name for t in threading.enumerate()].count("companion-prompt") == 1
+            # The loop, its bounded file-reading executor, the test's own worker: not one per review.
+            assert threading.active_count() < threads_before + 16
+            assert terminal.questions == [f"Apply this change to {paths[0]}? [y]es / [n]o: "]
+            for path in paths[1:150]:  # closed while waiting their turn: never asked, not kept
+                await client.close_diff(path)
+            assert [r.file_path for r in editor.shown] == [paths[0], *paths[150:]]
+            terminal.answers.put("y")
+            assert (await client.wait_for("ide/diffAccepted"))["filePath"] == paths[0]
+            await anyio.to_thread.run_sync(settle_until, lambda: len(terminal.questions) == 2)
+            assert paths[150] in terminal.questions[1]
+            for _ in paths[150:]:
+                terminal.answers.put("n")
+            await anyio.to_thread.run_sync(settle_until, lambda: len(client.of("ide/diffRejected")) == 50)
+            assert [p["filePath"] for p in client.of("ide/diffRejected")] == paths[150:]
+        assert editor.shown == []
+    finally:
+        runtime.stop()
+
+
+@pytest.mark.anyio
+async def test_a_newer_proposal_during_the_prompt_is_shown_before_it_can_be_approved(discovery_dir: str) -> None:
+    from companion.headless import HeadlessEditor
+    from companion.runtime import Runtime
+
+    terminal = Terminal()
+    editor = HeadlessEditor("prompt", out=terminal, ask=terminal.ask)  # type: ignore[arg-type]
+    runtime = Runtime(discovery_directory=discovery_dir)
+    try:
+        handle = runtime.open_window(editor, [])
+        handle.ready.result(30)
+        async with connect(handle.url, handle.token) as client:
+            await client.open_diff("/w/a.txt", "first\n")
+            await anyio.to_thread.run_sync(settle_until, lambda: len(terminal.questions) == 1)
+            await client.open_diff("/w/a.txt", "second\n")
+            terminal.answers.put("y")  # answers the question asked about "first"
+            await anyio.to_thread.run_sync(settle_until, lambda: len(terminal.questions) == 2)
+            assert "+second" in "".join(terminal.printed)
+            assert client.of("ide/diffAccepted") == []  # not approved until seen
+            terminal.answers.put("y")
+            assert await client.wait_for("ide/diffAccepted") == {"filePath": "/w/a.txt", "content": "second\n"}
+    finally:
+        runtime.stop()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("policy", ["accept", "reject"])
+async def test_decided_reviews_are_not_kept(discovery_dir: str, policy: str) -> None:
+    from companion.headless import HeadlessEditor
+    from companion.runtime import Runtime
+
+    editor = HeadlessEditor(policy)
+    runtime = Runtime(discovery_directory=discovery_dir)
+    try:
+        handle = runtime.open_window(editor, [])
+        handle.ready.result(30)
+        async with connect(handle.url, handle.token) as client:
+            for i in range(20):
+                await client.open_diff(f"/w/{i}.txt", "x" * 100_000)
+        assert editor.shown == []
     finally:
         runtime.stop()
