@@ -49,6 +49,15 @@ class DiskText:
     not_shown: str | None = None
 
 
+def changed(before: DiskText, now: DiskText) -> bool:
+    """The file's content is not what it was (a touch that changes only the time does not count)."""
+    if before.exists != now.exists:
+        return True
+    if before.stamp is None or now.stamp is None:
+        return before.stamp != now.stamp or before.not_shown != now.not_shown
+    return (before.stamp.size, before.stamp.sha256) != (now.stamp.size, now.stamp.sha256)
+
+
 def check_shape(path: str) -> None:
     """Raise PathRefused unless `path` could name a file at all (no file system access)."""
     if "\x00" in path:

@@ -349,7 +349,7 @@ class WindowServer:
         return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps({"content": content}))])
 
     async def request_review(
-        self, file_path: str, proposal: str, requested_by: str, timeout: float
+        self, file_path: str, proposal: str, requested_by: str, timeout: float, disk: disk_text.DiskText | None = None
     ) -> tuple[Outcome, str | None]:
         """Show a review that the caller waits on (write_file); returns (outcome, accepted text).
 
@@ -362,7 +362,8 @@ class WindowServer:
             if not decision.done():
                 decision.set_result((outcome, content))
 
-        disk = await asyncio.to_thread(disk_text.read, file_path)
+        if disk is None:
+            disk = await asyncio.to_thread(disk_text.read, file_path)
         review = self.reviews.open_exclusive(file_path, proposal, requested_by, decided)
         if review is None:
             raise ToolError(f"A review of {file_path} is already open in the editor; finish it first, then try again.")

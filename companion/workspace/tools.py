@@ -11,6 +11,7 @@ from typing import Any
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 
+from .. import disk_text
 from ..diffs import Outcome
 from ..server import ToolError, ToolSpec, WindowServer
 from .ask import ask_gemini
@@ -214,7 +215,11 @@ class WorkspaceTools:
             raise ToolError(str(exc)) from None
         timeout = settings.write_timeout_seconds
         started = time.monotonic()
-        outcome, accepted = await self.server.request_review(target.path, proposal, _client_name(ctx), timeout)
+        # What the user will review the change against: an edit saved meanwhile must not be overwritten.
+        baseline = await asyncio.to_thread(disk_text.read, target.path)
+        outcome, accepted = await self.server.request_review(
+            target.path, proposal, _client_name(ctx), timeout, baseline
+        )
         if outcome is Outcome.REJECTED:
             if accepted is None and time.monotonic() - started >= timeout * 0.99:
                 return _text(
@@ -231,6 +236,7 @@ class WorkspaceTools:
             else ""
         )
         try:
+            await self._refuse_if_changed(target, baseline, argument)
             if target.exists and await self._write_through_buffer(target, text, argument):
                 return _text(
                     f"Accepted: the user accepted the change; {target.path} was saved from the editor.{edited}"
@@ -249,6 +255,17 @@ class WorkspaceTools:
             ) from None
         what = "created" if not target.exists else f"written ({fmt.description})"
         return _text(f"Accepted: the user accepted the change; {target.path} was {what}, {size} bytes.{edited}")
+
+    async def _refuse_if_changed(self, target: Resolved, baseline: disk_text.DiskText, name: str) -> None:
+        """The user approved a diff against `baseline`; if the file is different now (another program,
+        a formatter), writing would silently throw that change away."""
+        now = await asyncio.to_thread(disk_text.read, target.path)
+        if disk_text.changed(baseline, now):
+            raise WorkspaceError(
+                f"{name} changed on disk while its review was open (saved by another program or a formatter), "
+                "so the diff the user approved no longer matches it. Nothing was written and that change is kept. "
+                "Read the file again and propose the change anew if it is still needed."
+            )
 
     async def _write_through_buffer(self, target: Resolved, text: str, name: str) -> bool:
         for path in dict.fromkeys((target.requested, target.path)):

@@ -160,6 +160,50 @@ async def test_an_accepted_text_the_disk_refuses_goes_back_to_the_editor(
     assert path == target and text == "new\nand the user's line\n" and os.strerror(errno.ENOSPC) in reason
 
 
+@pytest.mark.parametrize(
+    ("before", "meanwhile"),
+    [(b"old\n", b"old\nsaved by a formatter meanwhile\n"), (b"old\n", None), (None, b"created meanwhile\n")],
+    ids=["edited", "deleted", "created"],
+)
+async def test_a_file_changed_during_its_review_is_not_overwritten(
+    window: WindowHandle, editor: ScriptedEditor, before: bytes | None, meanwhile: bytes | None
+) -> None:
+    """The user approved a diff against text that no longer exists: the change saved meanwhile stays,
+    the user's accepted text goes back to the editor, and the client hears why."""
+    target = os.path.join(window.folders[0], "raced.txt")
+    if before is not None:
+        write_bytes(target, before)
+
+    def user(review: Review) -> None:
+        if meanwhile is None:
+            os.remove(target)
+        else:
+            write_bytes(target, meanwhile)
+        review.accept("new\nand the user's line\n")
+
+    result = await write_and_decide(window, editor, {"path": target, "content": "new\n"}, user)
+    assert result.is_error and "changed on disk while its review was open" in text_of(result), text_of(result)
+    assert "Read the file again" in text_of(result)
+    assert (read_bytes(target) if os.path.exists(target) else None) == meanwhile
+    ((path, text, reason),) = editor.kept
+    assert path == target and text == "new\nand the user's line\n" and "changed on disk" in reason
+
+
+async def test_a_touch_that_changes_only_the_time_does_not_block_the_write(
+    window: WindowHandle, editor: ScriptedEditor
+) -> None:
+    target = os.path.join(window.folders[0], "touched.txt")
+    write_bytes(target, b"old\n")
+
+    def user(review: Review) -> None:
+        os.utime(target, ns=(1, 1))
+        review.accept(review.proposal)
+
+    result = await write_and_decide(window, editor, {"path": target, "content": "new\n"}, user)
+    assert not result.is_error, text_of(result)
+    assert read_bytes(target) == b"new\n"
+
+
 async def test_an_open_file_is_written_through_its_buffer(window: WindowHandle, editor: ScriptedEditor) -> None:
     target = os.path.join(window.folders[0], "open.txt")
     write_bytes(target, b"disk\n")
