@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import html
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import sublime
 
+from .. import disk_text
 from ..diffs import Review
 from ..disk_text import DiskText
 from . import settings
@@ -88,6 +90,8 @@ class ReviewViews:
     current_text: CurrentText
     newline: str = "\n"
     closing: bool = False
+    accepting: bool = False  # an Accept waits for the disk check (worker thread)
+    changed_on_disk: bool = False  # the file changed after the proposal arrived; the left side shows it
     banner: sublime.PhantomSet | None = field(default=None, repr=False)
 
     def proposal_text(self) -> str:
@@ -148,7 +152,42 @@ class WindowReviews:
     # -- called by commands and listeners (the user's decisions) --
 
     def accept(self, entry: ReviewViews) -> None:
+        """Accept with the user's edits, unless the file changed on disk since the left side was
+        shown: then the left side shows the new text and the user decides again. The file is read
+        on a thread of its own: never here, and not on the async worker every package shares
+        (a 16 MiB file takes tens of milliseconds to read and hash)."""
+        if entry.accepting:
+            return
         content = entry.proposal_text()
+        baseline = entry.review.disk
+        if entry.current_text.from_unsaved_buffer or baseline is None:
+            self._finish_accept(entry, content)  # the left side is the buffer, not the disk
+            return
+        entry.accepting = True
+        path = entry.review.file_path
+
+        def check_disk() -> None:
+            now = disk_text.read(path)
+            sublime.set_timeout(lambda: self._accept_if_unchanged(entry, content, baseline, now))
+
+        threading.Thread(target=check_disk, name="gemini-companion-disk-check", daemon=True).start()
+
+    def _accept_if_unchanged(
+        self, entry: ReviewViews, content: str, baseline: disk_text.DiskText, now: disk_text.DiskText
+    ) -> None:
+        entry.accepting = False
+        if self.open.get(entry.review.id) is not entry or not entry.review.is_open:
+            return  # rejected, closed or replaced meanwhile
+        if not disk_text.changed(baseline, now):
+            self._finish_accept(entry, content)
+            return
+        entry.review.disk = now
+        entry.changed_on_disk = True
+        self._refresh_current(entry)
+        self._render_banner(entry)
+        sublime.status_message(f"{os.path.basename(entry.review.file_path)} changed on disk: review it again")
+
+    def _finish_accept(self, entry: ReviewViews, content: str) -> None:
         self._dispose(entry)
         entry.review.accept(content)
 
@@ -223,15 +262,20 @@ class WindowReviews:
     def _show_newer_proposal(self, entry: ReviewViews) -> None:
         review = entry.review
         entry.newline = "\r\n" if "\r\n" in review.proposal else "\n"
-        entry.current_text = CurrentText.of(self.window, review)
+        entry.changed_on_disk = False  # the server read the disk again for this proposal
         # One undoable edit: the user's changes to the earlier proposal are an undo away.
         entry.proposal.run_command("gemini_companion_replace_text", {"text": review.proposal.replace("\r\n", "\n")})
+        self._refresh_current(entry)
+        self._render_banner(entry)
+
+    def _refresh_current(self, entry: ReviewViews) -> None:
+        """The left side and the gutter's reference from the review's current text."""
+        entry.current_text = CurrentText.of(self.window, entry.review)
         entry.proposal.set_reference_document(entry.current_text.text)
         if entry.current is not None:
             entry.current.set_read_only(False)
             entry.current.run_command("gemini_companion_replace_text", {"text": entry.current_text.text})
             entry.current.set_read_only(True)
-        self._render_banner(entry)
 
     def _render_banner(self, entry: ReviewViews) -> None:
         if entry.banner is None:
@@ -278,6 +322,11 @@ def banner_html(entry: ReviewViews) -> str:
     notes: list[str] = []
     if entry.current_text.is_new:
         notes.append("This file does not exist yet: accepting creates it.")
+    if entry.changed_on_disk:
+        notes.append(
+            '<span class="warning">The file changed on disk since this proposal arrived; the left side '
+            "now shows it. Check the change again, then Accept.</span>"
+        )
     if entry.current_text.not_shown:
         notes.append(
             f'<span class="warning">The current text is not shown ({html.escape(entry.current_text.not_shown)}): '

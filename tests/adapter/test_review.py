@@ -339,3 +339,34 @@ def test_a_file_too_large_to_show_still_gets_a_review_that_says_so(
     assert control.run_from_palette(window, "gemini_companion_reject")
     assert client.wait_notification("ide/diffRejected") == {"filePath": big}
     assert os.path.getsize(big) == 16 * 1024 * 1024 + 1
+
+
+def test_a_file_changed_on_disk_during_the_review_is_shown_again_before_it_can_be_accepted(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    """Gemini CLI writes the accepted text itself: accepting a diff against text that no longer
+    exists would silently drop the change a formatter or another program saved meanwhile."""
+    window, client, _path, _view, _other = setup(companion, clients, workspace)
+    target = write(workspace, "config.py", "debug = False\n")
+    open_review(client, target, "debug = True\n")
+    current, proposal = review_views(window)
+    write(workspace, "config.py", "debug = False\ncolor = 'blue'\n")  # saved elsewhere meanwhile
+    assert control.run_from_palette(window, "gemini_companion_apply")
+    control.pump_until(lambda: "changed on disk" in banner(proposal), message="the banner to warn")
+    assert client.received("ide/diffAccepted") == []
+    assert current is not None and text(current) == "debug = False\ncolor = 'blue'\n"
+    assert control.reference_document(proposal) == "debug = False\ncolor = 'blue'\n"
+    # Seen now: the next Apply accepts, with the proposal as the user left it.
+    assert control.run_from_palette(window, "gemini_companion_apply")
+    assert client.wait_notification("ide/diffAccepted") == {"filePath": target, "content": "debug = True\n"}
+
+
+def test_a_time_only_touch_does_not_hold_up_the_accept(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    window, client, _path, _view, _other = setup(companion, clients, workspace)
+    target = write(workspace, "same.py", "x = 1\n")
+    open_review(client, target, "x = 2\n")
+    os.utime(target, ns=(1, 1))
+    assert control.run_from_palette(window, "gemini_companion_apply")
+    assert client.wait_notification("ide/diffAccepted") == {"filePath": target, "content": "x = 2\n"}
