@@ -72,6 +72,8 @@ def path_from_argument(argument: str) -> str:
     path = urllib.request.url2pathname(parsed.path)
     if not path:
         raise WorkspaceError(f"Refused {argument!r}: the URI has no path.")
+    if "\x00" in path:  # `%00` decodes to NUL, which no file name can hold
+        raise WorkspaceError(f"Refused {argument!r}: the URI encodes a NUL character (%00); send the file's real path.")
     return path
 
 

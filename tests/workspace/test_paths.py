@@ -102,6 +102,7 @@ def test_missing_files_folders_and_empty_arguments(workspace: str) -> None:
     refused(policy, "dir/f.txt/child", "a parent of it is a file", must_exist=False)
     refused(policy, "", "non-empty")
     refused(policy, "a\x00b", "NUL")
+    refused(policy, f"file://{workspace}/a%00b.txt", "encodes a NUL character (%00)", must_exist=False)
     new = policy.resolve("dir/new/deeper.txt", must_exist=False)
     assert not new.exists and new.path == os.path.join(workspace, "dir", "new", "deeper.txt")
     refused(PathPolicy([]), "a.txt", "no folder open")

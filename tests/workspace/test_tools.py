@@ -204,6 +204,16 @@ async def test_a_touch_that_changes_only_the_time_does_not_block_the_write(
     assert read_bytes(target) == b"new\n"
 
 
+@pytest.mark.parametrize("tool", ["read_file", "write_file"])
+async def test_a_file_uri_with_an_encoded_nul_is_a_tool_error(window: WindowHandle, tool: str) -> None:
+    """Not a JSON-RPC error with code 0: the client (a model) reads the reason like any other refusal."""
+    uri = f"file://{window.folders[0]}/a%00b.txt"
+    async with connect(window.url, window.token) as client:
+        result = await client.session.call_tool(tool, {"path": uri, "content": "x"})
+    assert result.is_error and "encodes a NUL character (%00)" in text_of(result), text_of(result)
+    assert not os.path.exists(os.path.join(window.folders[0], "a"))
+
+
 async def test_an_open_file_is_written_through_its_buffer(window: WindowHandle, editor: ScriptedEditor) -> None:
     target = os.path.join(window.folders[0], "open.txt")
     write_bytes(target, b"disk\n")
