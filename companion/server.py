@@ -38,6 +38,7 @@ from .protocol import (
     OPEN_DIFF_INPUT_SCHEMA,
     SERVER_NAME,
 )
+from .request_ids import RequestIds
 from .security import MAX_BODY_BYTES, Receive, RequestGuard, Scope, Send
 from .wire import InvalidNotification
 
@@ -108,7 +109,8 @@ class WindowServer:
                 allowed_origins=[],
             ),
         )
-        app = RequestGuard(_StreamWatcher(_HandshakeEraOnly(sdk_app), self), self.token, self.port)
+        inner = RequestIds(_StreamWatcher(_HandshakeEraOnly(sdk_app), self), MAX_BODY_BYTES)
+        app = RequestGuard(inner, self.token, self.port)
         config = uvicorn.Config(
             app,
             lifespan="on",
