@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .security import Receive, Scope, Send
+from .security import Message, Receive, Scope, Send
 
 INVALID_REQUEST = -32600
 
@@ -96,7 +96,7 @@ async def _read_body(receive: Receive, limit: int) -> tuple[bytes, bool]:
 def _replay(body: bytes, receive: Receive) -> Receive:
     sent = False
 
-    async def replayed() -> dict[str, Any]:
+    async def replayed() -> Message:
         nonlocal sent
         if not sent:
             sent = True
