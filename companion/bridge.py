@@ -34,7 +34,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from . import __version__
-from .discovery import discovery_dir, our_files
+from .discovery import discovery_dir, our_files, pid_reused_since, port_answers
 from .processes import pid_alive
 from .protocol import CLOSE_DIFF, OPEN_DIFF
 
@@ -85,7 +85,9 @@ def read_endpoints(directory: str) -> list[Endpoint]:
         if not 0 < port < 65536 or not isinstance(token, str):
             continue
         found.append(Endpoint(port, token, workspace if isinstance(workspace, str) else "", pid, path))
-    found.sort(key=lambda e: (not pid_alive(e.pid), -e.pid))
+    # Like Gemini CLI: live PIDs first, then larger ones; a PID reused since its file was written
+    # (the editor crashed) counts as dead.
+    found.sort(key=lambda e: (not pid_alive(e.pid) or pid_reused_since(e.file, e.pid), -e.pid))
     return found
 
 
@@ -112,12 +114,19 @@ def workspace_contains(workspace_path: str, folder: str) -> bool:
 
 
 def choose_endpoint(
-    endpoints: list[Endpoint], folder: str | None, port: int | None, env_port: str | None = None
+    endpoints: list[Endpoint],
+    folder: str | None,
+    port: int | None,
+    env_port: str | None = None,
+    answers: Callable[[int], bool] = port_answers,
 ) -> Endpoint | None:
     if port is not None:
         return next((e for e in endpoints if e.port == port), None)
     assert folder is not None
     matching = [e for e in endpoints if workspace_contains(e.workspace_path, folder)]
+    if len(matching) > 1:  # a file left by a crash must not win over a window that answers
+        answering = [e for e in matching if answers(e.port)]
+        matching = answering or matching
     if len(matching) > 1 and env_port:
         for endpoint in matching:
             if str(endpoint.port) == env_port:

@@ -17,7 +17,7 @@ import socket
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 
-from .processes import pid_alive
+from .processes import create_time, pid_alive
 from .protocol import IDE_INFO
 
 log = logging.getLogger("gemini_companion")
@@ -125,11 +125,13 @@ def sweep_stale(own_editor_pid: int, directory: str | None = None) -> list[str]:
 
     Only our user's files are considered. A file whose PID is dead is stale. A file with *our*
     editor's PID whose port no longer accepts connections is stale too: it was left by an earlier
-    plugin host of this same editor (a crash or a forced reload). Live files are never touched.
+    plugin host of this same editor (a crash or a forced reload). So is a file whose PID now
+    belongs to a process started after the file was written (the editor crashed and the system gave
+    its PID to another program), unless its port still answers. Live files are never touched.
     """
     removed: list[str] = []
     for path, pid, port in our_files(directory or discovery_dir()):
-        if pid_alive(pid) and not (pid == own_editor_pid and not _port_answers(port)):
+        if not is_stale(path, pid, port, own_editor_pid):
             continue
         try:
             os.unlink(path)
@@ -137,6 +139,32 @@ def sweep_stale(own_editor_pid: int, directory: str | None = None) -> list[str]:
         except OSError as exc:
             log.debug("could not remove stale discovery file %s: %s", path, exc)
     return removed
+
+
+# Process start times and file times come from different clocks and roundings (Windows: 15.6 ms
+# ticks; Linux: clock ticks since boot); a process is "newer than its file" only beyond this.
+CLOCK_SLACK_SECONDS = 2.0
+
+
+def is_stale(path: str, pid: int, port: int, own_editor_pid: int) -> bool:
+    """The discovery file at `path` can no longer lead a client to a live server (see sweep_stale)."""
+    if not pid_alive(pid):
+        return True
+    if pid == own_editor_pid:
+        return not port_answers(port)
+    if pid_reused_since(path, pid):
+        return not port_answers(port)
+    return False
+
+
+def pid_reused_since(path: str, pid: int) -> bool:
+    """The process with `pid` started after `path` was written: it is not the editor that wrote it."""
+    started = create_time(pid)
+    try:
+        written = os.stat(path).st_mtime
+    except OSError:
+        return False
+    return started is not None and started > written + CLOCK_SLACK_SECONDS
 
 
 def our_files(directory: str) -> Iterator[tuple[str, int, int]]:
@@ -164,7 +192,7 @@ def _owned_by_us(path: str) -> bool:
         return False
 
 
-def _port_answers(port: int) -> bool:
+def port_answers(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.2):
             return True

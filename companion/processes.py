@@ -20,6 +20,19 @@ def pid_alive(pid: int) -> bool:
         return _pid_alive_stdlib(pid)
 
 
+def create_time(pid: int) -> float | None:
+    """When the process with this PID started (seconds since the epoch), or None when unknown
+    (no psutil, no such process, or not allowed to ask)."""
+    try:
+        import psutil
+    except Exception:
+        return None
+    try:
+        return float(psutil.Process(pid).create_time())
+    except Exception:
+        return None
+
+
 def _pid_alive_stdlib(pid: int) -> bool:
     if sys.platform == "win32":
         return _pid_alive_windows(pid)
