@@ -13,11 +13,14 @@ JSON-RPC error, before the SDK sees the request.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from .security import Message, Receive, Scope, Send
 
 INVALID_REQUEST = -32600
+
+log = logging.getLogger("gemini_companion")
 
 
 class RequestIds:
@@ -31,6 +34,9 @@ class RequestIds:
             await self.app(scope, receive, send)
             return
         body, complete = await _read_body(receive, self.max_body)
+        if body is None:
+            log.debug("a client hung up while sending a request; nothing was done with it")
+            return
         if not complete:
             await _reply(send, 413, None, f"Request body too large: the limit is {self.max_body} bytes.")
             return
@@ -76,14 +82,15 @@ def _valid(request_id: Any) -> bool:
     return isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool))
 
 
-async def _read_body(receive: Receive, limit: int) -> tuple[bytes, bool]:
-    """The whole body, or (what was read, False) once it grows past `limit`."""
+async def _read_body(receive: Receive, limit: int) -> tuple[bytes | None, bool]:
+    """(the whole body, True); (b"", False) once it grows past `limit`; (None, False) when the
+    client hung up before sending all of it."""
     chunks: list[bytes] = []
     size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
-            return b"".join(chunks), True  # the client left; the SDK sees the empty body and gives up
+            return None, False
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
