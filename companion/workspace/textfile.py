@@ -8,6 +8,7 @@ UTF-16/32 BOM) or a high share of control characters in the first 8 KB.
 from __future__ import annotations
 
 import codecs
+import difflib
 import re
 from dataclasses import dataclass
 
@@ -88,10 +89,47 @@ def to_newline(text: str, newline: str) -> str:
     return _LINE_BREAK.sub(newline, text)
 
 
-def encode(text: str, fmt: TextFormat, name: str = "the file") -> bytes:
-    """`text` stored like the file was: same encoding, BOM and line endings."""
+def keep_line_endings(original: str, text: str, newline: str) -> str:
+    """`text` (its line breaks as "\n") with every line that `original` has too, at the same place
+    in the sequence, ending as it ended there (a line edited in place as well); added lines end
+    with `newline`.
+
+    So untouched lines come back byte for byte: mixed endings stay mixed, and a lone CR that
+    the editor showed as a line break stays a lone CR."""
+    old_lines = _split_lines(original)
+    new_lines = text.split("\n")
+    new_breaks = [True] * (len(new_lines) - 1) + [False]  # the last piece has no break after it
+    if new_lines[-1] == "":
+        new_lines.pop()
+        new_breaks.pop()
+    matcher = difflib.SequenceMatcher(None, [line for line, _ in old_lines], new_lines, autojunk=False)
+    endings = [newline] * len(new_lines)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag in ("equal", "replace"):  # a line edited in place keeps its ending too
+            for offset in range(min(i2 - i1, j2 - j1)):
+                endings[j1 + offset] = old_lines[i1 + offset][1] or newline
+    return "".join(
+        line + (ending if brk else "") for line, ending, brk in zip(new_lines, endings, new_breaks, strict=True)
+    )
+
+
+def _split_lines(text: str) -> list[tuple[str, str]]:
+    """(line, its break) for every line of `text`; the break is "" for a last line without one."""
+    lines: list[tuple[str, str]] = []
+    start = 0
+    for match in _LINE_BREAK.finditer(text):
+        lines.append((text[start : match.start()], match.group()))
+        start = match.end()
+    if start < len(text):
+        lines.append((text[start:], ""))
+    return lines
+
+
+def encode(text: str, fmt: TextFormat, name: str = "the file", original: str | None = None) -> bytes:
+    """`text` stored like the file was: same encoding, BOM and line endings. Given the file's
+    `original` text, each untouched line keeps its own ending (see keep_line_endings)."""
     if fmt.newline is not None:
-        text = to_newline(text, fmt.newline)
+        text = keep_line_endings(original, text, fmt.newline) if original is not None else to_newline(text, fmt.newline)
     try:
         return fmt.bom + text.encode(fmt.encoding)
     except UnicodeEncodeError as exc:

@@ -33,15 +33,20 @@ def write_atomically(policy: PathPolicy, target: Resolved, text: str, fmt: TextF
 
     Missing parent folders are created, each checked to stay inside the workspace.
     """
-    data = encode(text, fmt, name)
+    data = encode(text, fmt, name, _original_text(target, name))
     folder = os.path.dirname(target.path)
     _make_parents(policy, target, folder)
     mode = None
+    st: os.stat_result | None = None
     try:
         st = os.stat(target.path)
         if not stat.S_ISREG(st.st_mode):
             raise WorkspaceError(f"Refused {name}: it is no longer a regular file. Nothing was written.")
         mode = stat.S_IMODE(st.st_mode)
+        if st.st_nlink > 1 or not _can_keep_owner(st):
+            # A rename would give the file a new identity: its other hard links would keep the old
+            # text, and another owner would become ours. Write into the file itself instead.
+            return _write_in_place(target.path, data, name)
     except FileNotFoundError:
         pass
     temp = os.path.join(folder, f".{os.path.basename(target.path)}.{secrets.token_hex(4)}.tmp")
@@ -51,6 +56,10 @@ def write_atomically(policy: PathPolicy, target: Resolved, text: str, fmt: TextF
     except OSError as exc:
         raise WorkspaceError(f"Cannot write {name}: {exc.strerror or exc}. Nothing was written.") from None
     try:
+        if st is not None and not _same_group(fd, st):
+            os.close(fd)
+            _remove_quietly(temp)
+            return _write_in_place(target.path, data, name)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -64,6 +73,53 @@ def write_atomically(policy: PathPolicy, target: Resolved, text: str, fmt: TextF
     except BaseException:
         _remove_quietly(temp)
         raise
+    return len(data)
+
+
+def _original_text(target: Resolved, name: str) -> str | None:
+    """The file's text now (None for a new file): untouched lines keep their own line endings."""
+    if not target.exists:
+        return None
+    from .reading import read_bytes
+
+    try:
+        return decode(read_bytes(target, None, name), name)[0]
+    except (WorkspaceError, OSError):
+        return None
+
+
+def _can_keep_owner(st: os.stat_result) -> bool:
+    """A renamed-in file is owned by us: fine when the file is ours (Windows keeps no POSIX owner)."""
+    return not hasattr(os, "getuid") or st.st_uid == os.getuid()
+
+
+def _same_group(fd: int, st: os.stat_result) -> bool:
+    """Give the new file the old file's group (allowed when we are a member); False when it cannot have it."""
+    if not hasattr(os, "fchown"):
+        return True
+    if os.fstat(fd).st_gid == st.st_gid:
+        return True
+    try:
+        os.fchown(fd, -1, st.st_gid)
+    except OSError:
+        return False
+    return True
+
+
+def _write_in_place(path: str, data: bytes, name: str) -> int:
+    """Overwrite the file's own content (same inode: hard links, owner and mode stay). Not atomic:
+    used only where a rename would lose what the user set up."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | _BINARY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        raise WorkspaceError(f"Cannot write {name}: {exc.strerror or exc}. Nothing was written.") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as exc:
+        raise WorkspaceError(f"Writing {name} failed part-way: {exc.strerror or exc}.") from None
     return len(data)
 
 

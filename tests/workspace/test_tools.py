@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -71,8 +72,10 @@ async def write_and_decide(
     arguments: dict[str, str],
     decide: Callable[[Review], None],
     name: str = "test-client",
+    review_number: int = 1,
 ) -> CallToolResult:
-    """Call write_file and, once the editor shows the review, play the user with `decide`."""
+    """Call write_file and, once the editor shows the review (the `review_number`-th of the test),
+    play the user with `decide`."""
     results: list[CallToolResult] = []
     async with connect(window.url, window.token, name=name) as client, anyio.create_task_group() as group:
 
@@ -80,7 +83,7 @@ async def write_and_decide(
             results.append(await client.session.call_tool("write_file", arguments))
 
         group.start_soon(call)
-        decide(await next_review(editor))
+        decide(await next_review(editor, review_number))
     return results[0]
 
 
@@ -343,3 +346,68 @@ async def test_ask_gemini_with_a_command_and_arguments(tmp_path: str, workspace:
     assert await ask_gemini(command, "hello there", "", workspace, 60) == "echo: hello there"
     with pytest.raises(GeminiFailed, match="Quota exceeded"):
         await ask_gemini(command, "fail", "", workspace, 60)
+
+
+ROUND_TRIP = {
+    "lf": b"a\nb\n",
+    "crlf": b"a\r\nb\r\n",
+    "cr": b"a\rb\r",
+    "mixed": b"a\r\nb\nc\r\n",
+    "lone-cr-in-a-crlf-line": b"a\rx\r\nb\r\n",
+    "no-final-break": b"a\nb",
+    "crlf-no-final-break": b"a\r\nb",
+    "empty": b"",
+    "utf8-bom-crlf": b"\xef\xbb\xbfa\r\nb\r\n",
+    "cp1252": b"a \x80\r\nb\r\n",
+    "blank-lines-mixed": b"a\n\r\n\nb\n",
+    "trailing-blanks": b"a \t\r\nb  \n",
+    "utf16-bom-crlf": "a\r\nb\r\n".encode("utf-16"),
+    "cr-no-final-break": b"a\rb",
+    "lf-with-one-crlf": b"a\nb\nc\r\nd\n",
+    "latin1": b"a \xff\nb\n",
+}
+
+
+@pytest.mark.parametrize("kind", ROUND_TRIP)
+async def test_untouched_text_comes_back_byte_for_byte(window: WindowHandle, editor: ScriptedEditor, kind: str) -> None:
+    """read_file, then write_file with that text (as a model does), with and without one changed
+    line: every untouched line keeps its bytes, its own line ending included."""
+    original = ROUND_TRIP[kind]
+    target = os.path.join(window.folders[0], f"{kind}.txt")
+    write_bytes(target, original)
+    async with connect(window.url, window.token) as client:
+        text = text_of(await client.session.call_tool("read_file", {"path": target}))
+
+    def accept(review: Review) -> None:
+        review.accept(review.proposal)
+
+    await write_and_decide(window, editor, {"path": target, "content": text}, accept)
+    assert read_bytes(target) == original
+    if not text.startswith("a"):
+        return
+    await write_and_decide(window, editor, {"path": target, "content": "A" + text[1:]}, accept, review_number=2)
+    changed = original.replace("a".encode(_codec(original)), "A".encode(_codec(original)), 1)
+    assert read_bytes(target) == changed
+
+
+def _codec(data: bytes) -> str:
+    return "utf-16-le" if data.startswith(b"\xff\xfe") else "latin-1"
+
+
+@pytest.mark.skipif(not hasattr(os, "link"), reason="no hard links")
+async def test_a_file_with_hard_links_is_written_in_place(window: WindowHandle, editor: ScriptedEditor) -> None:
+    target = os.path.join(window.folders[0], "linked.txt")
+    other_name = os.path.join(window.folders[0], "other-name.txt")
+    write_bytes(target, b"old\n")
+    os.link(target, other_name)
+    os.chmod(target, 0o640)
+    inode = os.stat(target).st_ino
+
+    def accept(review: Review) -> None:
+        review.accept(review.proposal)
+
+    result = await write_and_decide(window, editor, {"path": target, "content": "new\n"}, accept)
+    assert not result.is_error, text_of(result)
+    assert read_bytes(target) == read_bytes(other_name) == b"new\n"  # the other name sees the change
+    assert os.stat(target).st_ino == inode and stat.S_IMODE(os.stat(target).st_mode) == 0o640
+    assert sorted(os.listdir(window.folders[0])) == ["linked.txt", "other-name.txt"]  # no temp file left
