@@ -27,7 +27,7 @@ class RequestIds:
     def __init__(self, app: Any, max_body: int) -> None:
         self.app = app
         self.max_body = max_body
-        self._in_flight: set[tuple[str | None, str]] = set()
+        self._in_flight: set[tuple[str, str]] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("method") != "POST":
@@ -41,13 +41,15 @@ class RequestIds:
             await _reply(send, 413, None, f"Request body too large: the limit is {self.max_body} bytes.")
             return
         session = _header(scope, b"mcp-session-id")
-        keys: list[tuple[str | None, str]] = []
+        keys: list[tuple[str, str]] = []
         for request_id in _request_ids(body):
             if not _valid(request_id):
                 await _reply(
                     send, 400, None, "Invalid Request: a request id must be a string or an integer; send a new request."
                 )
                 return
+            if session is None:
+                continue  # an initialize: it starts a session of its own, where no id is in flight yet
             # The SDK routes replies by `str(id)`: 5 and "5" are the same request to it.
             key = (session, str(request_id))
             if key in self._in_flight or key in keys:
@@ -72,7 +74,7 @@ def _request_ids(body: bytes) -> list[Any]:
     is not JSON (the SDK answers that with its parse error)."""
     try:
         parsed = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to parse: the SDK answers
         return []
     messages = parsed if isinstance(parsed, list) else [parsed]
     return [m["id"] for m in messages if isinstance(m, dict) and "method" in m and "id" in m]

@@ -93,3 +93,23 @@ def test_a_body_above_the_limit_sent_without_a_length_is_refused(waiting: Target
     body = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(count)) + b"0\r\n\r\n"
     reply = http.request("POST", "/mcp", headers, body)
     assert reply.status in (413, 0), reply  # 0: the server closed before reading the rest (a reset)
+
+
+def test_clients_initializing_at_once_with_the_same_id_each_get_their_session(waiting: Target) -> None:
+    """Every SDK client starts with the same initialize id: that is never a duplicate."""
+    from tests.hostile.conftest import initialize_body
+
+    replies: list[Reply] = []
+
+    def initialize() -> None:
+        replies.append(
+            RawHttp(waiting.port, timeout=30).request("POST", "/mcp", waiting.base_headers(), initialize_body())
+        )
+
+    threads = [threading.Thread(target=initialize) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert [r.status for r in replies] == [200] * 20
+    assert len({r.header("mcp-session-id") for r in replies}) == 20
