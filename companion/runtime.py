@@ -103,13 +103,15 @@ class Runtime:
         self._loop_ready = threading.Event()
         self.windows: list[WindowHandle] = []
         self._opening: set[asyncio.Task[Any]] = set()  # servers still starting (loop thread only)
+        self._unready: set[WindowHandle] = set()  # windows whose `ready` has no answer yet (under _lock)
+        self._ended_because: RuntimeStopped | None = None  # why the loop thread ended on its own
 
     # -- thread plumbing --
 
     def start(self) -> None:
         with self._lock:
             if self._stopped:
-                raise RuntimeStopped("this runtime was stopped")
+                raise self._ended_because or RuntimeStopped("this runtime was stopped")
             if self._thread is not None:
                 return
             self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
@@ -118,8 +120,21 @@ class Runtime:
     def _run(self) -> None:
         try:
             asyncio.run(self._main())
-        except BaseException:
+        except BaseException as exc:
             log.exception("the companion's loop thread ended with an error")
+            self._fail_unready(RuntimeStopped(f"the companion's loop thread ended with an error: {exc!r}"))
+        else:
+            self._fail_unready(RuntimeStopped("the companion runtime stopped before this window's server started"))
+
+    def _fail_unready(self, error: RuntimeStopped) -> None:
+        """No loop runs any more: windows still waiting for their server hear why, and new ones are refused."""
+        with self._lock:
+            self._stopped = True
+            self._ended_because = error
+            waiting, self._unready = self._unready, set()
+        for handle in waiting:
+            if not handle.ready.done():
+                handle.ready.set_exception(error)
 
     async def _main(self) -> None:
         self._stop_requested = asyncio.Event()
@@ -156,12 +171,18 @@ class Runtime:
     def _post(self, callback: Callable[[], None]) -> None:
         with self._lock:
             if self._stopped:
-                raise RuntimeStopped("the companion runtime has stopped; start a new one to serve")
+                raise self._ended_because or RuntimeStopped(
+                    "the companion runtime has stopped; start a new one to serve"
+                )
             if self._loop is None:
                 self._pending.append(callback)
                 return
             loop = self._loop
         loop.call_soon_threadsafe(callback)
+
+    def _ready_answered(self, handle: WindowHandle) -> None:
+        with self._lock:
+            self._unready.discard(handle)
 
     def in_loop_thread(self) -> bool:
         return threading.current_thread() is self._thread
@@ -182,6 +203,9 @@ class Runtime:
         """
         self.start()
         handle = WindowHandle(self, editor, folders, port, token, tool_factory)
+        with self._lock:
+            self._unready.add(handle)
+        handle.ready.add_done_callback(lambda _: self._ready_answered(handle))
         self.submit(lambda: self._open_window(handle)).add_done_callback(lambda opening: _fail_unready(handle, opening))
         return handle
 

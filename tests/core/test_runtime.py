@@ -238,3 +238,22 @@ def test_a_hundred_window_open_close_cycles_in_one_runtime_leave_nothing_behind(
     assert settle(lambda: set(threading.enumerate()) <= threads_before), threading.enumerate()
     assert settle(lambda: resources()[2] <= sockets_before), psutil.Process().net_connections(kind="inet")
     assert settle(lambda: resources()[1] <= fds_before + 2), (fds_before, resources()[1])
+
+
+def test_a_loop_that_cannot_start_fails_its_windows_instead_of_leaving_them_waiting(
+    discovery_dir: str, workspace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the loop thread dies (an event loop this platform cannot create), every window waiting
+    for its server hears why at once, and later windows are refused clearly."""
+
+    def broken_loop(*args: object, **kwargs: object) -> None:
+        raise OSError("no event loop for you")
+
+    monkeypatch.setattr(asyncio, "run", lambda main, **kwargs: (main.close(), broken_loop())[1])
+    runtime = Runtime(discovery_directory=discovery_dir)
+    with pytest.raises(RuntimeStopped, match="no event loop for you"):
+        # The thread may die before open_window returns (it refuses) or after (ready answers).
+        runtime.open_window(ScriptedEditor(), [workspace]).ready.result(10)
+    with pytest.raises(RuntimeStopped, match="no event loop for you"):
+        runtime.open_window(ScriptedEditor(), [workspace])
+    runtime.stop()

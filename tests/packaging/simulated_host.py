@@ -251,6 +251,14 @@ def process_pth(lib: str, windows: bool) -> None:
 
 
 def become(platform: str, lib: str) -> None:
+    import asyncio
+    import warnings
+
+    # The server runs on this machine's event loop: create the default policy now, as this
+    # machine (Python 3.14 creates it lazily, and as Windows it would build an IOCP proactor).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        asyncio.get_event_loop_policy()
     system, machine = platform.split("-")
     sys_platform, platform_system = SYSTEMS[system]
     import platform as platform_module
@@ -289,6 +297,17 @@ def module_files() -> dict[str, str]:
     }
 
 
+def thread_stacks() -> str:
+    """Where every thread is (a start-up that hangs says where)."""
+    import faulthandler
+    import tempfile
+
+    with tempfile.TemporaryFile("w+") as out:
+        faulthandler.dump_traceback(out, all_threads=True)
+        out.seek(0)
+        return out.read()
+
+
 def serve(config: dict[str, Any]) -> dict[str, Any]:
     """The runtime opens a window as the plugin host does, and a client initializes a session."""
     import http.client
@@ -307,7 +326,10 @@ def serve(config: dict[str, Any]) -> dict[str, Any]:
         handle = runtime.open_window(
             HeadlessEditor("accept"), [config["workspace"]], tool_factory=tool_factory(WorkspaceToolSettings())
         )
-        handle.ready.result(60)
+        try:
+            handle.ready.result(60)
+        except TimeoutError:
+            raise TimeoutError(f"the window server did not start in 60 s; threads:\n{thread_stacks()}") from None
         params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "host", "version": "0"}}
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
         connection = http.client.HTTPConnection("127.0.0.1", handle.port, timeout=30)
