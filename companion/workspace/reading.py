@@ -6,10 +6,10 @@ import os
 import stat
 from dataclasses import dataclass
 
+from .fdpath import open_file
 from .paths import Resolved, WorkspaceError, special_kind
 from .textfile import TextFormat, decode
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # opening a FIFO swapped in after the check must not hang
 _BINARY = getattr(os, "O_BINARY", 0)
 
@@ -23,10 +23,7 @@ class ReadResult:
 
 def read_bytes(target: Resolved, limit: int | None, name: str) -> bytes:
     """The bytes of a regular file, refusing anything else and anything over `limit` bytes."""
-    try:
-        fd = os.open(target.path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _BINARY)
-    except OSError as exc:
-        raise WorkspaceError(f"Cannot open {name}: {exc.strerror or exc}.") from None
+    fd = open_file(target, os.O_RDONLY | _NONBLOCK | _BINARY, name)  # never follows a swapped-in link
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

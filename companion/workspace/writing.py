@@ -9,10 +9,12 @@ import os
 import secrets
 import stat
 
+from .fdpath import DIR_FD, parent_folder
 from .paths import PathPolicy, Resolved, WorkspaceError, is_inside
 from .textfile import NEW_FILE, TextFormat, decode, encode
 
 _BINARY = getattr(os, "O_BINARY", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 def existing_format(target: Resolved, name: str) -> TextFormat:
@@ -31,47 +33,58 @@ def existing_format(target: Resolved, name: str) -> TextFormat:
 def write_atomically(policy: PathPolicy, target: Resolved, text: str, fmt: TextFormat, name: str) -> int:
     """Write `text` to `target` (temporary file in the same folder, then rename); returns the bytes written.
 
-    Missing parent folders are created, each checked to stay inside the workspace.
+    Missing parent folders are created, each checked to stay inside the workspace. On POSIX every
+    step is relative to the checked folder's descriptor (see fdpath): a folder swapped for a symlink
+    meanwhile is refused instead of followed.
     """
     data = encode(text, fmt, name, _original_text(target, name))
-    folder = os.path.dirname(target.path)
-    _make_parents(policy, target, folder)
-    mode = None
-    st: os.stat_result | None = None
+    if DIR_FD:
+        with parent_folder(target, name, create_missing=True) as (folder, leaf):
+            return _replace(folder, leaf, data, name)
+    _make_parents(policy, target, os.path.dirname(target.path))
+    return _replace(None, target.path, data, name)
+
+
+def _replace(folder: int | None, path: str, data: bytes, name: str) -> int:
+    """Put `data` at `path` (relative to the descriptor `folder` when given): a temporary file beside
+    it, renamed over it; written in place where a rename would lose links or ownership."""
     try:
-        st = os.stat(target.path)
+        st: os.stat_result | None = os.stat(path, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise WorkspaceError(f"Cannot write {name}: {exc.strerror or exc}. Nothing was written.") from None
+    if st is not None:
         if not stat.S_ISREG(st.st_mode):
             raise WorkspaceError(f"Refused {name}: it is no longer a regular file. Nothing was written.")
-        mode = stat.S_IMODE(st.st_mode)
         if st.st_nlink > 1 or not _can_keep_owner(st):
             # A rename would give the file a new identity: its other hard links would keep the old
             # text, and another owner would become ours. Write into the file itself instead.
-            return _write_in_place(target.path, data, name)
-    except FileNotFoundError:
-        pass
-    temp = os.path.join(folder, f".{os.path.basename(target.path)}.{secrets.token_hex(4)}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY
+            return _write_in_place(folder, path, data, name)
+    head, leaf = os.path.split(path)
+    temp = os.path.join(head, f".{leaf}.{secrets.token_hex(4)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY
     try:
-        fd = os.open(temp, flags, 0o666 if mode is None else 0o600)
+        fd = os.open(temp, flags, 0o666 if st is None else 0o600, dir_fd=folder)
     except OSError as exc:
         raise WorkspaceError(f"Cannot write {name}: {exc.strerror or exc}. Nothing was written.") from None
     try:
         if st is not None and not _same_group(fd, st):
             os.close(fd)
-            _remove_quietly(temp)
-            return _write_in_place(target.path, data, name)
+            _remove_quietly(temp, folder)
+            return _write_in_place(folder, path, data, name)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(temp, mode)
-        os.replace(temp, target.path)
+        if st is not None:
+            os.chmod(temp, stat.S_IMODE(st.st_mode), dir_fd=folder)
+        os.replace(temp, path, src_dir_fd=folder, dst_dir_fd=folder)
     except OSError as exc:
-        _remove_quietly(temp)
+        _remove_quietly(temp, folder)
         raise WorkspaceError(f"Cannot write {name}: {exc.strerror or exc}. Nothing was written.") from None
     except BaseException:
-        _remove_quietly(temp)
+        _remove_quietly(temp, folder)
         raise
     return len(data)
 
@@ -106,11 +119,11 @@ def _same_group(fd: int, st: os.stat_result) -> bool:
     return True
 
 
-def _write_in_place(path: str, data: bytes, name: str) -> int:
+def _write_in_place(folder: int | None, path: str, data: bytes, name: str) -> int:
     """Overwrite the file's own content (same inode: hard links, owner and mode stay). Not atomic:
     used only where a rename would lose what the user set up."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | _BINARY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | _BINARY | _NOFOLLOW, dir_fd=folder)
     except OSError as exc:
         raise WorkspaceError(f"Cannot write {name}: {exc.strerror or exc}. Nothing was written.") from None
     try:
@@ -147,8 +160,8 @@ def _make_parents(policy: PathPolicy, target: Resolved, folder: str) -> None:
         raise WorkspaceError(f"Refused {target.requested}: its folder resolves outside the workspace.")
 
 
-def _remove_quietly(path: str) -> None:
+def _remove_quietly(path: str, folder: int | None = None) -> None:
     try:
-        os.unlink(path)
+        os.unlink(path, dir_fd=folder)
     except OSError:
         pass

@@ -202,7 +202,7 @@ def test_an_accepted_write_the_disk_refuses_keeps_the_users_text_in_a_new_tab(
         proposal = proposal_view(window)
         control.type_text(proposal, "# the user's own line\n")
 
-        def read_only_filesystem(*args: object) -> None:
+        def read_only_filesystem(*args: object, **kwargs: object) -> None:
             raise OSError(errno.EROFS, os.strerror(errno.EROFS))
 
         monkeypatch.setattr(os, "replace", read_only_filesystem)  # the write's final rename fails

@@ -43,7 +43,17 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_nothing_behind(
     policy = PathPolicy([folder])
     target = policy.resolve(target_path)
     fmt = existing_format(target, "notes.txt")
-    monkeypatch.setattr(os, call, fail_with(code))
+    if call == "open":  # a read-only filesystem still opens folders and files for reading
+        real_open = os.open
+
+        def open_for_reading_only(path: str, flags: int, *args: object, **kwargs: object) -> int:
+            if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+                raise OSError(code, os.strerror(code))
+            return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(os, "open", open_for_reading_only)
+    else:
+        monkeypatch.setattr(os, call, fail_with(code))
     with pytest.raises(WorkspaceError) as caught:
         write_atomically(policy, target, "replaced\n", fmt, "notes.txt")
     monkeypatch.undo()
