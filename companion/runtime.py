@@ -137,6 +137,7 @@ class Runtime:
                 handle.ready.set_exception(error)
 
     async def _main(self) -> None:
+        asyncio.get_running_loop().set_exception_handler(AcceptErrorLog())
         self._stop_requested = asyncio.Event()
         if callable(self._editor_pid_source):
             try:
@@ -310,6 +311,35 @@ class Runtime:
 
 def _remember_paths(handle: WindowHandle, params: dict[str, Any]) -> None:
     handle.last_context_paths = [f["path"] for f in params["workspaceState"]["openFiles"]]
+
+
+class AcceptErrorLog:
+    """The loop's exception handler: asyncio reports every failed accept() with a traceback, and at
+    the process's file-descriptor limit that is every attempt (550 MB of log in 40 s, measured).
+    One warning per REPORT_SECONDS says how many there were; everything else is reported as usual."""
+
+    REPORT_SECONDS = 30.0
+
+    def __init__(self) -> None:
+        self.suppressed = 0
+        self.last_report: float | None = None
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if not str(context.get("message", "")).startswith("socket.accept() out of system resource"):
+            loop.default_exception_handler(context)
+            return
+        self.suppressed += 1
+        now = loop.time()
+        if self.last_report is not None and now - self.last_report < self.REPORT_SECONDS:
+            return
+        log.warning(
+            "cannot accept connections: %s (%d times since the last report). Another program may hold "
+            "too many connections to the companion or too many open files; the companion keeps serving "
+            "the connections it has.",
+            context.get("exception"),
+            self.suppressed,
+        )
+        self.suppressed, self.last_report = 0, now
 
 
 def _fail_unready(handle: WindowHandle, opening: concurrent.futures.Future[None]) -> None:

@@ -47,7 +47,8 @@ class RequestGuard:
         refusal = self._refusal(scope)
         if refusal is not None:
             status, message, extra = refusal
-            await _send_json(send, status, {"error": message}, extra)
+            # Closed after the answer: a refused client (no token, wrong Host) keeps no connection.
+            await _send_json(send, status, {"error": message}, [*extra, (b"connection", b"close")])
             return
         await self.app(scope, receive, send)
 

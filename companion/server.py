@@ -24,6 +24,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import ClientDisconnect
 
 from . import __version__, disk_text
+from .connections import GuardedH11Protocol
 from .context import ContextTracker
 from .diffs import Outcome, Review, ReviewBusy, Reviews
 from .editor import Editor
@@ -115,7 +116,7 @@ class WindowServer:
             app,
             lifespan="on",
             loop="none",
-            http="h11",
+            http=GuardedH11Protocol,  # h11 with a connection cap and a request-head deadline
             ws="none",
             log_config=None,
             access_log=False,

@@ -257,3 +257,25 @@ def test_a_loop_that_cannot_start_fails_its_windows_instead_of_leaving_them_wait
     with pytest.raises(RuntimeStopped, match="no event loop for you"):
         runtime.open_window(ScriptedEditor(), [workspace])
     runtime.stop()
+
+
+def test_failed_accepts_are_reported_once_per_period_not_once_per_attempt(caplog: pytest.LogCaptureFixture) -> None:
+    """At the file-descriptor limit asyncio reports every accept() attempt with a traceback."""
+    from companion.runtime import AcceptErrorLog
+
+    loop = asyncio.new_event_loop()
+    try:
+        handler = AcceptErrorLog()
+        error = OSError(24, "Too many open files")
+        with caplog.at_level(logging.WARNING, logger="gemini_companion"):
+            for _ in range(1000):
+                handler(loop, {"message": "socket.accept() out of system resource", "exception": error})
+        reports = [r for r in caplog.records if "cannot accept connections" in r.getMessage()]
+        assert len(reports) == 1 and "Too many open files" in reports[0].getMessage()
+        assert handler.suppressed == 999
+        # Anything else still reaches asyncio's own handler.
+        with caplog.at_level(logging.ERROR, logger="asyncio"):
+            handler(loop, {"message": "something else broke"})
+        assert any("something else broke" in r.getMessage() for r in caplog.records if r.name == "asyncio")
+    finally:
+        loop.close()

@@ -1,0 +1,82 @@
+"""How many connections a window server keeps, and how long one may take to send a request head.
+
+Any local process can connect without the token. Before these limits, ~1 100 idle or
+byte-a-second connections exhausted a 1024-descriptor limit: every legitimate request timed out.
+Now each server keeps at most MAX_CONNECTIONS; at the limit, a newcomer takes the place of the
+oldest connection that has no request in progress (an idle or half-sent one), and is refused only
+when every connection is busy with a real request. A connection must send a complete request head
+within HEAD_TIMEOUT_SECONDS of connecting, or of finishing its previous request, or it is closed.
+Connections serving a request (an authenticated client's notification stream included) are never
+cut. The HTTP/1.1 protocol itself stays uvicorn's (h11); this subclass only adds the two rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+MAX_CONNECTIONS = 32
+HEAD_TIMEOUT_SECONDS = 5.0
+
+
+class GuardedH11Protocol(H11Protocol):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._refused = False
+        self._since = 0.0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        if len(self.connections) >= MAX_CONNECTIONS and not _evict_one_idle(self.connections):
+            self._refused = True
+            transport.abort()  # never counted, never served: its descriptor is freed at once
+            return
+        super().connection_made(transport)
+        self._since = self.loop.time()
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._refused:
+            return
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        cycle = self.cycle
+        super().data_received(data)
+        if self.cycle is not cycle:
+            self._disarm()  # a complete head arrived: the request is being served
+        elif not self.busy() and self._head_timer is None:
+            self._arm()  # the first bytes of a next request: its head has the same deadline
+
+    def busy(self) -> bool:
+        """A request is in progress on this connection (its head arrived, its response is not done)."""
+        return self.cycle is not None and not self.cycle.response_complete
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._head_timer = self.loop.call_later(HEAD_TIMEOUT_SECONDS, self._head_too_slow)
+
+    def _disarm(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_too_slow(self) -> None:
+        self._head_timer = None
+        if not self.busy() and self.transport is not None:
+            self.transport.abort()
+
+
+def _evict_one_idle(connections: set[Any]) -> bool:
+    """Close the oldest connection without a request in progress; False when every one is busy."""
+    idle = [c for c in connections if isinstance(c, GuardedH11Protocol) and not c.busy()]
+    if not idle:
+        return False
+    oldest = min(idle, key=lambda c: c._since)
+    connections.discard(oldest)  # counted out now: its connection_lost comes on a later loop turn
+    oldest._disarm()
+    oldest.transport.abort()
+    return True
