@@ -2,12 +2,14 @@
 
 Any local process can connect without the token. Before these limits, ~1 100 idle or
 byte-a-second connections exhausted a 1024-descriptor limit: every legitimate request timed out.
-Now each server keeps at most MAX_CONNECTIONS; at the limit, a newcomer takes the place of the
-oldest connection that has no request in progress (an idle or half-sent one), and is refused only
-when every connection is busy with a real request. A connection must send a complete request head
-within HEAD_TIMEOUT_SECONDS of connecting, or of finishing its previous request, or it is closed.
-Connections serving a request (an authenticated client's notification stream included) are never
-cut. The HTTP/1.1 protocol itself stays uvicorn's (h11); this subclass only adds the two rules.
+
+A connection that has not yet sent a complete request head is *unproven*: that is all a process
+without the token can hold (a request without the token is answered 401 and its connection closed).
+At most MAX_UNPROVEN of them are kept: a newcomer takes the place of the oldest. Each must send its
+request head within HEAD_TIMEOUT_SECONDS (of connecting, or of finishing its previous request).
+Connections that have been served (clients with the token, their keep-alive and notification
+streams) are never cut; MAX_CONNECTIONS bounds everything, beyond which newcomers are refused.
+The HTTP/1.1 protocol itself stays uvicorn's (h11); this subclass only adds these rules.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-MAX_CONNECTIONS = 32
+MAX_UNPROVEN = 32
+MAX_CONNECTIONS = 256
 HEAD_TIMEOUT_SECONDS = 5.0
 
 
@@ -27,9 +30,13 @@ class GuardedH11Protocol(H11Protocol):
         self._head_timer: asyncio.TimerHandle | None = None
         self._refused = False
         self._since = 0.0
+        self.proven = False  # a complete request head has arrived on this connection
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        if len(self.connections) >= MAX_CONNECTIONS and not _evict_one_idle(self.connections):
+        unproven = [c for c in self.connections if isinstance(c, GuardedH11Protocol) and not c.proven]
+        if len(unproven) >= MAX_UNPROVEN:
+            _drop(min(unproven, key=lambda c: c._since), self.connections)
+        if len(self.connections) >= MAX_CONNECTIONS:
             self._refused = True
             transport.abort()  # never counted, never served: its descriptor is freed at once
             return
@@ -47,6 +54,7 @@ class GuardedH11Protocol(H11Protocol):
         cycle = self.cycle
         super().data_received(data)
         if self.cycle is not cycle:
+            self.proven = True
             self._disarm()  # a complete head arrived: the request is being served
         elif not self.busy() and self._head_timer is None:
             self._arm()  # the first bytes of a next request: its head has the same deadline
@@ -70,13 +78,7 @@ class GuardedH11Protocol(H11Protocol):
             self.transport.abort()
 
 
-def _evict_one_idle(connections: set[Any]) -> bool:
-    """Close the oldest connection without a request in progress; False when every one is busy."""
-    idle = [c for c in connections if isinstance(c, GuardedH11Protocol) and not c.busy()]
-    if not idle:
-        return False
-    oldest = min(idle, key=lambda c: c._since)
-    connections.discard(oldest)  # counted out now: its connection_lost comes on a later loop turn
-    oldest._disarm()
-    oldest.transport.abort()
-    return True
+def _drop(connection: GuardedH11Protocol, connections: set[Any]) -> None:
+    connections.discard(connection)  # counted out now: its connection_lost comes on a later loop turn
+    connection._disarm()
+    connection.transport.abort()

@@ -5,11 +5,12 @@ hostile until checked: it must be absolute, free of NUL, within the OS path limi
 regular file or nothing (a new file). A FIFO would block the reader forever, `/dev/zero` never
 ends, a directory has no text.
 
-The current text is read off Sublime's main thread (the server's loop hands it to a worker thread),
-opened non-blocking so a FIFO swapped in after the check cannot block either, and checked again on
-the open descriptor. At most MAX_SHOWN_BYTES are read: a bigger file still gets its review, whose
-left side says the file is too large to show. The text is decoded as the workspace tools decode
-(`workspace/textfile.py`: BOM, UTF-8, Windows-1252, Latin-1): one reader for both.
+The current text is read off Sublime's main thread (on the companion's loop thread, before the
+editor is asked to show the review), opened non-blocking so a FIFO swapped in after the check cannot
+block either, and checked again on the open descriptor. At most MAX_SHOWN_BYTES are read: a bigger
+file still gets its review, whose left side says the file is too large to show. The text is
+decoded as the workspace tools decode (`workspace/textfile.py`: BOM, UTF-8, Windows-1252,
+Latin-1): one reader for both.
 """
 
 from __future__ import annotations

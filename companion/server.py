@@ -309,8 +309,8 @@ class WindowServer:
         new_content = _string_argument(arguments, "newContent", allow_empty=True)
         if not file_path:
             raise ToolError("openDiff needs a non-empty filePath (the absolute path of the file to change).")
-        try:  # a worker thread: the path may name a slow disk, and the file may be 16 MiB
-            disk = await asyncio.to_thread(disk_text.checked_read, file_path)
+        try:  # on the loop thread, never Sublime's: non-blocking, at most 16 MiB (see disk_text)
+            disk = disk_text.checked_read(file_path)
         except disk_text.PathRefused as exc:
             raise ToolError(f"openDiff: {exc}") from None
         client_params = ctx.session.client_params
@@ -366,7 +366,7 @@ class WindowServer:
                 decision.set_result((outcome, content))
 
         if disk is None:
-            disk = await asyncio.to_thread(disk_text.read, file_path)
+            disk = disk_text.read(file_path)
         review = self.reviews.open_exclusive(file_path, proposal, requested_by, decided)
         if review is None:
             raise ToolError(f"A review of {file_path} is already open in the editor; finish it first, then try again.")
