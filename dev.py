@@ -25,8 +25,13 @@ MIN_PYTHON = (3, 10)
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("serve", "test"):
+    if argv and argv[0] in ("-h", "--help", "help"):
         print(__doc__)
+        return 0
+    if not argv or argv[0] not in ("serve", "test"):
+        if argv:
+            print(f"dev.py: unknown command {argv[0]!r}; the commands are serve and test.", file=sys.stderr)
+        print(__doc__, file=sys.stderr)
         return 2
     command, rest = argv[0], argv[1:]
     if command == "serve":

@@ -19,13 +19,32 @@ from .workspace.settings import TOOL_NAMES, WorkspaceToolSettings, tool_factory
 STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGBREAK")
 
 
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, or 0 for any free one."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number; give a port from 1 to 65535 (0: any free port)"
+        ) from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port; give one from 1 to 65535 (0: any free port)")
+    return port
+
+
+def program_name() -> str:
+    """How the user ran us: `gemini-companion` (the installed script) or `python -m companion`."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return "python -m companion" if name in ("", "__main__.py", "-c") else name
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m companion", description="Gemini Companion without Sublime.")
+    parser = argparse.ArgumentParser(prog=program_name(), description="Gemini Companion without Sublime.")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve one workspace folder to Gemini CLI until Ctrl-C")
     serve.add_argument("--workspace", default=os.getcwd(), help="folder to serve (default: the current folder)")
     serve.add_argument("--diff-policy", choices=POLICIES, default="prompt", help="how diffs are answered")
-    serve.add_argument("--port", type=int, default=0, help="port to listen on (default: any free port)")
+    serve.add_argument("--port", type=port_number, default=0, help="port to listen on (default: any free port)")
     serve.add_argument("--debug", action="store_true", help="verbose logging")
     serve.add_argument("--gemini-command", help="the Gemini CLI program ask_gemini runs (default: gemini on PATH)")
     serve.add_argument("--ask-model", default="", help="model for ask_gemini (-m); default: the CLI's own")
@@ -35,7 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     bridge = commands.add_parser("bridge", help="MCP stdio server forwarding to a window's workspace tools")
     where = bridge.add_mutually_exclusive_group()
     where.add_argument("--workspace", help="the window whose folders contain this folder (default: current folder)")
-    where.add_argument("--port", type=int, help="the window server on this port (token from its discovery file)")
+    where.add_argument(
+        "--port", type=port_number, help="the window server on this port (token from its discovery file)"
+    )
     bridge.add_argument("--debug", action="store_true", help="verbose logging on stderr")
     args = parser.parse_args(argv)
     if args.command == "bridge":

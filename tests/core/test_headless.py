@@ -323,3 +323,27 @@ async def test_decided_reviews_are_not_kept(discovery_dir: str, policy: str) -> 
         assert editor.shown == []
     finally:
         runtime.stop()
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "eighty"])
+def test_a_port_out_of_range_is_named_with_the_valid_range(port: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "companion", "serve", "--port", port],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": ROOT},
+    )
+    assert result.returncode == 2
+    assert "give a port from 1 to 65535" in result.stderr or "give one from 1 to 65535" in result.stderr, result.stderr
+    assert "usage: python -m companion" in result.stderr  # the name it was run as
+
+
+@pytest.mark.parametrize(("argv", "code", "says"), [(["bogus"], 2, "unknown command 'bogus'"), (["--help"], 0, "")])
+def test_dev_py_names_an_unknown_command_and_help_succeeds(argv: list[str], code: int, says: str) -> None:
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "dev.py"), *argv], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == code
+    assert says in result.stderr
+    assert "python3 dev.py serve" in result.stdout + result.stderr

@@ -35,7 +35,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The wheel built from a copy of the sources (a build in the checkout would leave build/ and
     egg-info behind)."""
     source = tmp_path_factory.mktemp("source")
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(os.path.join(L.ROOT, name), source)
     shutil.copytree(
         os.path.join(L.ROOT, "companion"), source / "companion", ignore=shutil.ignore_patterns("__pycache__")
@@ -45,6 +45,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> str:
     build = [*pip, "wheel", "--no-deps", "--no-build-isolation", "--wheel-dir", str(out), str(source)]
     result = subprocess.run(build, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
+    assert "License classifiers are deprecated" not in result.stderr and "license` as a TOML table" not in result.stderr
     (built,) = [os.path.join(out, name) for name in os.listdir(out) if name.endswith(".whl")]
     return built
 
@@ -61,6 +62,17 @@ def test_the_wheel_holds_every_module_but_the_sublime_adapter(wheel: str) -> Non
         expected |= {os.path.join(relative, name).replace(os.sep, "/") for name in files if name.endswith(".py")}
     assert "companion/workspace/tools.py" in expected
     assert packed == expected
+
+
+def test_the_wheel_carries_the_mit_licence(wheel: str) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        text = archive.read(metadata).decode()
+        licences = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+        assert licences, names
+        assert archive.read(licences[0]).decode().startswith("MIT License")
+    assert "License-Expression: MIT" in text
 
 
 @dataclass
@@ -88,6 +100,11 @@ def installed(wheel: str, tmp_path: str) -> Installed:
     )
     assert where.stdout.decode().startswith(site), where
     return Installed(script, env, tmpdir)
+
+
+def test_the_installed_console_script_names_itself_in_its_help(installed: Installed) -> None:
+    result = subprocess.run([installed.script, "--help"], capture_output=True, text=True, env=installed.env, timeout=60)
+    assert result.returncode == 0 and result.stdout.startswith("usage: gemini-companion"), result.stdout
 
 
 def test_the_installed_console_script_serves_a_folder(installed: Installed, tmp_path: str) -> None:
