@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import signal
@@ -30,6 +31,25 @@ def port_number(text: str) -> int:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{port} is not a port; give one from 1 to 65535 (0: any free port)")
     return port
+
+
+INSTALL_HINT = (
+    "install the companion with its pinned libraries into this Python (`python -m pip install .` in a clone "
+    "of the repository), or run `python3 dev.py serve` in the clone, which installs them itself"
+)
+
+
+def missing_library(exc: ModuleNotFoundError) -> str:
+    return f"the library {exc.name or exc} is missing from this Python ({sys.executable}); {INSTALL_HINT}."
+
+
+def start_failure(exc: BaseException, port: int) -> str:
+    """One line saying why the server did not start and what to do."""
+    if isinstance(exc, ModuleNotFoundError):
+        return missing_library(exc)
+    if isinstance(exc, OSError) and exc.errno in (errno.EADDRINUSE, getattr(errno, "WSAEADDRINUSE", -1)):
+        return f"port {port} is already in use; pass another --port, or --port 0 for any free port."
+    return str(exc) or type(exc).__name__
 
 
 def program_name() -> str:
@@ -61,8 +81,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "bridge":
         pywin32_path.make_importable()  # the bridge imports mcp, which imports pywin32 on Windows
-        from .bridge import run
-
+        try:
+            from .bridge import run
+        except ModuleNotFoundError as exc:
+            print(f"error: the bridge cannot start: {missing_library(exc)}", file=sys.stderr)
+            return 1
         return run(args.workspace, args.port, args.debug)
     tools = WorkspaceToolSettings.from_mapping(
         {
@@ -97,7 +120,7 @@ def run_serve(workspace: str, policy: str, port: int, debug: bool, tools: Worksp
         handle.ready.result(30)
     except Exception as exc:
         runtime.stop()
-        print(f"error: the companion could not start: {exc}", file=sys.stderr)
+        print(f"error: the companion could not start: {start_failure(exc, port)}", file=sys.stderr)
         return 1
     print(f"Gemini Companion listening on {handle.url}", flush=True)
     print(f"Discovery file: {handle.discovery_path}", flush=True)

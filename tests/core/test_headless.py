@@ -347,3 +347,33 @@ def test_dev_py_names_an_unknown_command_and_help_succeeds(argv: list[str], code
     assert result.returncode == code
     assert says in result.stderr
     assert "python3 dev.py serve" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(("command", "says"), [("serve", "could not start"), ("bridge", "cannot start")])
+def test_a_python_without_the_libraries_gets_one_line_with_the_fix(tmp_path: str, command: str, says: str) -> None:
+    """-I -S: no site-packages, only this repository on the path."""
+    argv = [command, "--workspace", str(tmp_path)]
+    code = f"import sys; sys.path.insert(0, {ROOT!r}); from companion.cli import main; sys.exit(main({argv!r}))"
+    result = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert says in lines[0] and "is missing from this Python" in lines[0] and "python3 dev.py serve" in lines[0]
+
+
+def test_a_port_in_use_is_named_with_the_flag_that_fixes_it(tmp_path: str) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "companion", "serve", "--port", str(port), "--workspace", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": ROOT, "TMPDIR": str(tmp_path)},
+        )
+    assert result.returncode == 1
+    assert f"port {port} is already in use; pass another --port" in result.stderr, result.stderr
