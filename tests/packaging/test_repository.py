@@ -158,6 +158,20 @@ def test_one_version_everywhere() -> None:
                     assert f'"{version}"' not in handle.read(), f"{name} repeats the version"
 
 
+def test_the_changelog_has_every_released_version_and_agrees_with_its_message() -> None:
+    with open(os.path.join(REPO, "messages.json"), encoding="utf-8") as handle:
+        messages = json.load(handle)
+    with open(os.path.join(REPO, "CHANGELOG.md"), encoding="utf-8") as handle:
+        changelog = handle.read()
+    assert "## [Unreleased]" in changelog
+    for version in (k for k in messages if k != "install"):
+        assert f"## [{version}]" in changelog, f"CHANGELOG.md has no entry for {version}"
+        entry = changelog.split(f"## [{version}]", 1)[1].split("\n## [", 1)[0]
+        with open(os.path.join(REPO, messages[version]), encoding="utf-8") as handle:
+            note = handle.read().split("\n\n", 1)[1].strip()  # after the title
+        assert " ".join(note.split()) in " ".join(entry.split()), f"{messages[version]} and CHANGELOG.md disagree"
+
+
 def test_gitattributes_keeps_development_files_out_of_the_package() -> None:
     with open(os.path.join(REPO, ".gitattributes"), encoding="utf-8") as handle:
         ignored = {line.split()[0].strip("/") for line in handle if "export-ignore" in line}
