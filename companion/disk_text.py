@@ -21,6 +21,7 @@ import stat
 import sys
 from dataclasses import dataclass
 
+from .workspace.reading import read_at_most
 from .workspace.textfile import BinaryFile, decode
 
 MAX_SHOWN_BYTES = 16 * 1024 * 1024
@@ -37,7 +38,6 @@ class Stamp:
     """What the file was when it was read: a later change to it shows as a different stamp."""
 
     size: int
-    mtime_ns: int
     sha256: str
 
 
@@ -52,11 +52,9 @@ class DiskText:
 
 def changed(before: DiskText, now: DiskText) -> bool:
     """The file's content is not what it was (a touch that changes only the time does not count)."""
-    if before.exists != now.exists:
+    if before.exists != now.exists or before.stamp != now.stamp:
         return True
-    if before.stamp is None or now.stamp is None:
-        return before.stamp != now.stamp or before.not_shown != now.not_shown
-    return (before.stamp.size, before.stamp.sha256) != (now.stamp.size, now.stamp.sha256)
+    return before.stamp is None and before.not_shown != now.not_shown  # unreadable both times: why?
 
 
 def check_shape(path: str) -> None:
@@ -101,12 +99,12 @@ def read(path: str, limit: int = MAX_SHOWN_BYTES) -> DiskText:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return DiskText("", exists=True, not_shown=f"it is now {_kind(info.st_mode)}, not a regular file")
-        data = _read_at_most(fd, limit + 1)
+        data = read_at_most(fd, limit + 1)
     except OSError as exc:
         return DiskText("", exists=True, not_shown=f"it cannot be read ({exc.strerror or exc})")
     finally:
         os.close(fd)
-    stamp = Stamp(info.st_size, info.st_mtime_ns, hashlib.sha256(data).hexdigest())
+    stamp = Stamp(info.st_size, hashlib.sha256(data).hexdigest())
     if len(data) > limit:
         size = max(info.st_size, len(data))
         return DiskText("", True, stamp, f"it is {size / 2**20:.0f} MiB, more than the {limit / 2**20:.0f} MiB shown")
@@ -115,18 +113,6 @@ def read(path: str, limit: int = MAX_SHOWN_BYTES) -> DiskText:
     except BinaryFile:
         return DiskText("", True, stamp, "it is a binary file")
     return DiskText(text, True, stamp)
-
-
-def _read_at_most(fd: int, count: int) -> bytes:
-    chunks: list[bytes] = []
-    remaining = count
-    while remaining > 0:
-        chunk = os.read(fd, min(remaining, 1024 * 1024))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
 
 
 def _kind(mode: int) -> str:

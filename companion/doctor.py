@@ -5,6 +5,7 @@ Pure text from facts the editor gathers; it never contains the auth token.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import os
 import re
@@ -108,10 +109,13 @@ def library_issues(
     return missing, wrong
 
 
+@functools.cache
 def broken_libraries(platform: str = sys.platform) -> list[str]:
     """Installed libraries that cannot be imported, as "name version (why)". Only pywin32 is tried:
     its modules are reachable only once its folders are on `sys.path` and its DLLs found, which
-    metadata cannot show. Importing it loads a few DLLs: call this off the main thread."""
+    metadata cannot show. Importing it loads a few DLLs, so the answer is remembered: the library
+    check at start-up pays for it on the loop thread, and the doctor view (main thread) reads it.
+    Libraries only change when Sublime Text restarts."""
     if platform != "win32":
         return []
     from .pywin32_path import make_importable
@@ -198,11 +202,10 @@ def library_versions(names: tuple[str, ...] = LIBRARIES) -> dict[str, str | None
 def problems(facts: Facts) -> list[str]:
     """Each problem found, with what to do about it."""
     found: list[str] = []
-    missing, wrong = library_issues(facts.libraries)
-    wrong += facts.broken_libraries
-    if missing or wrong:
+    missing, outdated = library_issues(facts.libraries)
+    broken = facts.broken_libraries
+    if missing or outdated or broken:
         what = [f"missing: {', '.join(missing)}"] if missing else []
-        outdated, broken = split_wrong(wrong)
         what += [f"wrong version: {', '.join(outdated)}"] if outdated else []
         what += [f"cannot be loaded: {', '.join(broken)}"] if broken else []
         found.append(f"Libraries {'; '.join(what)}. {library_fix()}")

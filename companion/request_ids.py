@@ -16,7 +16,7 @@ import json
 import logging
 from typing import Any
 
-from .security import Message, Receive, Scope, Send
+from .security import Message, Receive, Scope, Send, header, send_json
 
 INVALID_REQUEST = -32600
 
@@ -40,7 +40,7 @@ class RequestIds:
         if not complete:
             await _reply(send, 413, None, f"Request body too large: the limit is {self.max_body} bytes.")
             return
-        session = _header(scope, b"mcp-session-id")
+        session = header(scope, b"mcp-session-id")
         keys: list[tuple[str, str]] = []
         for request_id in _request_ids(body):
             if not _valid(request_id):
@@ -116,16 +116,5 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 
 async def _reply(send: Send, status: int, request_id: Any, message: str) -> None:
-    body = json.dumps(
-        {"jsonrpc": "2.0", "id": request_id, "error": {"code": INVALID_REQUEST, "message": message}}
-    ).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", []):
-        if key.lower() == name:
-            return value.decode("latin-1")
-    return None
+    error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": INVALID_REQUEST, "message": message}}
+    await send_json(send, status, error, [])

@@ -122,11 +122,13 @@ class Runtime:
             asyncio.run(self._main())
         except BaseException as exc:
             log.exception("the companion's loop thread ended with an error")
-            self._fail_unready(RuntimeStopped(f"the companion's loop thread ended with an error: {exc!r}"))
+            self._fail_waiting_windows(RuntimeStopped(f"the companion's loop thread ended with an error: {exc!r}"))
         else:
-            self._fail_unready(RuntimeStopped("the companion runtime stopped before this window's server started"))
+            self._fail_waiting_windows(
+                RuntimeStopped("the companion runtime stopped before this window's server started")
+            )
 
-    def _fail_unready(self, error: RuntimeStopped) -> None:
+    def _fail_waiting_windows(self, error: RuntimeStopped) -> None:
         """No loop runs any more: windows still waiting for their server hear why, and new ones are refused."""
         with self._lock:
             self._stopped = True
@@ -207,7 +209,9 @@ class Runtime:
         with self._lock:
             self._unready.add(handle)
         handle.ready.add_done_callback(lambda _: self._ready_answered(handle))
-        self.submit(lambda: self._open_window(handle)).add_done_callback(lambda opening: _fail_unready(handle, opening))
+        self.submit(lambda: self._open_window(handle)).add_done_callback(
+            lambda opening: _answer_if_unanswered(handle, opening)
+        )
         return handle
 
     async def _open_window(self, handle: WindowHandle) -> None:
@@ -221,11 +225,18 @@ class Runtime:
             return
         if handle.closed:
             return
-        try:
-            server = self._new_server(handle, WindowServer, new_token)
-        except BaseException as exc:  # a tool factory or the server itself failed: the window must hear it
-            handle.ready.set_exception(exc)
-            return
+        # If building the server fails (a tool factory, say), open_window's done-callback answers `ready`.
+        server = WindowServer(
+            handle.editor,
+            handle.context,
+            handle.requested_token or new_token(),
+            handle.requested_port,
+            folders=lambda: list(handle.folders),
+        )
+        server.broadcaster.on_clients_changed = lambda: self._clients_changed(handle, server)
+        server.on_context_sent = lambda params: _remember_paths(handle, params)
+        if handle.tool_factory is not None:
+            server.extra_tools = {spec.tool.name: spec for spec in handle.tool_factory(server)}
         task = asyncio.current_task()
         assert task is not None  # submit() runs every coroutine as a task
         self._opening.add(task)
@@ -247,22 +258,6 @@ class Runtime:
         self.windows.append(handle)
         log.info("window server listening on %s (discovery file %s)", handle.url, handle.discovery_path)
         handle.ready.set_result(handle)
-
-    def _new_server(
-        self, handle: WindowHandle, server_class: type[WindowServer], new_token: Callable[[], str]
-    ) -> WindowServer:
-        server = server_class(
-            handle.editor,
-            handle.context,
-            handle.requested_token or new_token(),
-            handle.requested_port,
-            folders=lambda: list(handle.folders),
-        )
-        server.broadcaster.on_clients_changed = lambda: self._clients_changed(handle, server)
-        server.on_context_sent = lambda params: _remember_paths(handle, params)
-        if handle.tool_factory is not None:
-            server.extra_tools = {spec.tool.name: spec for spec in handle.tool_factory(server)}
-        return server
 
     def _clients_changed(self, handle: WindowHandle, server: WindowServer) -> None:
         handle.connected_clients = [c.client_name for c in server.broadcaster.connected()]
@@ -342,7 +337,7 @@ class AcceptErrorLog:
         self.suppressed, self.last_report = 0, now
 
 
-def _fail_unready(handle: WindowHandle, opening: concurrent.futures.Future[None]) -> None:
+def _answer_if_unanswered(handle: WindowHandle, opening: concurrent.futures.Future[None]) -> None:
     """Whatever ended the opening without an answer (a bug, a cancelled task) still answers the
     window: a `ready` that never completes would leave it waiting forever."""
     if handle.ready.done():

@@ -48,7 +48,7 @@ class RequestGuard:
         if refusal is not None:
             status, message, extra = refusal
             # Closed after the answer: a refused client (no token, wrong Host) keeps no connection.
-            await _send_json(send, status, {"error": message}, [*extra, (b"connection", b"close")])
+            await send_json(send, status, {"error": message}, [*extra, (b"connection", b"close")])
             return
         await self.app(scope, receive, send)
 
@@ -83,7 +83,15 @@ def _values(headers: list[tuple[bytes, bytes]], name: bytes) -> list[bytes]:
     return [value for key, value in headers if key.lower() == name]
 
 
-async def _send_json(send: Send, status: int, body: dict[str, Any], extra: list[tuple[bytes, bytes]]) -> None:
+def header(scope: Scope, name: bytes) -> str | None:
+    """The first value of header `name` (lower case) in an ASGI scope, or None."""
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
+async def send_json(send: Send, status: int, body: dict[str, Any], extra: list[tuple[bytes, bytes]]) -> None:
     data = json.dumps(body).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), *extra]
     await send({"type": "http.response.start", "status": status, "headers": headers})

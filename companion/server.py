@@ -40,7 +40,7 @@ from .protocol import (
     SERVER_NAME,
 )
 from .request_ids import RequestIds
-from .security import MAX_BODY_BYTES, Receive, RequestGuard, Scope, Send
+from .security import MAX_BODY_BYTES, Receive, RequestGuard, Scope, Send, header
 from .wire import InvalidNotification
 
 log = logging.getLogger("gemini_companion")
@@ -444,7 +444,7 @@ class _HandshakeEraOnly:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            version = _header(scope, b"mcp-protocol-version")
+            version = header(scope, b"mcp-protocol-version")
             if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
                 body = json.dumps(
                     {
@@ -484,7 +484,7 @@ class _StreamWatcher:
             await self.app(scope, receive, send)
             return
         method = scope.get("method")
-        session_id = _header(scope, b"mcp-session-id")
+        session_id = header(scope, b"mcp-session-id")
         if method == "GET" and session_id:
             await self._serve_stream(session_id, scope, receive, send)
         elif method == "DELETE" and session_id:
@@ -508,13 +508,6 @@ class _StreamWatcher:
         finally:
             if opened:
                 self.server.broadcaster.stream_closed(session_id)
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", []):
-        if key.lower() == name:
-            return value.decode("latin-1")
-    return None
 
 
 class _ClientHungUp(logging.Filter):

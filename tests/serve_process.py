@@ -3,9 +3,18 @@ would read the terminal."""
 
 from __future__ import annotations
 
+import json
+import os
 import queue
 import subprocess
+import sys
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from companion.discovery import discovery_dir
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class ServeProcess:
@@ -40,3 +49,42 @@ class ServeProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+@contextmanager
+def serve(
+    tmp_path: str,
+    workspace: str | None,
+    policy: str,
+    stdin: bool = False,
+    cwd: str | None = None,
+    preexec_fn: Callable[[], None] | None = None,
+) -> Iterator[ServeProcess]:
+    """`python -m companion serve` on `workspace`, or with no --workspace (then in `cwd`);
+    `preexec_fn` runs in the child before it starts (resource limits)."""
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"}
+    folder = ["--workspace", workspace] if workspace is not None else []
+    process = subprocess.Popen(
+        [sys.executable, "-m", "companion", "serve", *folder, "--diff-policy", policy],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        text=True,
+        env=env,
+        cwd=cwd,
+        preexec_fn=preexec_fn,
+    )
+    server = ServeProcess(process)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def endpoint(tmp_path: str) -> tuple[str, str, str]:
+    directory = discovery_dir({"TMPDIR": str(tmp_path)})
+    (name,) = os.listdir(directory)
+    path = os.path.join(directory, name)
+    with open(path) as f:
+        payload = json.load(f)
+    return path, f"http://127.0.0.1:{payload['port']}/mcp", payload["authToken"]

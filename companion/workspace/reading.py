@@ -33,20 +33,25 @@ def read_bytes(target: Resolved, limit: int | None, name: str) -> bytes:
                 f"{name} is {_size(st.st_size)}, over the read limit of {_size(limit)} "
                 "(setting `read_file_limit_kb`); it was not read."
             )
-        chunks = []
-        remaining = st.st_size + 1 if limit is None else limit + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
+        data = read_at_most(fd, st.st_size + 1 if limit is None else limit + 1)
         if limit is not None and len(data) > limit:
             raise WorkspaceError(f"{name} grew over the read limit of {_size(limit)} while being read.")
         return data
     finally:
         os.close(fd)
+
+
+def read_at_most(fd: int, count: int) -> bytes:
+    """Up to `count` bytes from `fd`, in 1 MiB reads (a file that grows meanwhile stops at `count`)."""
+    chunks: list[bytes] = []
+    remaining = count
+    while remaining > 0:
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
 
 
 def read_text(target: Resolved, buffer_text: str | None, limit: int, name: str) -> ReadResult:

@@ -9,6 +9,9 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import pytest
 
@@ -237,10 +240,18 @@ def test_a_starting_runtime_sweeps_stale_files_and_leaves_live_ones(tmp_path: st
     assert os.listdir(directory) == [os.path.basename(live)]
 
 
-def test_a_pid_reused_after_a_crash_does_not_keep_the_file_alive(tmp_path: str) -> None:
-    """The editor crashed and the system gave its PID to a new process: the file is stale although
-    the PID is alive, unless its port still answers."""
-    directory = str(tmp_path)
+@dataclass
+class Crash:
+    """A process started just now (as if it got a crashed editor's PID), a port nothing listens
+    on, and one that answers."""
+
+    pid: int
+    closed_port: int
+    answering_port: int
+
+
+@contextmanager
+def after_a_crash() -> Iterator[Crash]:
     newcomer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -249,40 +260,45 @@ def test_a_pid_reused_after_a_crash_does_not_keep_the_file_alive(tmp_path: str) 
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             closed_port = probe.getsockname()[1]
-        # Files written a minute before that process started: not written by it.
-        stale = discovery.write(newcomer.pid, closed_port, [], "t", directory)
-        answering = discovery.write(newcomer.pid, listener.getsockname()[1], [], "t", directory)
-        an_hour_ago = time.time() - 3600
-        for path in (stale, answering):
-            os.utime(path, (an_hour_ago, an_hour_ago))
-        assert discovery.pid_reused_since(stale, newcomer.pid)
-        assert discovery.sweep_stale(os.getpid(), directory) == [stale]
-        assert os.path.exists(answering)
-        # A file written after its process started is that process's own: never swept for its age.
-        own = discovery.write(newcomer.pid, closed_port + 1 if closed_port < 65535 else 1, [], "t", directory)
-        assert not discovery.pid_reused_since(own, newcomer.pid)
+        yield Crash(newcomer.pid, closed_port, listener.getsockname()[1])
     finally:
         listener.close()
         newcomer.kill()
         newcomer.wait()
 
 
+def written_an_hour_ago(*paths: str) -> None:
+    an_hour_ago = time.time() - 3600
+    for path in paths:
+        os.utime(path, (an_hour_ago, an_hour_ago))
+
+
+def test_a_pid_reused_after_a_crash_does_not_keep_the_file_alive(tmp_path: str) -> None:
+    """The editor crashed and the system gave its PID to a new process: the file is stale although
+    the PID is alive, unless its port still answers."""
+    directory = str(tmp_path)
+    with after_a_crash() as crash:
+        # Files written before that process started: not written by it.
+        stale = discovery.write(crash.pid, crash.closed_port, [], "t", directory)
+        answering = discovery.write(crash.pid, crash.answering_port, [], "t", directory)
+        written_an_hour_ago(stale, answering)
+        assert discovery.pid_reused_since(stale, crash.pid)
+        assert discovery.sweep_stale(os.getpid(), directory) == [stale]
+        assert os.path.exists(answering)
+        # A file written after its process started is that process's own: never swept for its age.
+        other_port = crash.closed_port + 1 if crash.closed_port < 65535 else 1
+        own = discovery.write(crash.pid, other_port, [], "t", directory)
+        assert not discovery.pid_reused_since(own, crash.pid)
+
+
 def test_the_bridge_prefers_the_window_that_answers_over_a_crashed_one(tmp_path: str) -> None:
     from companion.bridge import choose_endpoint, read_endpoints
 
     directory, workspace = str(tmp_path), os.path.realpath(str(tmp_path))
-    newcomer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-    try:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            closed_port = probe.getsockname()[1]
-        crashed = discovery.write(newcomer.pid, closed_port, [workspace], "t", directory)
-        an_hour_ago = time.time() - 3600
-        os.utime(crashed, (an_hour_ago, an_hour_ago))
-        live = discovery.write(os.getpid(), listener.getsockname()[1], [workspace], "t", directory)
+    with after_a_crash() as crash:
+        crashed = discovery.write(crash.pid, crash.closed_port, [workspace], "t", directory)
+        written_an_hour_ago(crashed)
+        live = discovery.write(os.getpid(), crash.answering_port, [workspace], "t", directory)
         endpoints = read_endpoints(directory)
         assert [e.file for e in endpoints] == [live, crashed]  # a reused PID ranks as dead
         chosen = choose_endpoint(endpoints, workspace, None)
@@ -290,7 +306,3 @@ def test_the_bridge_prefers_the_window_that_answers_over_a_crashed_one(tmp_path:
         # Even ranked first, a file whose server does not answer loses to one that does.
         chosen = choose_endpoint(list(reversed(endpoints)), workspace, None)
         assert chosen is not None and chosen.file == live
-    finally:
-        listener.close()
-        newcomer.kill()
-        newcomer.wait()

@@ -17,42 +17,22 @@ import anyio
 import pytest
 
 from companion.discovery import discovery_dir
+from companion.headless import HeadlessEditor
+from companion.runtime import Runtime, WindowHandle
 from tests.mcp_client import connect
-from tests.serve_process import ServeProcess
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.serve_process import ROOT, ServeProcess, endpoint, serve
 
 
 @contextmanager
-def serve(
-    tmp_path: str, workspace: str | None, policy: str, stdin: bool = False, cwd: str | None = None
-) -> Iterator[ServeProcess]:
-    """`python -m companion serve` on `workspace`, or with no --workspace (then in `cwd`)."""
-    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"}
-    folder = ["--workspace", workspace] if workspace is not None else []
-    process = subprocess.Popen(
-        [sys.executable, "-m", "companion", "serve", *folder, "--diff-policy", policy],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-        text=True,
-        env=env,
-        cwd=cwd,
-    )
-    server = ServeProcess(process)
+def window_of(editor: HeadlessEditor, discovery_dir: str) -> Iterator[WindowHandle]:
+    """A runtime with one window server (no folder) answered by `editor`; stopped afterwards."""
+    runtime = Runtime(discovery_directory=discovery_dir)
     try:
-        yield server
+        handle = runtime.open_window(editor, [])
+        handle.ready.result(30)
+        yield handle
     finally:
-        server.stop()
-
-
-def endpoint(tmp_path: str) -> tuple[str, str, str]:
-    directory = discovery_dir({"TMPDIR": str(tmp_path)})
-    (name,) = os.listdir(directory)
-    path = os.path.join(directory, name)
-    with open(path) as f:
-        payload = json.load(f)
-    return path, f"http://127.0.0.1:{payload['port']}/mcp", payload["authToken"]
+        runtime.stop()
 
 
 def test_serve_without_a_workspace_serves_the_current_folder(tmp_path: str, workspace: str) -> None:
@@ -246,23 +226,17 @@ def settle_until(predicate: Callable[[], bool], timeout: float = 20) -> None:
 @pytest.mark.anyio
 async def test_one_prompter_asks_in_order_and_close_diff_drops_waiting_reviews(discovery_dir: str) -> None:
     """2 000 pending reviews used to hold 2 000 threads and every proposal forever."""
-    from companion.headless import HeadlessEditor
-    from companion.runtime import Runtime
-
     terminal = Terminal()
     editor = HeadlessEditor("prompt", out=terminal, ask=terminal.ask)  # type: ignore[arg-type]
-    runtime = Runtime(discovery_directory=discovery_dir)
     threads_before = threading.active_count()
-    try:
-        handle = runtime.open_window(editor, [])
-        handle.ready.result(30)
+    with window_of(editor, discovery_dir) as handle:
         async with connect(handle.url, handle.token) as client:
             paths = [f"/w/file{i}.txt" for i in range(200)]
             for path in paths:
                 await client.open_diff(path, f"{path}\n")
             await anyio.to_thread.run_sync(settle_until, lambda: len(editor.shown) == 200 and terminal.questions)
             assert [t.name for t in threading.enumerate()].count("companion-prompt") == 1
-            # The loop, its bounded file-reading executor, the test's own worker: not one per review.
+            # The loop and the test's own workers: not one thread per review.
             assert threading.active_count() < threads_before + 16
             assert terminal.questions == [f"Apply this change to {paths[0]}? [y]es / [n]o: "]
             for path in paths[1:150]:  # closed while waiting their turn: never asked, not kept
@@ -277,21 +251,13 @@ async def test_one_prompter_asks_in_order_and_close_diff_drops_waiting_reviews(d
             await anyio.to_thread.run_sync(settle_until, lambda: len(client.of("ide/diffRejected")) == 50)
             assert [p["filePath"] for p in client.of("ide/diffRejected")] == paths[150:]
         assert editor.shown == []
-    finally:
-        runtime.stop()
 
 
 @pytest.mark.anyio
 async def test_a_newer_proposal_during_the_prompt_is_shown_before_it_can_be_approved(discovery_dir: str) -> None:
-    from companion.headless import HeadlessEditor
-    from companion.runtime import Runtime
-
     terminal = Terminal()
     editor = HeadlessEditor("prompt", out=terminal, ask=terminal.ask)  # type: ignore[arg-type]
-    runtime = Runtime(discovery_directory=discovery_dir)
-    try:
-        handle = runtime.open_window(editor, [])
-        handle.ready.result(30)
+    with window_of(editor, discovery_dir) as handle:
         async with connect(handle.url, handle.token) as client:
             await client.open_diff("/w/a.txt", "first\n")
             await anyio.to_thread.run_sync(settle_until, lambda: len(terminal.questions) == 1)
@@ -302,27 +268,17 @@ async def test_a_newer_proposal_during_the_prompt_is_shown_before_it_can_be_appr
             assert client.of("ide/diffAccepted") == []  # not approved until seen
             terminal.answers.put("y")
             assert await client.wait_for("ide/diffAccepted") == {"filePath": "/w/a.txt", "content": "second\n"}
-    finally:
-        runtime.stop()
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("policy", ["accept", "reject"])
 async def test_decided_reviews_are_not_kept(discovery_dir: str, policy: str) -> None:
-    from companion.headless import HeadlessEditor
-    from companion.runtime import Runtime
-
     editor = HeadlessEditor(policy)
-    runtime = Runtime(discovery_directory=discovery_dir)
-    try:
-        handle = runtime.open_window(editor, [])
-        handle.ready.result(30)
+    with window_of(editor, discovery_dir) as handle:
         async with connect(handle.url, handle.token) as client:
             for i in range(20):
                 await client.open_diff(f"/w/{i}.txt", "x" * 100_000)
         assert editor.shown == []
-    finally:
-        runtime.stop()
 
 
 @pytest.mark.parametrize("port", ["99999", "-1", "eighty"])

@@ -31,7 +31,9 @@ def lib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     (lib / "pywin32-311.dist-info").mkdir()
     (lib / "pywin32-311.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: pywin32\nVersion: 311\n")
     monkeypatch.setattr(sys, "path", [str(lib), *sys.path])
+    doctor.broken_libraries.cache_clear()  # each test lays out its own pywin32
     yield lib
+    doctor.broken_libraries.cache_clear()
     for name in ("pywin32_bootstrap", *doctor.PYWIN32_MODULES):
         sys.modules.pop(name, None)
     if hasattr(sys, "bootstrapped"):

@@ -7,19 +7,17 @@ import http.client
 import json
 import os
 import socket
-import subprocess
 import sys
 import time
+import urllib.parse
 from collections.abc import Iterator
 
 import pytest
 
 from companion.connections import HEAD_TIMEOUT_SECONDS
-from companion.discovery import discovery_dir
-from tests.serve_process import ServeProcess
+from tests.serve_process import ServeProcess, endpoint, serve
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_NOFILE is POSIX")
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DESCRIPTORS = 128  # the companion's whole process gets this many (macOS' default is 256)
 HOSTILE = 400
 
@@ -34,26 +32,12 @@ def limited_descriptors() -> None:
 def server(tmp_path: str) -> Iterator[tuple[ServeProcess, int, str]]:
     workspace = os.path.join(str(tmp_path), "workspace")
     os.makedirs(workspace)
-    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "companion", "serve", "--workspace", workspace, "--diff-policy", "reject"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        env=env,
-        preexec_fn=limited_descriptors,
-    )
-    serving = ServeProcess(process)
-    try:
+    with serve(tmp_path, workspace, "reject", preexec_fn=limited_descriptors) as serving:
         serving.expect("Discovery file:")
-        directory = discovery_dir({"TMPDIR": str(tmp_path)})
-        (name,) = os.listdir(directory)
-        with open(os.path.join(directory, name)) as handle:
-            payload = json.load(handle)
-        yield serving, payload["port"], payload["authToken"]
-    finally:
-        serving.stop()
+        _path, url, token = endpoint(tmp_path)
+        port = urllib.parse.urlsplit(url).port
+        assert port is not None
+        yield serving, port, token
 
 
 def initialize(port: int, token: str) -> int:

@@ -104,20 +104,31 @@ def layout(tmp_path: str) -> tuple[str, str]:
     return workspace, outside
 
 
+def hammer(operation: Callable[[int], None]) -> tuple[int, int]:
+    """Run `operation(try_number)` for SECONDS; returns (tries, successes). A WorkspaceError is a
+    refusal (the swap was seen); anything else fails the test."""
+    tries = successes = 0
+    deadline = time.monotonic() + SECONDS
+    while time.monotonic() < deadline:
+        tries += 1
+        try:
+            operation(tries)
+        except WorkspaceError:
+            continue
+        successes += 1
+    return tries, successes
+
+
 def test_reads_never_return_outside_bytes_while_a_folder_is_swapped(tmp_path: str) -> None:
     workspace, outside = layout(str(tmp_path))
     policy = PathPolicy([workspace])
-    tries = served = 0
+
+    def read(attempt: int) -> None:
+        data = read_bytes(policy.resolve("sub/file.txt"), None, "sub/file.txt")
+        assert data == b"inside\n", f"read outside bytes after {attempt} tries"
+
     with Swapper(workspace, outside) as swapper:
-        deadline = time.monotonic() + SECONDS
-        while time.monotonic() < deadline:
-            tries += 1
-            try:
-                data = read_bytes(policy.resolve("sub/file.txt"), None, "sub/file.txt")
-            except WorkspaceError:
-                continue  # refused: the swap was seen
-            assert data == b"inside\n", f"read outside bytes after {tries} tries"
-            served += 1
+        tries, served = hammer(read)
     print(f"{tries} reads, {served} served, {swapper.swaps} swaps")
     assert swapper.swaps > 100 and served > 0
 
@@ -125,17 +136,13 @@ def test_reads_never_return_outside_bytes_while_a_folder_is_swapped(tmp_path: st
 def test_writes_never_land_outside_nor_leave_temporary_files_while_a_folder_is_swapped(tmp_path: str) -> None:
     workspace, outside = layout(str(tmp_path))
     policy = PathPolicy([workspace])
-    tries = written = 0
+
+    def write(attempt: int) -> None:
+        target = policy.resolve("sub/file.txt", must_exist=False)
+        write_atomically(policy, target, f"write {attempt}\n", NEW_FILE, "sub/file.txt")
+
     with Swapper(workspace, outside) as swapper:
-        deadline = time.monotonic() + SECONDS
-        while time.monotonic() < deadline:
-            tries += 1
-            try:
-                target = policy.resolve("sub/file.txt", must_exist=False)
-                write_atomically(policy, target, f"write {tries}\n", NEW_FILE, "sub/file.txt")
-                written += 1
-            except WorkspaceError:
-                continue
+        tries, written = hammer(write)
     print(f"{tries} writes, {written} written, {swapper.swaps} swaps")
     assert swapper.swaps > 100 and written > 0
     assert os.listdir(outside) == ["file.txt"], "a file was created outside the workspace"
