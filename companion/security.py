@@ -31,6 +31,9 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
+UNAUTHENTICATED = (401, 403, 404)  # refusals before the token was accepted
+
+
 class RequestGuard:
     def __init__(self, app: ASGIApp, token: str, port: int, max_body: int = MAX_BODY_BYTES) -> None:
         self.app = app
@@ -47,8 +50,11 @@ class RequestGuard:
         refusal = self._refusal(scope)
         if refusal is not None:
             status, message, extra = refusal
-            # Closed after the answer: a refused client (no token, wrong Host) keeps no connection.
-            await send_json(send, status, {"error": message}, [*extra, (b"connection", b"close")])
+            if status in UNAUTHENTICATED:
+                # Closed after the answer: a client without the token (or the wrong Host, a web page)
+                # keeps no connection. A client with the token keeps its connection (a 413 included).
+                extra = [*extra, (b"connection", b"close")]
+            await send_json(send, status, {"error": message}, extra)
             return
         await self.app(scope, receive, send)
 
