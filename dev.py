@@ -2,10 +2,18 @@
 """The two everyday commands, each installing what it needs (pinned) on first run.
 
     python3 dev.py serve [--diff-policy prompt|accept|reject] [--workspace DIR]
-    python3 dev.py test  [pytest arguments]
+    python3 dev.py test                      everything CI runs (below)
+    python3 dev.py test [pytest arguments]   lint, types and pytest on this machine's Python only
+    python3 dev.py test --on 3.14|3.10 [pytest arguments]   pytest on that Python only
 
-Uses the newest Python >= 3.10 it can find, in a virtual environment at `.venv`; the real Gemini
-CLI used by the conformance tests is installed with `npm ci` from `tests/conformance`.
+`test` with no arguments runs, in order: ruff, pyright and the whole suite on the newest Python >= 3.10
+found here (in `.venv`); the whole suite again on Python 3.14, the Python of Sublime Text's plugin
+host (`.venv-3.14`); and the core, workspace, bridge, hostile and conformance suites on Python 3.10,
+the oldest the pip-installed bridge and headless companion support (`.venv-3.10`). Python 3.14 is
+used from this machine when installed; otherwise, on Linux as root, dev.py builds a Debian unstable
+root that has it (debootstrap, about 90 s, once; PY314_ROOT chooses where) and runs the suite there
+on this folder. The real Gemini CLI (the pinned one and the oldest supported) is installed with
+`npm ci` from `tests/conformance`.
 """
 
 from __future__ import annotations
@@ -17,11 +25,22 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-VENV = os.path.join(ROOT, ".venv")
 CONFORMANCE = os.path.join(ROOT, "tests", "conformance")
+NODE_PROJECTS = (CONFORMANCE, os.path.join(CONFORMANCE, "oldest"))
 MIN_PYTHON = (3, 10)
+SUBLIME_PYTHON = (3, 14)
+
+# The suites that cover what a pip install offers (the bridge and the headless companion): the
+# Sublime adapter, the fake Sublime and the packaging tools need Sublime's Python.
+PIP_SUITES = ["tests/core", "tests/workspace", "tests/hostile", "tests/conformance", "tests/packaging/test_wheel.py"]
+
+# Inside the Python 3.14 root: only pytest runs there (ruff and pyright already ran on the host).
+INNER = "DEV_PY_INNER_VENV"
+PY314_ROOT = os.environ.get("PY314_ROOT", "/var/tmp/gemini-companion-py314")
+DEBIAN_MIRROR = "http://deb.debian.org/debian"
 
 
 def main(argv: list[str]) -> int:
@@ -35,11 +54,19 @@ def main(argv: list[str]) -> int:
         return 2
     command, rest = argv[0], argv[1:]
     if command == "serve":
-        python = ensure_venv("runtime.txt")
+        python = ensure_venv(".venv", find_python(), "runtime.txt")
         return run_until_done([python, "-m", "companion", "serve", *rest])
-    python = ensure_venv("dev.txt")
-    ensure_node_modules()
-    return run_tests(python, rest)
+    if os.environ.get(INNER):
+        return run_pytest(ensure_venv(os.environ[INNER], sys.executable, "dev.txt"), rest)
+    if rest[:1] == ["--on"]:
+        if len(rest) < 2 or rest[1] not in ("3.14", "3.10"):
+            print("dev.py: --on takes 3.14 or 3.10.", file=sys.stderr)
+            return 2
+        ensure_node_modules()
+        return (test_on_314 if rest[1] == "3.14" else test_on_310)(rest[2:])
+    if rest:
+        return test_here(rest)
+    return test_everywhere()
 
 
 def run_until_done(cmd: list[str]) -> int:
@@ -53,7 +80,29 @@ def run_until_done(cmd: list[str]) -> int:
             continue
 
 
-def run_tests(python: str, pytest_args: list[str]) -> int:
+# -- the test runs --
+
+
+def test_everywhere() -> int:
+    """What CI runs: every leg, even after one fails, then one summary line per leg."""
+    legs = [("this machine's Python", test_here), ("Python 3.14", test_on_314), ("Python 3.10", test_on_310)]
+    results = []
+    for name, leg in legs:
+        started = time.monotonic()
+        code = leg([])
+        results.append((name, code, time.monotonic() - started))
+    print("\n== summary", flush=True)
+    for name, code, seconds in results:
+        print(f"  {'passed' if code == 0 else 'FAILED'}  {name}  ({seconds / 60:.1f} min)", flush=True)
+    if any(code for _, code, _ in results):
+        return 1
+    print("\nAll checks passed.", flush=True)
+    return 0
+
+
+def test_here(pytest_args: list[str]) -> int:
+    python = ensure_venv(".venv", find_python(), "dev.txt")
+    ensure_node_modules()
     steps = [
         ("ruff", [python, "-m", "ruff", "check", "."]),
         ("pyright", [python, "-m", "pyright", "--project", "pyrightconfig.json"]),
@@ -61,14 +110,39 @@ def run_tests(python: str, pytest_args: list[str]) -> int:
     ]
     failed = []
     for name, cmd in steps:
-        print(f"\n== {name}: {' '.join(cmd[2:])}", flush=True)
+        print(f"\n== {name} ({_version_text(python)}): {' '.join(cmd[2:])}", flush=True)
         if subprocess.call(cmd, cwd=ROOT, env=_env()) != 0:
             failed.append(name)
     if failed:
         print(f"\nFAILED: {', '.join(failed)}", flush=True)
         return 1
-    print("\nAll checks passed.", flush=True)
     return 0
+
+
+def test_on_310(pytest_args: list[str]) -> int:
+    base = find_python(exactly=MIN_PYTHON)
+    python = ensure_venv(".venv-3.10", base, "test-py310.txt")
+    return run_pytest(python, pytest_args or PIP_SUITES)
+
+
+def test_on_314(pytest_args: list[str]) -> int:
+    native = find_python(exactly=SUBLIME_PYTHON, required=False)
+    if native:
+        return run_pytest(ensure_venv(".venv-3.14", native, "dev.txt"), pytest_args)
+    problem = _why_no_debian_root()
+    if problem:
+        print(f"\nerror: Python 3.14 is not installed here, and {problem}. Install Python 3.14 "
+              "(python.org), or run `python3 dev.py test <pytest arguments>` to test on this Python only.",
+              file=sys.stderr, flush=True)  # fmt: skip
+        return 1
+    ensure_debian_root()
+    return run_in_debian_root(pytest_args)
+
+
+def run_pytest(python: str, pytest_args: list[str]) -> int:
+    cmd = [python, "-m", "pytest", *pytest_args]
+    print(f"\n== pytest ({_version_text(python)}): {' '.join(cmd[2:])}", flush=True)
+    return subprocess.call(cmd, cwd=ROOT, env=_env())
 
 
 def _env() -> dict[str, str]:
@@ -81,25 +155,30 @@ def _env() -> dict[str, str]:
 # -- Python --
 
 
-def find_python() -> str:
-    """The newest interpreter >= 3.10 on PATH (python3.X names) or in pyenv's versions folder."""
+def find_python(exactly: tuple[int, int] | None = None, required: bool = True) -> str:
+    """The newest interpreter >= 3.10 (or the one of version `exactly`) on PATH (python3.X names) or in
+    pyenv's versions folder."""
     candidates: list[str] = []
     for minor in range(20, MIN_PYTHON[1] - 1, -1):
-        for name in (f"python3.{minor}", f"py -3.{minor}"):
-            found = shutil.which(name)
-            if found:
-                candidates.append(found)
+        found = shutil.which(f"python3.{minor}")
+        if found:
+            candidates.append(found)
     pyenv_root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
     candidates += sorted(glob.glob(os.path.join(pyenv_root, "versions", "3.*", "bin", "python3")), reverse=True)
     candidates += [c for c in (shutil.which("python3"), shutil.which("python"), sys.executable) if c]
     best: tuple[tuple[int, int], str] | None = None
     for candidate in candidates:
         version = _version(candidate)
-        if version and version >= MIN_PYTHON and (best is None or version > best[0]):
+        if version is None or version < MIN_PYTHON or (exactly and version != exactly):
+            continue
+        if best is None or version > best[0]:
             best = (version, candidate)
-    if best is None:
-        sys.exit("error: no Python 3.10 or newer found; install one (python.org) and run this again.")
-    return best[1]
+    if best is not None:
+        return best[1]
+    if not required:
+        return ""
+    wanted = f"Python {exactly[0]}.{exactly[1]}" if exactly else "Python 3.10 or newer"
+    sys.exit(f"error: {wanted} was not found; install it (python.org or pyenv) and run this again.")
 
 
 def _version(python: str) -> tuple[int, int] | None:
@@ -115,25 +194,25 @@ def _version(python: str) -> tuple[int, int] | None:
         return None
 
 
-def venv_python() -> str:
-    if os.name == "nt":
-        return os.path.join(VENV, "Scripts", "python.exe")
-    return os.path.join(VENV, "bin", "python")
+def _version_text(python: str) -> str:
+    version = _version(python)
+    return f"Python {version[0]}.{version[1]}" if version else python
 
 
-def ensure_venv(lock: str) -> str:
-    """Create `.venv` and install `requirements/<lock>` unless that exact lock is installed."""
+def ensure_venv(name: str, base: str, lock: str) -> str:
+    """Create the virtual environment `name` with `base` and install `requirements/<lock>`, unless that
+    exact lock is installed already. Returns its Python."""
+    venv = os.path.join(ROOT, name)
+    python = os.path.join(venv, "Scripts", "python.exe") if os.name == "nt" else os.path.join(venv, "bin", "python")
     lock_path = os.path.join(ROOT, "requirements", lock)
-    digest = _digest(lock_path, os.path.join(ROOT, "requirements", "runtime.txt"))
-    marker = os.path.join(VENV, f".installed-{lock}")
-    python = venv_python()
+    digest = _digest(*sorted(glob.glob(os.path.join(ROOT, "requirements", "*.txt"))))
+    marker = os.path.join(venv, f".installed-{lock}")
     if _read(marker) == digest and os.path.exists(python):
         return python
     if not os.path.exists(python):
-        base = find_python()
-        print(f"Creating .venv with {base} ...", flush=True)
-        subprocess.check_call([base, "-m", "venv", VENV])
-    print(f"Installing requirements/{lock} (pinned) ...", flush=True)
+        print(f"Creating {name} with {base} ...", flush=True)
+        subprocess.check_call([base, "-m", "venv", venv])
+    print(f"Installing requirements/{lock} (pinned) into {name} ...", flush=True)
     pip = [python, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
     subprocess.check_call([*pip, "-r", lock_path])
     if lock == "dev.txt":
@@ -160,6 +239,70 @@ def _digest(*paths: str) -> str:
     return h.hexdigest()
 
 
+# -- Python 3.14 in a Debian unstable root (Linux, as root) --
+
+
+def _why_no_debian_root() -> str:
+    if not sys.platform.startswith("linux"):
+        return "dev.py can only build it on Linux"
+    if os.geteuid() != 0:
+        return "dev.py can only build it when run as root (it uses debootstrap, mount and chroot)"
+    if not shutil.which("debootstrap") and not shutil.which("apt-get"):
+        return "debootstrap is not installed"
+    return ""
+
+
+def ensure_debian_root() -> None:
+    """Debian unstable, which ships python3.14 and Node. Its npm is not used: the host's `npm ci`
+    already installed the Gemini CLI, plain JavaScript that the root's Node runs."""
+    if os.path.exists(os.path.join(PY314_ROOT, "usr", "bin", "python3.14")):
+        return
+    if not shutil.which("debootstrap"):
+        subprocess.check_call(["apt-get", "install", "-y", "-qq", "debootstrap"])
+    partial = PY314_ROOT + ".partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    print(f"Building a Debian unstable root with Python 3.14 and Node in {PY314_ROOT} (once, ~90 s) ...", flush=True)
+    packages = "python3.14,python3.14-venv,ca-certificates,nodejs,git"
+    subprocess.check_call(
+        ["debootstrap", "--variant=minbase", f"--include={packages}", "sid", partial, DEBIAN_MIRROR],
+        stdout=subprocess.DEVNULL,
+    )
+    os.rename(partial, PY314_ROOT)
+
+
+def run_in_debian_root(pytest_args: list[str]) -> int:
+    """Run this folder's suite on the root's Python 3.14: the folder is bind-mounted at /src and dev.py
+    runs again inside, in `.venv-3.14`."""
+    for name in ("ssl/certs/ca-certificates.crt", "resolv.conf"):  # a local proxy's CA, the resolver
+        if os.path.exists(os.path.join("/etc", name)):
+            shutil.copyfile(os.path.join("/etc", name), os.path.join(PY314_ROOT, "etc", name))
+    mounted: list[str] = []
+    try:
+        for source, target in [
+            ("/proc", "proc"),
+            ("/sys", "sys"),
+            ("/dev", "dev"),
+            ("/dev/pts", "dev/pts"),
+            (ROOT, "src"),
+        ]:
+            path = os.path.join(PY314_ROOT, target)
+            os.makedirs(path, exist_ok=True)
+            if not os.path.ismount(path):
+                subprocess.check_call(["mount", "--bind", source, path])
+                mounted.append(path)
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": "/root", "LANG": "C.UTF-8"}
+        env[INNER] = ".venv-3.14-debian"
+        for name in ("PIP_INDEX_URL", "PIP_CERT", "PIP_DEFAULT_TIMEOUT", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"):
+            if name in os.environ:
+                env[name] = os.environ[name]
+        chroot = shutil.which("chroot") or "/usr/sbin/chroot"
+        cmd = [chroot, PY314_ROOT, "python3.14", "/src/dev.py", "test", *pytest_args]
+        return subprocess.call(cmd, env=env)
+    finally:
+        for path in reversed(mounted):
+            subprocess.call(["umount", path])
+
+
 # -- Node (the real Gemini CLI for the conformance tests) --
 
 
@@ -171,15 +314,16 @@ def ensure_node_modules() -> None:
     major = re.match(r"v(\d+)", subprocess.run([node, "--version"], capture_output=True, text=True).stdout or "")
     if not major or int(major.group(1)) < 20:
         sys.exit("error: Node.js 20 or newer is needed for the real Gemini CLI tests.")
-    lock = os.path.join(CONFORMANCE, "package-lock.json")
-    marker = os.path.join(CONFORMANCE, "node_modules", ".installed-lock")
-    digest = _digest(lock)
-    if _read(marker) == digest:
-        return
-    print("Installing the pinned Gemini CLI for the conformance tests (npm ci) ...", flush=True)
-    subprocess.check_call([npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=CONFORMANCE)
-    with open(marker, "w") as handle:
-        handle.write(digest)
+    for project in NODE_PROJECTS:
+        lock = os.path.join(project, "package-lock.json")
+        marker = os.path.join(project, "node_modules", ".installed-lock")
+        digest = _digest(lock)
+        if _read(marker) == digest:
+            continue
+        print(f"Installing the pinned Gemini CLI in {os.path.relpath(project, ROOT)} (npm ci) ...", flush=True)
+        subprocess.check_call([npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=project)
+        with open(marker, "w") as handle:
+            handle.write(digest)
 
 
 if __name__ == "__main__":

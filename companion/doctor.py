@@ -145,6 +145,16 @@ def library_fix() -> str:
     )
 
 
+def troubleshooting(entry: str) -> str:
+    """The README's Troubleshooting entry `entry` (GitHub's anchor for its heading): the report and the
+    README explain each failure the same way."""
+    return f"{PROJECT_URL}#{entry}"
+
+
+def _more(entry: str) -> str:
+    return f" More: {troubleshooting(entry)}"
+
+
 @dataclass
 class DiscoveryCheck:
     path: str
@@ -187,6 +197,7 @@ class Facts:
     terminus_installed: bool
     excluded_patterns: list[str] = field(default_factory=list)
     broken_libraries: list[str] = field(default_factory=list)  # see broken_libraries()
+    tmpdir: str = ""  # Node's os.tmpdir() as Sublime's environment gives it: where discovery files go
 
 
 def library_versions(names: tuple[str, ...] = LIBRARIES) -> dict[str, str | None]:
@@ -208,43 +219,49 @@ def problems(facts: Facts) -> list[str]:
         what = [f"missing: {', '.join(missing)}"] if missing else []
         what += [f"wrong version: {', '.join(outdated)}"] if outdated else []
         what += [f"cannot be loaded: {', '.join(broken)}"] if broken else []
-        found.append(f"Libraries {'; '.join(what)}. {library_fix()}")
+        found.append(f"Libraries {'; '.join(what)}. {library_fix()}" + _more("the-package-is-inactive"))
         return found  # the companion does not start without them: nothing else can be judged yet
     if facts.server_state != "listening":
         found.append(
             f"The server is {facts.server_state}. Check the console (View > Show Console) for the reason, "
-            "then reload the package (or restart Sublime Text)."
+            "then reload the package (or restart Sublime Text)." + _more("the-package-is-inactive")
         )
     if facts.server_state == "listening" and not facts.discovery.exists:
         found.append(
             "The discovery file is missing, so Gemini CLI cannot find this window. Reload the package; "
-            "if it stays missing, check that the temporary folder is writable."
+            "if it stays missing, check that the temporary folder is writable." + _more("gemini-cli-does-not-connect")
         )
     if facts.discovery.exists and not facts.discovery.owned_by_us:
         found.append(
             "The discovery file belongs to another user; Gemini CLI ignores it. Delete it and reload the package."
+            + _more("security")
         )
     if facts.discovery.exists and not facts.discovery.private:
-        found.append("The discovery file is readable by other users. Delete it and reload the package.")
+        found.append(
+            "The discovery file is readable by other users. Delete it and reload the package." + _more("security")
+        )
     if not facts.workspace_path:
         found.append(
             "This window has no folder. Open one (File > Open Folder…): Gemini CLI connects only when it runs "
-            "inside one of the window's folders."
+            "inside one of the window's folders." + _more("directory-mismatch")
         )
     if facts.server_state == "listening" and facts.workspace_path and not facts.clients:
         found.append(
             "No Gemini CLI is connected. Start `gemini` inside one of the folders above (Command Palette: "
             "“Gemini Companion: Open Gemini CLI”, or any terminal). The first time, type `/ide enable` in Gemini CLI. "
-            "If it reports “Directory mismatch”, change into one of the folders first."
+            "If it reports “Directory mismatch”, change into one of the folders first. If it says it cannot "
+            "connect, compare its temporary folder with the one above." + _more("gemini-cli-does-not-connect")
         )
     if facts.paused:
         found.append(
             "Context sharing is paused: Gemini CLI sees no open files. Run “Gemini Companion: Resume Context Sharing”."
+            + _more("first-run")
         )
     if not facts.terminus_installed:
         found.append(
             "Terminus is not installed, so “Open Gemini CLI” cannot open a terminal in Sublime Text. Install it with "
             "“Package Control: Install Package” → Terminus, or run `gemini` in any terminal inside the folder."
+            + _more("terminus-is-missing")
         )
     return found
 
@@ -264,6 +281,9 @@ def report(facts: Facts) -> str:
             if facts.discovery.exists
             else ""
         ),
+        f"- Temporary folder (Node's os.tmpdir() here): {facts.tmpdir or '(unknown)'}",
+        "  - a `gemini` started outside Sublime finds this window only if "
+        "`node -p \"require('os').tmpdir()\"` prints the same folder in its terminal",
         f"- Workspace path: {facts.workspace_path or '(no folder open)'}",
         f"- Connected clients: {', '.join(facts.clients) if facts.clients else 'none'}",
         f"- Context sharing: {'paused' if facts.paused else 'on'}",
@@ -283,5 +303,6 @@ def report(facts: Facts) -> str:
         "- Gemini CLI needs `/ide enable` once; after that it connects by itself when started inside the folder.",
         "- Gemini CLI started in any terminal inside this window's folders connects to this window.",
         "- Changes are never written by Sublime: Gemini CLI writes the file after you accept.",
+        f"- Every message Gemini CLI prints when it cannot connect, and its fix: {troubleshooting('troubleshooting')}",
     ]
     return "\n".join(lines) + "\n"

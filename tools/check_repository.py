@@ -35,15 +35,31 @@ from tools import libraries as L
 OK, PROBLEMS, UNREACHABLE = 0, 1, 2
 
 
-def pyproject_pins() -> dict[str, str]:
-    """canonical name -> version of the `name==version` entries of pyproject's [project] dependencies."""
+def pyproject_pins(python_version: str = "3.14") -> dict[str, str]:
+    """canonical name -> version of the `name==version` entries of pyproject's [project] dependencies
+    that a pip install on `python_version` takes (entries whose marker says otherwise are left out)."""
     with open(os.path.join(L.ROOT, "pyproject.toml"), encoding="utf-8") as handle:
         text = handle.read()
     block = re.search(r"^dependencies\s*=\s*\[(.*?)\]", text, re.S | re.M)
     pins = {}
-    for name, version in re.findall(r'"([A-Za-z0-9_.-]+)==([^";]+)"', block.group(1) if block else ""):
-        pins[L.canonical(name)] = version
+    for name, version, marker in re.findall(
+        r'"([A-Za-z0-9_.-]+)==([^";\s]+)\s*(?:;\s*([^"]*))?"', block.group(1) if block else ""
+    ):
+        if _python_marker_holds(marker, python_version):
+            pins[L.canonical(name)] = version
     return pins
+
+
+def _python_marker_holds(marker: str, python_version: str) -> bool:
+    """`marker` is empty or one `python_version <op> 'X.Y'` clause (all pyproject uses)."""
+    if not marker:
+        return True
+    found = re.fullmatch(r"python_version\s*(<|>=)\s*'(\d+)\.(\d+)'", marker.strip())
+    if found is None:
+        raise ValueError(f"pyproject.toml: unsupported marker {marker!r}")
+    op, bound = found.group(1), (int(found.group(2)), int(found.group(3)))
+    version = tuple(int(part) for part in python_version.split("."))
+    return version < bound if op == "<" else version >= bound
 
 
 def check_offline(repo: dict[str, Any]) -> list[str]:
@@ -53,6 +69,12 @@ def check_offline(repo: dict[str, Any]) -> list[str]:
     for name, version in pyproject_pins().items():
         if pins.get(name) != version:
             problems.append(f"pyproject pins {name}=={version}, requirements/runtime.txt {pins.get(name)}")
+    py310_pins = L.runtime_pins(os.path.join(L.ROOT, "requirements", "runtime-py310.txt"))
+    for name, version in pyproject_pins("3.10").items():
+        if py310_pins.get(name) != version:
+            problems.append(
+                f"pyproject pins {name}=={version} on Python 3.10, runtime-py310.txt {py310_pins.get(name)}"
+            )
     for name in deps:
         if L.canonical(name) not in pins:
             problems.append(f"{name} (dependencies.json) has no pin in requirements/runtime.txt")

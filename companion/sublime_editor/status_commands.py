@@ -9,7 +9,7 @@ import sublime
 import sublime_plugin
 
 from .. import doctor
-from ..discovery import workspace_path
+from ..discovery import node_tmpdir, workspace_path
 from . import status, terminal
 from .lifecycle import registry
 from .windows import WindowState
@@ -33,6 +33,7 @@ def gather_facts(window: sublime.Window, state: WindowState | None) -> doctor.Fa
         "libraries": doctor.library_versions(),
         "broken_libraries": doctor.broken_libraries(),
         "terminus_installed": terminal.terminus_installed(),
+        "tmpdir": node_tmpdir(),
     }
     if state is None:
         return doctor.Facts(

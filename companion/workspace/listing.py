@@ -146,8 +146,8 @@ class _Walker:
             self._walk(entry.path, rel + name + "/", prefix, ignore, repo_rel + name + "/", first=False)
 
     def _link_target_is_file_inside(self, path: str) -> bool:
-        real = os.path.realpath(path)
         try:
+            real = os.path.realpath(path)  # raises before Python 3.13 if the link is swapped meanwhile
             if not stat.S_ISREG(os.stat(real).st_mode):
                 return False
         except OSError:

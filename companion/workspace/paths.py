@@ -26,6 +26,15 @@ class WorkspaceError(Exception):
     """A workspace request that cannot be served; the message is shown to the client as is."""
 
 
+def real_path(path: str) -> str:
+    """`os.path.realpath`, with a race turned into a refusal. Before Python 3.13 realpath raises
+    when a link it saw is replaced meanwhile (readlink on what is now a folder: EINVAL)."""
+    try:
+        return os.path.realpath(path)
+    except OSError as exc:
+        raise WorkspaceError(f"{path} changed while it was being checked ({exc.strerror or exc}); try again.") from None
+
+
 @dataclass(frozen=True)
 class Resolved:
     """A path that passed the policy."""
@@ -102,7 +111,7 @@ class PathPolicy:
             )
         raw = path_from_argument(argument)
         requested = self._absolute(raw, argument)
-        real = os.path.realpath(requested)
+        real = real_path(requested)
         folder = self._containing_folder(real)
         if folder is None:
             if self._containing_folder(requested, real=False) or self._containing_folder(requested):

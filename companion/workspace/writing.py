@@ -10,7 +10,7 @@ import secrets
 import stat
 
 from .fdpath import DIR_FD, parent_folder
-from .paths import PathPolicy, Resolved, WorkspaceError, is_inside
+from .paths import PathPolicy, Resolved, WorkspaceError, is_inside, real_path
 from .textfile import NEW_FILE, TextFormat, decode, encode
 
 _BINARY = getattr(os, "O_BINARY", 0)
@@ -148,7 +148,7 @@ def _make_parents(policy: PathPolicy, target: Resolved, folder: str) -> None:
             break
         current = parent
     for path in reversed(missing):
-        if not is_inside(os.path.realpath(os.path.dirname(path)), target.folder):
+        if not is_inside(real_path(os.path.dirname(path)), target.folder):
             raise WorkspaceError(f"Refused to create {path}: it would be outside the workspace.")
         try:
             os.mkdir(path)
@@ -156,7 +156,7 @@ def _make_parents(policy: PathPolicy, target: Resolved, folder: str) -> None:
             pass
         except OSError as exc:
             raise WorkspaceError(f"Cannot create the folder {path}: {exc.strerror or exc}.") from None
-    if not any(is_inside(os.path.realpath(folder), f) for f in policy.real_folders):
+    if not any(is_inside(real_path(folder), f) for f in policy.real_folders):
         raise WorkspaceError(f"Refused {target.requested}: its folder resolves outside the workspace.")
 
 

@@ -43,10 +43,41 @@ from companion.runtime import Runtime, WindowHandle
 from tests.scripted_editor import ScriptedEditor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-NODE_MODULES = os.path.join(HERE, "node_modules")
-CORE_DIR = os.path.join(NODE_MODULES, "@google", "gemini-cli-core")
-CLI_DIR = os.path.join(NODE_MODULES, "@google", "gemini-cli")
 DRIVER = os.path.join(HERE, "ide_client_driver.mjs")
+
+
+@dataclass(frozen=True)
+class Release:
+    """One installed Gemini CLI: `folder` holds its package.json (the pin) and node_modules."""
+
+    folder: str
+
+    @property
+    def version(self) -> str:
+        with open(os.path.join(self.folder, "package.json"), encoding="utf-8") as handle:
+            return json.load(handle)["dependencies"]["@google/gemini-cli-core"]
+
+    @property
+    def core_dir(self) -> str:  # @google/gemini-cli-core: the IdeClient
+        return os.path.join(self.folder, "node_modules", "@google", "gemini-cli-core")
+
+    @property
+    def cli_dir(self) -> str:  # @google/gemini-cli: the `gemini` binary
+        return os.path.join(self.folder, "node_modules", "@google", "gemini-cli")
+
+    @property
+    def gemini_js(self) -> str:
+        return os.path.join(self.cli_dir, "bundle", "gemini.js")
+
+    def __str__(self) -> str:
+        return f"gemini-cli-{self.version}"
+
+
+# The release the README's figures and most tests use, and the oldest the README says works
+# (its IDE client, dist/src/ide, is byte-identical to the pinned one's).
+PINNED = Release(HERE)
+OLDEST = Release(os.path.join(HERE, "oldest"))
+RELEASES = (PINNED, OLDEST)
 
 IDE_INFO = {"name": "sublimetext", "displayName": "Sublime Text"}
 
@@ -64,11 +95,11 @@ def node() -> str:
     return found
 
 
-def require_node_modules() -> None:
-    for package in (CORE_DIR, CLI_DIR):
+def require_node_modules(release: Release = PINNED) -> None:
+    for package in (release.core_dir, release.cli_dir):
         if not os.path.isfile(os.path.join(package, "package.json")):
             raise IdeClientError(
-                f"{package} is missing: run `python3 dev.py test`, which installs it with `npm ci` in {HERE}."
+                f"{package} is missing: run `python3 dev.py test`, which installs it with `npm ci` in {release.folder}."
             )
 
 
@@ -118,10 +149,15 @@ class IdeClientProcess:
     """
 
     def __init__(
-        self, workspace: str, env: dict[str, str] | None = None, pump: Callable[[], None] | None = None
+        self,
+        workspace: str,
+        env: dict[str, str] | None = None,
+        pump: Callable[[], None] | None = None,
+        release: Release = PINNED,
     ) -> None:
         self.workspace = workspace
-        self.env = {**_base_env(), **(env or {})}
+        self.release = release
+        self.env = {**_base_env(), "GCLI_CORE_DIR": release.core_dir, **(env or {})}
         self.pump = pump
         self.events: list[Event] = []
         self.stderr: list[str] = []
@@ -138,7 +174,7 @@ class IdeClientProcess:
         return [node(), DRIVER]
 
     def start(self) -> IdeClientProcess:
-        require_node_modules()
+        require_node_modules(self.release)
         self._process = subprocess.Popen(
             self.argv(),
             cwd=self.workspace,
@@ -475,8 +511,6 @@ class HeadlessCompanion:
 
 # -- the real `gemini` binary --
 
-GEMINI_JS = os.path.join(CLI_DIR, "bundle", "gemini.js")
-
 # The settings the brief of the end-to-end test prescribes, plus what keeps a test run off the network
 # (no update check or self-update, no usage statistics).
 GEMINI_SETTINGS: dict[str, Any] = {
@@ -520,8 +554,17 @@ class GeminiTerminal:
     the whole process group: the CLI relaunches itself as a child process.
     """
 
-    def __init__(self, argv: Sequence[str], cwd: str, env: dict[str, str], columns: int = 120, rows: int = 40) -> None:
-        self.argv = [node(), GEMINI_JS, *argv]
+    def __init__(
+        self,
+        argv: Sequence[str],
+        cwd: str,
+        env: dict[str, str],
+        columns: int = 120,
+        rows: int = 40,
+        release: Release = PINNED,
+    ) -> None:
+        self.release = release
+        self.argv = [node(), release.gemini_js, *argv]
         self.cwd = cwd
         self.env = env
         self.size = (rows, columns)
@@ -536,7 +579,7 @@ class GeminiTerminal:
     def start(self) -> GeminiTerminal:
         import pty
 
-        require_node_modules()
+        require_node_modules(self.release)
         master, slave = pty.openpty()
         self._set_size(slave)
         try:

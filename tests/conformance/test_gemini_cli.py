@@ -1,4 +1,4 @@
-"""The real `gemini` binary (@google/gemini-cli 0.61.0) writing a file through a review in the companion.
+"""The real `gemini` binary (@google/gemini-cli, pinned and oldest) writing a file through a review in the companion.
 
 Why a pseudo-terminal and interactive mode, with the default approval mode:
 - The CLI routes a change through the IDE's diff only while it asks the user to confirm that tool
@@ -34,6 +34,7 @@ the scripted user through the Editor port.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 
@@ -43,6 +44,7 @@ from tests.conformance.harness import (
     DecidingEditor,
     GeminiTerminal,
     HeadlessCompanion,
+    Release,
     accept,
     isolate_tmpdir,
     make_gemini_home,
@@ -55,8 +57,11 @@ pytestmark = pytest.mark.conformance
 
 
 class Setup:
-    def __init__(self, base: str, workspace: str, editor: DecidingEditor, companion: HeadlessCompanion) -> None:
+    def __init__(
+        self, base: str, workspace: str, editor: DecidingEditor, companion: HeadlessCompanion, release: Release
+    ) -> None:
         self.base = base
+        self.release = release
         self.workspace = workspace
         self.editor = editor
         self.companion = companion
@@ -88,7 +93,7 @@ class Setup:
             "-m",
             "gemini-2.5-flash",
         ]
-        return GeminiTerminal(argv, self.workspace, env)
+        return GeminiTerminal(argv, self.workspace, env, release=self.release)
 
     def ask(self, gemini: GeminiTerminal, prompt: str) -> int:
         """Wait for the CLI's IDE connection, then type `prompt` and press Enter."""
@@ -98,14 +103,14 @@ class Setup:
 
 
 @pytest.fixture
-def setup(tmp_path: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Setup]:
+def setup(tmp_path: str, monkeypatch: pytest.MonkeyPatch, release: Release) -> Iterator[Setup]:
     base = str(tmp_path)
     isolate_tmpdir(monkeypatch, os.path.join(base, "tmp"))
     workspace = os.path.realpath(os.path.join(base, "project"))
     os.makedirs(workspace)
     editor = DecidingEditor()
     with HeadlessCompanion([workspace], editor) as companion:
-        yield Setup(base, workspace, editor, companion)
+        yield Setup(base, workspace, editor, companion, release)
 
 
 def read(path: str) -> str:
@@ -143,3 +148,9 @@ def test_rejected_in_the_editor_the_file_stays_as_it_was(setup: Setup) -> None:
         gemini.wait_text("Rejected", start=start)
         gemini.wait_text("Request cancelled.", start=start)
         assert read(target) == "precious\n"
+
+
+def test_the_installed_cli_and_core_are_the_release_its_package_json_pins(release: Release) -> None:
+    for package in (release.cli_dir, release.core_dir):
+        with open(os.path.join(package, "package.json"), encoding="utf-8") as handle:
+            assert json.load(handle)["version"] == release.version, package

@@ -1,4 +1,4 @@
-"""The real Gemini CLI IDE client (@google/gemini-cli-core 0.61.0) against the headless companion.
+"""The real Gemini CLI IDE client (@google/gemini-cli-core, pinned and oldest) against the headless companion.
 
 The client runs as `gemini` does in a Terminus terminal of Sublime: TERM_PROGRAM=Terminus-Sublime
 (so only the discovery file's `ideInfo` can identify Sublime), cwd inside the window's folder, and
@@ -20,6 +20,7 @@ from tests.conformance.harness import (
     DecidingEditor,
     HeadlessCompanion,
     IdeClientProcess,
+    Release,
     accept,
     active_file,
     isolate_tmpdir,
@@ -58,9 +59,9 @@ def companion(tmpdir_for_both: str, workspace: str, editor: DecidingEditor) -> I
 
 
 @pytest.fixture
-def cli(companion: HeadlessCompanion, workspace: str) -> Iterator[IdeClientProcess]:
-    with IdeClientProcess(workspace, companion.client_env()) as client:
-        client.wait_connected()
+def cli(companion: HeadlessCompanion, workspace: str, release: Release) -> Iterator[IdeClientProcess]:
+    with IdeClientProcess(workspace, companion.client_env(), release=release) as client:
+        assert client.wait_connected()["coreVersion"] == release.version
         yield client
 
 
@@ -75,19 +76,19 @@ def test_the_cli_finds_sublime_by_its_discovery_file_and_can_diff(
 
 
 def test_the_cli_connects_from_a_subfolder_without_being_told_the_editor_pid(
-    companion: HeadlessCompanion, workspace: str
+    companion: HeadlessCompanion, workspace: str, release: Release
 ) -> None:
     # No GEMINI_CLI_IDE_PID: the client walks its own process tree, which here does not lead to the
     # PID in the file name; the file is still chosen because the workspace contains the cwd.
     env = companion.client_env(with_pid=False)
-    with IdeClientProcess(os.path.join(workspace, "src"), env) as client:
+    with IdeClientProcess(os.path.join(workspace, "src"), env, release=release) as client:
         connected = client.wait_connected()
         assert connected["idePid"] != companion.editor_pid
         assert connected["url"] == companion.handle.url
 
 
 def test_with_two_windows_on_the_folder_the_port_from_the_terminal_env_wins(
-    companion: HeadlessCompanion, workspace: str
+    companion: HeadlessCompanion, workspace: str, release: Release
 ) -> None:
     # A second window of the same editor (same PID) showing the same folder: Terminus can inject
     # GEMINI_CLI_IDE_SERVER_PORT, which the client uses to pick between the two files.
@@ -95,15 +96,17 @@ def test_with_two_windows_on_the_folder_the_port_from_the_terminal_env_wins(
     other.ready.result(30)
     for window in (other, companion.handle):
         env = companion.client_env({"GEMINI_CLI_IDE_SERVER_PORT": str(window.port)})
-        with IdeClientProcess(workspace, env) as client:
+        with IdeClientProcess(workspace, env, release=release) as client:
             assert client.wait_connected()["url"] == window.url
 
 
-def test_the_cli_gets_the_context_open_before_it_started(tmpdir_for_both: str, workspace: str) -> None:
+def test_the_cli_gets_the_context_open_before_it_started(
+    tmpdir_for_both: str, workspace: str, release: Release
+) -> None:
     with HeadlessCompanion([workspace]) as companion:
         main = os.path.join(workspace, "main.py")
         companion.context.activate(main, Position(3, 5))
-        with IdeClientProcess(workspace, companion.client_env()) as client:
+        with IdeClientProcess(workspace, companion.client_env(), release=release) as client:
             context = client.wait_context(lambda c: open_paths(c) == [main])
             assert active_file(context) == {
                 "path": main,

@@ -4,12 +4,11 @@ with recorded model responses (`--fake-responses-non-strict`) and a private home
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 
 from companion.workspace.ask import GeminiFailed, ask_gemini
-from tests.conformance.harness import GEMINI_JS, make_gemini_home, recorded_turns
+from tests.conformance.harness import PINNED, make_gemini_home, node, recorded_turns, require_node_modules
 
 pytestmark = [pytest.mark.anyio, pytest.mark.conformance]
 
@@ -21,9 +20,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def gemini(tmp_path: str, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], str]:
-    node = shutil.which("node")
-    if node is None or not os.path.isfile(GEMINI_JS):
-        pytest.skip("the real Gemini CLI is not installed (run `python3 dev.py test`, which installs it)")
+    require_node_modules()  # fails with the command that installs them, never skips
     home = make_gemini_home(os.path.join(str(tmp_path), "home"))
     tmpdir = os.path.join(str(tmp_path), "tmp")  # where the CLI writes its error reports (os.tmpdir())
     os.makedirs(tmpdir)
@@ -32,7 +29,7 @@ def gemini(tmp_path: str, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], s
     for name in ("CI", "GITHUB_ACTIONS"):
         monkeypatch.delenv(name, raising=False)
     responses = os.path.join(str(tmp_path), "responses.jsonl")
-    return [node, GEMINI_JS, "--fake-responses-non-strict", responses], responses
+    return [node(), PINNED.gemini_js, "--fake-responses-non-strict", responses], responses
 
 
 async def test_returns_the_models_answer(gemini: tuple[list[str], str], workspace: str) -> None:
