@@ -176,7 +176,7 @@ def test_gitattributes_keeps_development_files_out_of_the_package() -> None:
     with open(os.path.join(REPO, ".gitattributes"), encoding="utf-8") as handle:
         ignored = {line.split()[0].strip("/") for line in handle if "export-ignore" in line}
     for path in ("tests", "bench", "tools", ".ci", "dev.py", "pyproject.toml", "pyrightconfig.json", "requirements",
-                 ".gitignore", ".gitattributes", "repository.json"):  # fmt: skip
+                 ".gitignore", ".gitattributes", "repository.json", "packaging", "CONTRIBUTING.md"):  # fmt: skip
         assert path in ignored, f"{path} would ship to users"
     for path in ("plugin.py", "companion", "dependencies.json", ".python-version", "messages.json", "messages"):
         assert path not in ignored, f"{path} must ship"
@@ -195,7 +195,7 @@ def test_readme_install_names_the_repository_url_and_the_libraries_it_registers(
     with open(os.path.join(REPO, "README.md"), encoding="utf-8") as handle:
         readme = re.sub(r"\s+", " ", handle.read())
     assert f"`{doctor.REPOSITORY_URL}`" in readme
-    section = readme[readme.index("## Install") : readme.index("## Quick start")]
+    section = readme[readme.index("## Install") : readme.index("## First run")]
     for lib in L.read_json(L.REPOSITORY_JSON)["libraries"]:
         assert lib["name"] in section, f"README Install does not mention {lib['name']}"
     counts = {platform: len(L.dependencies(platform)) for platform in L.PLATFORMS}
