@@ -23,6 +23,7 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -53,11 +54,16 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     command, rest = argv[0], argv[1:]
+    if os.environ.get(INNER):
+        # Inside the Python 3.14 root, where this folder is shared with the host: never touch the
+        # host's environments, whatever the command (the suite runs `dev.py serve` too).
+        python = ensure_venv(os.environ[INNER], sys.executable, "dev.txt")
+        if command == "serve":
+            return run_until_done([python, "-m", "companion", "serve", *rest])
+        return run_pytest(python, rest)
     if command == "serve":
         python = ensure_venv(".venv", find_python(), "runtime.txt")
         return run_until_done([python, "-m", "companion", "serve", *rest])
-    if os.environ.get(INNER):
-        return run_pytest(ensure_venv(os.environ[INNER], sys.executable, "dev.txt"), rest)
     if rest[:1] == ["--on"]:
         if len(rest) < 2 or rest[1] not in ("3.14", "3.10"):
             print("dev.py: --on takes 3.14 or 3.10.", file=sys.stderr)
@@ -207,6 +213,9 @@ def ensure_venv(name: str, base: str, lock: str) -> str:
     lock_path = os.path.join(ROOT, "requirements", lock)
     digest = _digest(*sorted(glob.glob(os.path.join(ROOT, "requirements", "*.txt"))))
     marker = os.path.join(venv, f".installed-{lock}")
+    if os.path.exists(python) and _version(python) != _version(base):
+        print(f"Removing {name}: it was made with another Python ...", flush=True)
+        shutil.rmtree(venv)
     if _read(marker) == digest and os.path.exists(python):
         return python
     if not os.path.exists(python):
@@ -258,7 +267,9 @@ def ensure_debian_root() -> None:
     if os.path.exists(os.path.join(PY314_ROOT, "usr", "bin", "python3.14")):
         return
     if not shutil.which("debootstrap"):
-        subprocess.check_call(["apt-get", "install", "-y", "-qq", "debootstrap"])
+        print("Installing debootstrap (apt-get) ...", flush=True)
+        subprocess.check_call(["apt-get", "update", "-qq"], stdout=subprocess.DEVNULL)
+        subprocess.check_call(["apt-get", "install", "-y", "-qq", "debootstrap"], stdout=subprocess.DEVNULL)
     partial = PY314_ROOT + ".partial"
     shutil.rmtree(partial, ignore_errors=True)
     print(f"Building a Debian unstable root with Python 3.14 and Node in {PY314_ROOT} (once, ~90 s) ...", flush=True)
@@ -297,10 +308,26 @@ def run_in_debian_root(pytest_args: list[str]) -> int:
                 env[name] = os.environ[name]
         chroot = shutil.which("chroot") or "/usr/sbin/chroot"
         cmd = [chroot, PY314_ROOT, "python3.14", "/src/dev.py", "test", *pytest_args]
-        return subprocess.call(cmd, env=env)
+        return _call_until_done(cmd, env)
     finally:
         for path in reversed(mounted):
-            subprocess.call(["umount", path])
+            if subprocess.call(["umount", path], stderr=subprocess.DEVNULL) != 0:
+                subprocess.call(["umount", "--lazy", path])  # still busy: detach now, free when idle
+
+
+def _call_until_done(cmd: list[str], env: dict[str, str]) -> int:
+    """Run `cmd` in its own process group; Ctrl-C and SIGTERM (CI cancelling, `kill`) are passed to
+    the whole group, so nothing keeps running in the root when the caller unmounts it."""
+    child = subprocess.Popen(cmd, env=env, start_new_session=True)
+    previous = signal.signal(signal.SIGTERM, lambda *_: os.killpg(child.pid, signal.SIGTERM))
+    try:
+        while True:
+            try:
+                return child.wait()
+            except KeyboardInterrupt:
+                os.killpg(child.pid, signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 # -- Node (the real Gemini CLI for the conformance tests) --

@@ -2,7 +2,7 @@
 
 Terminus forces `TERM_PROGRAM=Terminus-Sublime`, so the CLI recognises Sublime by the discovery
 file's `ideInfo`; the environment below also pins it to this window's server (port tie-break,
-PID, workspace and token fallbacks). The command runs through the user's login shell so PATH is
+PID and workspace fallback; never the token). The command runs through the user's login shell so PATH is
 the one their terminal has (on macOS, Sublime started from the Dock has a minimal PATH).
 """
 
@@ -30,12 +30,19 @@ def tag_for(window: sublime.Window) -> str:
     return f"gemini-companion-{window.id()}"
 
 
+# Which run of Sublime Text started a terminal (its editor PID). Terminus restores a terminal tab
+# after a restart, with the arguments it was opened with; one from an earlier run is not ours to use.
+RUN_SETTING = "gemini_companion.editor_pid"
+
+
 def terminal_env(handle: WindowHandle, editor_pid: int) -> dict[str, str]:
+    """What pins the CLI to this window's server. No token: Terminus keeps these variables in the
+    view's settings (`terminus_view.args`), which Sublime writes to the session file; the CLI reads
+    the token from the discovery file it finds through them."""
     return {
         "GEMINI_CLI_IDE_PID": str(editor_pid),
         "GEMINI_CLI_IDE_SERVER_PORT": str(handle.port),
         "GEMINI_CLI_IDE_WORKSPACE_PATH": os.pathsep.join(handle.folders),
-        "GEMINI_CLI_IDE_AUTH_TOKEN": handle.token,
     }
 
 
@@ -75,19 +82,28 @@ def open_args(window: sublime.Window, handle: WindowHandle, folder: str, editor_
         "auto_close": False,  # Terminus' code default is True: keep the CLI's last words visible
         "focus": True,
         "env": terminal_env(handle, editor_pid),
+        # Terminus' default re-runs the command when a restored terminal is activated after a
+        # restart, with this run's port and PID: the user opens a fresh one from this run instead.
+        "reactivable": False,
+        "view_settings": {RUN_SETTING: editor_pid},
     }
     if settings.get("terminal_location", "panel") == "panel":
         args["panel_name"] = PANEL_NAME
     return args
 
 
-def find_terminal(window: sublime.Window) -> sublime.View | None:
+def find_terminal(window: sublime.Window, editor_pid: int) -> sublime.View | None:
+    """The window's running Gemini CLI terminal. Not one that finished (the user quit gemini;
+    auto_close is off), nor one restored from an earlier run of Sublime Text (its process is gone)."""
     tag = tag_for(window)
     panel = window.find_output_panel(PANEL_NAME)
     for view in ([panel] if panel is not None else []) + window.views():
         view_settings = view.settings()
-        # A finished terminal (the user quit gemini; auto_close is off) is not one to focus or type into.
-        if view_settings.get("terminus_view.tag") == tag and not view_settings.get("terminus_view.finished"):
+        if (
+            view_settings.get("terminus_view.tag") == tag
+            and not view_settings.get("terminus_view.finished")
+            and view_settings.get(RUN_SETTING) == editor_pid
+        ):
             return view
     return None
 

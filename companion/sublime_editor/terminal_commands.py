@@ -29,11 +29,12 @@ def open_cli(window: sublime.Window, then: str | None = None) -> None:
     if state is None:
         sublime.status_message("Gemini Companion is not running in this window; see the console for why.")
         return
-    existing = terminal.find_terminal(window)
+    editor_pid = state.handle.runtime.editor_pid
+    existing = terminal.find_terminal(window, editor_pid)
     if existing is not None:
         terminal.focus_terminal(window, existing)
         if then:
-            _send(window, then)
+            _send(window, then, editor_pid)
         return
     if not terminal.terminus_installed():
         sublime.message_dialog(
@@ -65,26 +66,28 @@ def _launch(window: sublime.Window, state: WindowState, folder: str, then: str |
         sublime.status_message("Gemini Companion: the server is not ready yet; try again in a moment.")
         return
     state.terminal_folder = folder
-    args = terminal.open_args(window, state.handle, folder, state.handle.runtime.editor_pid)
-    # The environment carries the auth token: log the command and folder only.
+    editor_pid = state.handle.runtime.editor_pid
+    args = terminal.open_args(window, state.handle, folder, editor_pid)
     log.debug("opening Gemini CLI in Terminus: %s in %s (server port %s)", args["cmd"], folder, state.handle.port)
     window.run_command("terminus_open", args)
     if then:
-        _send_when_open(window, then, TERMINAL_WAIT_MS)
+        _send_when_open(window, then, TERMINAL_WAIT_MS, editor_pid)
 
 
-def _send_when_open(window: sublime.Window, text: str, remaining_ms: int) -> None:
-    if terminal.find_terminal(window) is not None:
-        _send(window, text)
+def _send_when_open(window: sublime.Window, text: str, remaining_ms: int, editor_pid: int) -> None:
+    if terminal.find_terminal(window, editor_pid) is not None:
+        _send(window, text, editor_pid)
     elif remaining_ms > 0:
-        sublime.set_timeout(lambda: _send_when_open(window, text, remaining_ms - TERMINAL_POLL_MS), TERMINAL_POLL_MS)
+        sublime.set_timeout(
+            lambda: _send_when_open(window, text, remaining_ms - TERMINAL_POLL_MS, editor_pid), TERMINAL_POLL_MS
+        )
     else:
         sublime.status_message("Gemini Companion: the Gemini CLI terminal did not open; nothing was sent.")
 
 
-def _send(window: sublime.Window, text: str) -> None:
+def _send(window: sublime.Window, text: str, editor_pid: int) -> None:
     window.run_command("terminus_send_string", {"string": text + " ", "tag": terminal.tag_for(window)})
-    view = terminal.find_terminal(window)
+    view = terminal.find_terminal(window, editor_pid)
     if view is not None:
         terminal.focus_terminal(window, view)
 

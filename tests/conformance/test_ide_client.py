@@ -10,6 +10,9 @@ proposed content (a model writes that content).
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -98,6 +101,22 @@ def test_with_two_windows_on_the_folder_the_port_from_the_terminal_env_wins(
         env = companion.client_env({"GEMINI_CLI_IDE_SERVER_PORT": str(window.port)})
         with IdeClientProcess(workspace, env, release=release) as client:
             assert client.wait_connected()["url"] == window.url
+
+
+def test_with_a_restored_terminals_stale_variables_the_cli_still_finds_the_live_window(
+    companion: HeadlessCompanion, workspace: str, release: Release
+) -> None:
+    # A terminal restored after a restart carries the earlier run's editor PID and port (Terminus
+    # saves its env). The client picks the live discovery file by its workspace, and its token.
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead_port = probe.getsockname()[1]
+    env = companion.client_env({"GEMINI_CLI_IDE_PID": str(dead.pid), "GEMINI_CLI_IDE_SERVER_PORT": str(dead_port)})
+    env.pop("GEMINI_CLI_IDE_AUTH_TOKEN", None)
+    with IdeClientProcess(workspace, env, release=release) as client:
+        assert client.wait_connected()["url"] == companion.handle.url
 
 
 def test_the_cli_gets_the_context_open_before_it_started(

@@ -8,6 +8,7 @@ client, which must connect to this window.
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import pwd
 import shlex
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from companion.sublime_editor.terminal import RUN_SETTING
 from tests.adapter.conftest import Companion, pkg, write
 from tests.sublime_fake import control, sublime
 from tests.workflow.conftest import SETTINGS, cli_command, open_cli, run_in_terminal
@@ -24,7 +26,6 @@ GEMINI_VARS = (
     "GEMINI_CLI_IDE_PID",
     "GEMINI_CLI_IDE_SERVER_PORT",
     "GEMINI_CLI_IDE_WORKSPACE_PATH",
-    "GEMINI_CLI_IDE_AUTH_TOKEN",
 )
 
 
@@ -54,7 +55,7 @@ def test_open_runs_gemini_in_a_terminus_panel_for_the_windows_live_server(
     assert set(call["env"]) == set(GEMINI_VARS)
     env = terminal.env
     assert env["GEMINI_CLI_IDE_SERVER_PORT"] == str(handle.port)
-    assert env["GEMINI_CLI_IDE_AUTH_TOKEN"] == handle.token
+    assert "GEMINI_CLI_IDE_AUTH_TOKEN" not in env  # the CLI reads it from the discovery file
     assert env["GEMINI_CLI_IDE_WORKSPACE_PATH"] == workspace
     assert env["GEMINI_CLI_IDE_PID"] == str(handle.runtime.editor_pid)
     assert env["TERM_PROGRAM"] == "Terminus-Sublime"  # forced by Terminus: the discovery file's ideInfo names us
@@ -65,6 +66,9 @@ def test_open_runs_gemini_in_a_terminus_panel_for_the_windows_live_server(
     assert discovery["workspacePath"] == env["GEMINI_CLI_IDE_WORKSPACE_PATH"]
     assert window.active_panel() == "output.Gemini CLI"
     assert window.find_output_panel("Gemini CLI") == terminal.view
+    # What Terminus keeps in the view's settings (a tab's go to the session file): never the token.
+    assert handle.token not in json.dumps(terminal.view.settings().to_dict())
+    assert call["reactivable"] is False and call["view_settings"] == {RUN_SETTING: handle.runtime.editor_pid}
 
     # Running it again focuses the same terminal (shown again if the panel was hidden).
     window.run_command("hide_panel")
@@ -155,6 +159,45 @@ def test_after_gemini_exits_open_starts_it_again_in_the_same_panel(
     view.run_command("gemini_companion_send_file")
     control.settle()
     assert second.typed == ["@a.py "]
+
+
+def test_a_terminal_restored_from_an_earlier_run_is_not_rerun_nor_reused(
+    companion: Companion, terminus: types.ModuleType, workspace: str
+) -> None:
+    """Sublime restarts with a Gemini CLI tab open: Terminus brings the tab back with the arguments it
+    was opened with (the earlier run's port and PID). It must not run gemini again with them, and
+    Open Gemini CLI must start a terminal for this run's server instead of focusing the dead one."""
+    control.user_settings(SETTINGS, {"terminal_location": "tab"})
+    window = control.new_window([workspace])
+    companion.load()
+    handle = companion.ready(window)
+    restored = open_cli(window, terminus)
+    terminus.restart()
+    restored.view.settings().set(RUN_SETTING, handle.runtime.editor_pid + 1)  # the earlier run's Sublime
+    window.focus_view(restored.view)
+    assert terminus.reactivate(restored.view) is None  # Terminus' reactivation declines: reactivable false
+    saved = restored.view.settings().get("terminus_view.args")
+    assert saved["env"]["GEMINI_CLI_IDE_SERVER_PORT"] == str(handle.port) and handle.token not in json.dumps(saved)
+
+    fresh = open_cli(window, terminus)
+    assert fresh is not restored and fresh.view != restored.view and fresh.alive
+    assert fresh.view.settings().get(RUN_SETTING) == handle.runtime.editor_pid
+    view = control.open_file(window, write(workspace, "a.py", "x = 1\n"))
+    view.run_command("gemini_companion_send_file")
+    control.settle()
+    assert fresh.typed == ["@a.py "] and restored.typed == []
+
+
+def test_terminus_would_rerun_a_restored_terminal_that_did_not_opt_out(
+    companion: Companion, terminus: types.ModuleType, workspace: str
+) -> None:
+    """The stand-in's reactivation is Terminus' (what the test above relies on declining)."""
+    window = control.new_window([workspace])
+    view = window.new_file()
+    view.settings().set("terminus_view.args", {"cmd": ["bash"], "cwd": workspace, "env": {"A": "1"}, "tag": "t"})
+    view.settings().set("terminus_view.reactivable", True)
+    rerun = terminus.reactivate(view)
+    assert rerun is not None and rerun.cmd == ["bash"] and rerun.env["A"] == "1"
 
 
 @pytest.mark.parametrize("platform", ["linux", "darwin", "win32"])

@@ -175,9 +175,14 @@ class TerminusOpenCommand(sublime_plugin.WindowCommand):
             view_settings_ = view.settings()
             view_settings_.erase("terminus_view.finished")
             view_settings_.set("terminus_view", True)
-            view_settings_.set("terminus_view.args", passed)
+            # Terminus keeps the arguments in the view's settings (terminus_activate's, which carry
+            # the env), and Sublime writes a tab's settings to the session file.
+            view_settings_.set("terminus_view.args", {**passed, "cmd": cmd_to_run, "cwd": cwd, "env": _env})
             if tag:
                 view_settings_.set("terminus_view.tag", tag)
+            view_settings_.set("terminus_view.reactivable", reactivable)
+            for key, value in (view_settings or {}).items():  # "honor settings specified in API"
+                view_settings_.set(key, value)
             view.set_scratch(True)
             view.set_name(str(sublime.expand_variables(title, st_vars)) if title else DEFAULT_TITLE)
             terminal = Terminal(view, window_id, tag, cmd_to_run, cwd, child_env, passed, bool(show_in_panel), name)
@@ -209,6 +214,35 @@ class TerminusSendStringCommand(sublime_plugin.WindowCommand):
         if terminal.show_in_panel:
             self.window.run_command("show_panel", {"panel": f"output.{terminal.panel_name}"})
         terminal.typed.append(string)
+
+
+def restart() -> None:
+    """Sublime Text restarts: every terminal process is gone; the views come back from the session
+    with their settings (a panel's do not: Sublime does not restore output panels)."""
+    terminals.clear()
+
+
+def reactivate(view: sublime.View) -> Terminal | None:
+    """Terminus' on_activated (event_listeners.py) for a view without a running terminal: a restored
+    terminal that did not finish is run again with its saved arguments, unless it said it is not
+    reactivable (or the user turned `reactivate_terminals` off)."""
+    view_settings = view.settings()
+    if view.id() in terminals or not view_settings.has("terminus_view.args"):
+        return None
+    if view_settings.get("terminus_view.finished", False):
+        return None
+    if sublime.load_settings("Terminus.sublime-settings").get("reactivate_terminals", True) is not True:
+        return None
+    if not view_settings.get("terminus_view.reactivable", False):
+        return None
+    args = view_settings.get("terminus_view.args")
+    window = view.window()
+    assert window is not None
+    child_env = {**os.environ, **args["env"]}
+    terminal = Terminal(view, window.id(), args.get("tag"), args["cmd"], args["cwd"], child_env, args, False, None)
+    terminals[view.id()] = terminal
+    started.append(terminal)
+    return terminal
 
 
 def plugin_unloaded() -> None:
