@@ -204,7 +204,37 @@ def measure_handlers(window: sublime.Window, a: sublime.View, b: sublime.View, c
     )
     each("on_load_project_async", lambda listener: listener.on_load_project_async(window))
     each("on_post_save_project_async", lambda listener: listener.on_post_save_project_async(window))
+
+    # The once-a-second look for folders changed without an event (two windows, nothing changed).
+    registry = sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.lifecycle"].registry()
+    results["folder poll, every 1 s (main thread)"] = summary(
+        timed(registry.sync_changed_folders, lambda i: None, count)
+    )
     return results
+
+
+def measure_folder_detection(window: sublime.Window, extra: str, count: int) -> list[float]:
+    """Folders changed with no event (set_project_data, as drag and drop or `subl -a` do): ms until the
+    discovery file names the new folder, found by the poll and rewritten on the loop thread."""
+    handle = wait_ready(window)
+    base = window.folders()
+    delays = []
+    for i in range(count):
+        folders = [*base, extra] if i % 2 == 0 else base
+        expected = os.pathsep.join(folders)
+        started = time.monotonic()
+        window.set_project_data({"folders": [{"path": f} for f in folders]})
+        control.pump_until(lambda want=expected: _workspace_path(handle.discovery_path) == want, 10, expected)
+        delays.append((time.monotonic() - started) * 1000)
+    return delays
+
+
+def _workspace_path(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)["workspacePath"]
+    except (OSError, ValueError):
+        return None  # being replaced
 
 
 def measure_plugin_loaded(plugin: Any, count: int) -> tuple[list[int], list[int]]:
@@ -358,6 +388,9 @@ def main() -> None:
         ide_client = Client.ide_client(handle, folders[0])  # both see every change of the same run
         triggers = selection_triggers(a, n_e2e)
         handlers = measure_handlers(window, a, b, n_events)  # with the clients still connected
+        extra = os.path.join(tmp, "dropped")
+        os.makedirs(extra)
+        detection = measure_folder_detection(window, extra, 10 if args.quick else 30)
         e2e = latencies(triggers, client.receipts())
         ide_e2e = latencies(triggers, ide_client.receipts()) if ide_client is not None else []
         control.unload_plugin()
@@ -376,6 +409,11 @@ def main() -> None:
         results["selection -> IdeClient"], results["selection -> IdeClient beyond debounce"] = e2e_summary(
             ide_e2e, ide_missing
         )
+    results["folders changed without an event -> discovery file"] = {
+        "p50": statistics.median(detection),
+        "max": max(detection),
+        "n": len(detection),
+    }
     results["violations"], results["errors"] = violations, errors
 
     lines = [
@@ -396,6 +434,11 @@ def main() -> None:
         row("selection change → client receipt", results["selection -> client"], None),
         row("… of which beyond the 50 ms debounce", results["selection -> client beyond debounce"], None),
     ]
+    folders_row = results["folders changed without an event -> discovery file"]
+    lines.append(
+        f"| folders changed without an event → discovery file (1 s poll) | {folders_row['p50']:.0f} | "
+        f"| {folders_row['max']:.0f} | {folders_row['n']} | |"
+    )
     if ide_e2e:
         lines += [
             row("selection change → Gemini CLI's IdeClient", results["selection -> IdeClient"], None),

@@ -22,6 +22,8 @@ from .windows import WindowRegistry
 LOGGER_NAME = "gemini_companion"
 SETTINGS_LISTENER = "gemini_companion.lifecycle"
 PREFERENCES = "Preferences.sublime-settings"  # folder_exclude_patterns / file_exclude_patterns live there
+# Folders can change with no event (drag and drop, `subl -a`, set_project_data): how often to look.
+FOLDER_POLL_MS = 1000
 
 _runtime: Runtime | None = None
 _registry: WindowRegistry | None = None
@@ -73,6 +75,15 @@ def _libraries_checked(runtime: Runtime, checked: concurrent.futures.Future[tupl
     _direct_access = direct_access.settings_key()
     for window in sublime.windows():
         _registry.open(window)
+    _poll_folders(_registry)
+
+
+def _poll_folders(registry: WindowRegistry) -> None:
+    """Once a second on the main thread, until this registry is replaced (unload, reload)."""
+    if registry is not _registry:
+        return
+    registry.sync_changed_folders()
+    sublime.set_timeout(lambda: _poll_folders(registry), FOLDER_POLL_MS)
 
 
 def plugin_unloaded() -> None:

@@ -290,6 +290,13 @@ class WindowRegistry:
             state.handle.folders = list(folders)
             state.handle.set_folders(folders)
 
+    def sync_changed_folders(self) -> None:
+        """Catch folder changes no event reports (drag and drop, `subl -a`, another package's
+        set_project_data): `window.folders()` per window, compared with what the server has."""
+        for state in self.all():
+            if state.window.is_valid() and state.window.folders() != state.handle.folders:
+                self.sync_folders(state.window)
+
     def all(self) -> list[WindowState]:
         return list(self._windows.values())
 

@@ -129,6 +129,23 @@ def test_folder_changes_and_projects_rewrite_the_discovery_file(
     assert len(companion.discovery_files()) == 1  # rewritten in place, not a second file
 
 
+def test_folders_changed_without_any_event_reach_the_discovery_file_within_seconds(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    # Drag and drop onto the side bar, `subl -a DIR` and another package's set_project_data change
+    # the folders with no window command and no event; the focus stays where it was.
+    dropped = os.path.join(str(tmp_path), "dropped")
+    os.makedirs(dropped)
+    window = control.new_window([workspace])
+    companion.load()
+    companion.ready(window)
+    control.settle()
+    window.set_project_data({"folders": [{"path": workspace}, {"path": dropped}]})
+    expected = os.pathsep.join([workspace, dropped])
+    # One poll (1 s) and a rewrite on the loop thread; bench/bench_adapter.py measures the delay.
+    control.pump_until(lambda: companion.discovery_of(window)["workspacePath"] == expected, 10, expected)
+
+
 def test_closing_a_window_removes_its_server_and_file_only(companion: Companion, workspace: str) -> None:
     keep = control.new_window([workspace])
     close = control.new_window()
