@@ -8,15 +8,15 @@ import os
 import re
 
 from tests.conformance.harness import Release
-from tests.core.test_docs import readme
+from tests.core.test_docs import readme, section
 
 # The example values the README fills into the client's templates.
 EXAMPLES = r"Sublime Text|/home/ada/project"
 
 
 def quoted_messages() -> list[str]:
-    section = readme().split("\n## Troubleshooting\n", 1)[1].split("\n## ", 1)[0]
-    return [m.rstrip(" …") for m in re.findall(r"^🔴 Disconnected: (.+)$", section, re.M)]
+    text = section(readme(), "Troubleshooting")
+    return [m.rstrip(" …") for m in re.findall(r"^🔴 Disconnected: (.+)$", text, re.M)]
 
 
 def client_source(release: Release) -> str:

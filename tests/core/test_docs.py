@@ -22,10 +22,25 @@ def github_anchor(heading: str) -> str:
     return text.replace(" ", "-")
 
 
-def anchors(text: str, section: str | None = None) -> set[str]:
-    """The anchors of the headings of `text`, or only of those inside the `## section`."""
-    if section is not None:
-        text = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+def section(text: str, name: str) -> str:
+    """The `## name` section of `text`, up to the next `## ` heading (code blocks are not headings)."""
+    lines, inside, in_code = [], False, False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+        if not in_code and line.startswith("## "):
+            if inside:
+                break
+            inside = line == f"## {name}"
+        if inside:
+            lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def anchors(text: str, name: str | None = None) -> set[str]:
+    """The anchors of the headings of `text`, or only of those inside its `## name` section."""
+    if name is not None:
+        text = section(text, name)
     found = set()
     in_code = False
     for line in text.splitlines():
@@ -100,3 +115,24 @@ def test_the_report_shows_the_temporary_folder_and_links_the_whole_section() -> 
     assert "node -p \"require('os').tmpdir()\"" in text
     assert "troubleshooting" in linked_entries(text)
     assert set(linked_entries(text)) <= anchors(readme())
+
+
+def test_the_readmes_doctor_sample_is_what_the_doctor_prints() -> None:
+    facts = doctor.Facts(
+        **{
+            **every_problem().__dict__,
+            "paused": False,
+            "terminus_installed": True,
+            "url": "http://127.0.0.1:40915/mcp",
+            "tmpdir": "/tmp",
+            "workspace_path": "/home/ada/project",
+            "discovery": doctor.DiscoveryCheck(
+                "/tmp/gemini/ide/gemini-ide-server-81234-40915.json", exists=True, owned_by_us=True, mode=0o600
+            ),
+        }
+    )
+    report = doctor.report(facts)
+    sample = section(readme(), "Troubleshooting").split("```text\n", 1)[1].split("```", 1)[0]
+    assert sample.startswith("# Gemini Companion: Status and Troubleshooting")
+    for line in filter(None, sample.splitlines()):
+        assert line.split(" …", 1)[0] in report, line
