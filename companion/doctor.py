@@ -198,6 +198,19 @@ class Facts:
     excluded_patterns: list[str] = field(default_factory=list)
     broken_libraries: list[str] = field(default_factory=list)  # see broken_libraries()
     tmpdir: str = ""  # Node's os.tmpdir() as Sublime's environment gives it: where discovery files go
+    # Folders this window shares with other windows (the same folder, or one inside the other): a CLI
+    # started there outside Sublime may connect to either window.
+    shared_folders: list[str] = field(default_factory=list)
+
+
+def shared_folders(mine: list[str], others: list[list[str]]) -> list[str]:
+    """Those of `mine` that another window's folders equal, contain or sit inside."""
+
+    def overlaps(a: str, b: str) -> bool:
+        a, b = os.path.normcase(os.path.normpath(a)), os.path.normcase(os.path.normpath(b))
+        return a == b or a.startswith(b.rstrip(os.sep) + os.sep) or b.startswith(a.rstrip(os.sep) + os.sep)
+
+    return [folder for folder in mine if any(overlaps(folder, other) for window in others for other in window)]
 
 
 def library_versions(names: tuple[str, ...] = LIBRARIES) -> dict[str, str | None]:
@@ -251,6 +264,13 @@ def problems(facts: Facts) -> list[str]:
             "“Gemini Companion: Open Gemini CLI”, or any terminal). The first time, type `/ide enable` in Gemini CLI. "
             "If it reports “Directory mismatch”, change into one of the folders first. If it says it cannot "
             "connect, compare its temporary folder with the one above." + _more("gemini-cli-does-not-connect")
+        )
+    if facts.shared_folders:
+        found.append(
+            f"Another Sublime Text window also has {', '.join(facts.shared_folders)} open. A `gemini` started in a "
+            "terminal outside Sublime Text connects to whichever window it lists first; start it with “Gemini "
+            "Companion: Open Gemini CLI” in this window to connect here, or close the folder in the other window."
+            + _more("directory-mismatch")
         )
     if facts.paused:
         found.append(

@@ -53,7 +53,10 @@ def gather_facts(window: sublime.Window, state: WindowState | None) -> doctor.Fa
         server_state = f"failed: {handle.ready.exception()}"
     else:
         server_state = "listening"
+    reg = registry()
+    others = [other.handle.folders for other in reg.all() if other is not state] if reg is not None else []
     return doctor.Facts(
+        shared_folders=doctor.shared_folders(list(handle.folders), others),
         server_state=server_state,
         url=handle.url,
         discovery=doctor.DiscoveryCheck.of(handle.discovery_path),

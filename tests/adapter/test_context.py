@@ -122,3 +122,59 @@ def test_each_window_client_sees_only_its_own_window(
     control.settle()
     assert all(theirs.file_name() not in open_paths(c) for c in first_client.contexts())
     assert all(mine.file_name() not in open_paths(c) for c in second_client.contexts())
+
+
+def test_pausing_one_of_two_windows_hides_only_that_windows_files(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str, tmp_path: Any
+) -> None:
+    other_folder = os.path.join(str(tmp_path), "other")
+    os.makedirs(other_folder)
+    paused, sharing = control.new_window([workspace]), control.new_window([other_folder])
+    companion.load()
+    paused_client, sharing_client = clients(paused), clients(sharing)
+    hidden = control.open_file(paused, write(workspace, "hidden.txt", "1\n"))
+    shown = control.open_file(sharing, write(other_folder, "shown.txt", "2\n"))
+    paused_client.wait_context(lambda c: open_paths(c) == [hidden.file_name()])
+    assert control.run_from_palette(paused, "gemini_companion_toggle_sharing")
+    paused_client.wait_context(lambda c: open_paths(c) == [])
+    seen = len(paused_client.contexts())
+    control.click(hidden, 1)  # activity in the paused window stays private
+    control.click(shown, 1)
+    sharing_client.wait_context(lambda c: open_paths(c) == [shown.file_name()])
+    control.settle()
+    assert all(open_paths(c) == [] for c in paused_client.contexts()[seen:])
+    assert companion.state(sharing).handle.context.paused is False
+    assert control.run_from_palette(paused, "gemini_companion_toggle_sharing")  # resume: it comes back
+    paused_client.wait_context(lambda c: open_paths(c) == [hidden.file_name()])
+
+
+def test_a_new_file_enters_the_context_when_it_is_saved_without_a_focus_change(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    window = control.new_window([workspace])
+    companion.load()
+    client = clients(window)
+    view = window.new_file()  # untitled: not in the context
+    control.type_text(view, "draft = 1\n")
+    control.settle()
+    assert all(open_paths(c) == [] for c in client.contexts())
+    path = os.path.join(workspace, "draft.py")
+    control.answer_dialogs(path)
+    control.press_save(view)  # Save As chooses the path; only on_post_save reports it
+    context = client.wait_context(lambda c: open_paths(c) == [path])
+    assert active(context)["cursor"] == {"line": 2, "character": 1}
+
+
+def test_a_file_focused_while_it_loads_enters_the_context_with_its_cursor_once_loaded(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    window = control.new_window([workspace])
+    companion.load()
+    client = clients(window)
+    path = write(workspace, "big.txt", "a\nb\nc\n")
+    view = window.open_file(f"{path}:3:2", sublime.NewFileFlags.ENCODED_POSITION)  # activated before its text
+    assert view.is_loading()
+    context = client.wait_context(lambda c: (active(c) or {}).get("path") == path)
+    control.pump_until(lambda: not view.is_loading())
+    context = client.wait_context(lambda c: (active(c) or {}).get("cursor") == {"line": 3, "character": 2})
+    assert open_paths(context) == [path]

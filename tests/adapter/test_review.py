@@ -10,7 +10,7 @@ from typing import Any
 
 from tests.adapter.conftest import Companion, ThreadedClient, write
 from tests.mcp_client import text_of
-from tests.sublime_fake import control, sublime
+from tests.sublime_fake import _state, control, sublime
 
 SINGLE = {"cols": [0.0, 1.0], "rows": [0.0, 1.0], "cells": [[0, 0, 1, 1]]}
 
@@ -370,3 +370,92 @@ def test_a_time_only_touch_does_not_hold_up_the_accept(
     os.utime(target, ns=(1, 1))
     assert control.run_from_palette(window, "gemini_companion_apply")
     assert client.wait_notification("ide/diffAccepted") == {"filePath": target, "content": "x = 2\n"}
+
+
+def files_under(folder: str) -> dict[str, bytes]:
+    """Every file below `folder` with its bytes."""
+    found = {}
+    for root, _dirs, names in os.walk(folder):
+        for name in names:
+            with open(os.path.join(root, name), "rb") as handle:
+                found[os.path.join(root, name)] = handle.read()
+    return found
+
+
+def test_save_as_on_a_proposal_accepts_it_and_writes_nowhere(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    """Save As (Ctrl+Shift+S, File › Save As…) on a proposal is a save: it accepts. No dialog asks where,
+    so the proposal cannot land in a file of the user's choosing behind the review's back."""
+    window, client, path, view, other = setup(companion, clients, workspace)
+    before = files_under(workspace)
+    runs = {
+        "key": lambda proposal: proposal.run_command("prompt_save_as"),  # the key binding, on the focused view
+        "menu": lambda proposal: window.run_command("prompt_save_as"),  # File › Save As…, on the window
+    }
+    for how, run in runs.items():
+        proposed = f"saved_as = {how!r}\n"
+        open_review(client, path, proposed)
+        _, proposal = review_views(window)
+        control.focus(proposal)
+        control.answer_dialogs(os.path.join(workspace, f"elsewhere_{how}.py"))  # were a dialog shown: its answer
+        run(proposal)
+        control.pump_until(lambda want=proposed: any(n.params.get("content") == want for n in client.received()))
+        control.settle()
+        assert [d for d in control.dialogs() if d.kind == "save_as"] == [], how
+        _state.host().dialog_answers.clear()
+    assert files_under(workspace) == before
+    assert_restored(window, [other, view], view)
+
+
+def test_save_all_with_a_review_open_saves_the_users_files_and_leaves_the_review_alone(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    window, client, path, _view, other = setup(companion, clients, workspace)
+    open_review(client, path, "proposed = 1\n")
+    _current, proposal = review_views(window)
+    control.type_text(proposal, "# the user's edit\n")
+    control.type_text(other, "edited ")  # a dirty file of the user's
+    window.run_command("save_all")
+    control.settle()
+    with open(other.file_name() or "", encoding="utf-8") as handle:
+        assert handle.read().startswith("edited ")  # Save All did save the user's file
+    assert client.received("ide/diffAccepted") == [] and client.received("ide/diffRejected") == []
+    assert control.dialogs() == []
+    assert review_views(window)[1] == proposal and proposal.is_valid()
+    assert text(proposal).startswith("# the user's edit\n")
+
+
+def test_closing_the_users_own_tab_of_the_file_leaves_the_review_working(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    window, client, path, view, other = setup(companion, clients, workspace)
+    open_review(client, path, "kept = 1\n")
+    _, proposal = review_views(window)
+    assert control.close_tab(view)  # the user closes their tab of the file under review
+    control.settle()
+    assert proposal.is_valid() and review_views(window)[1] == proposal
+    control.click_link(proposal, "accept")
+    assert client.wait_notification("ide/diffAccepted") == {"filePath": path, "content": "kept = 1\n"}
+    control.settle()
+    assert window.views() == [other] and window.layout() == SINGLE
+
+
+def test_a_file_deleted_or_renamed_during_the_review_is_shown_again_before_it_can_be_accepted(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    window, client, _path, _view, _other = setup(companion, clients, workspace)
+    for how, gone in (("deleted", os.remove), ("renamed", lambda p: os.rename(p, p + ".bak"))):
+        target = write(workspace, f"{how}.py", "old = 1\n")
+        open_review(client, target, f"new = {how!r}\n")
+        current, proposal = review_views(window)
+        gone(target)
+        assert control.run_from_palette(window, "gemini_companion_apply")
+        control.pump_until(lambda p=proposal: "changed on disk" in banner(p), message="the banner to warn")
+        assert not any(n.params.get("filePath") == target for n in client.received("ide/diffAccepted"))
+        assert current is not None and text(current) == ""  # the left side now shows what is there: nothing
+        assert control.run_from_palette(window, "gemini_companion_apply")  # seen: accepting creates it anew
+        control.pump_until(lambda t=target: any(n.params.get("filePath") == t for n in client.received()))
+        (accepted,) = [n for n in client.received("ide/diffAccepted") if n.params["filePath"] == target]
+        assert accepted.params["content"] == f"new = {how!r}\n"
+        control.settle()

@@ -101,6 +101,9 @@ def test_with_two_windows_on_the_folder_the_port_from_the_terminal_env_wins(
         env = companion.client_env({"GEMINI_CLI_IDE_SERVER_PORT": str(window.port)})
         with IdeClientProcess(workspace, env, release=release) as client:
             assert client.wait_connected()["url"] == window.url
+    # From a terminal outside Sublime (no port in its env) it takes one of them: the doctor says so.
+    with IdeClientProcess(workspace, companion.client_env(), release=release) as client:
+        assert client.wait_connected()["url"] in {other.url, companion.handle.url}
 
 
 def test_with_a_restored_terminals_stale_variables_the_cli_still_finds_the_live_window(

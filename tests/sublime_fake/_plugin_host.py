@@ -569,12 +569,33 @@ def _append(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> Non
 
 
 def _save(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
+    _save_view(view)
+
+
+def _save_view(view: sublime.View) -> None:
     host = _host()
-    data = host.views[view.view_id]
-    buffer = host.buffers[data.buffer_id]
-    if buffer.file_name is None:
-        host.dialogs.append(_state.Dialog("save_as", buffer.name or "untitled"))  # the user is asked where
-        return
+    buffer = host.buffers[host.views[view.view_id].buffer_id]
+    if buffer.file_name is None and not _ask_where_to_save(view):
+        return  # the user cancelled the Save As dialog
+    _write(view)
+
+
+def _ask_where_to_save(view: sublime.View) -> bool:
+    """The Save As dialog: the user's queued answer (a path) becomes the buffer's file; none cancels."""
+    host = _host()
+    buffer = host.buffers[host.views[view.view_id].buffer_id]
+    answer = host.dialog_answers.pop(0) if host.dialog_answers else None
+    host.dialogs.append(_state.Dialog("save_as", buffer.name or buffer.file_name or "untitled", answer))
+    if not isinstance(answer, str):
+        return False
+    buffer.file_name = os.path.abspath(answer)
+    return True
+
+
+def _write(view: sublime.View) -> None:
+    host = _host()
+    buffer = host.buffers[host.views[view.view_id].buffer_id]
+    assert buffer.file_name is not None
     view_event("on_pre_save", view.view_id)
     newline = {"Windows": "\r\n", "CR": "\r"}.get(buffer.line_endings, "\n")
     encoding = "utf-8-sig" if buffer.encoding == "UTF-8 with BOM" else "utf-8"
@@ -586,7 +607,16 @@ def _save(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
 
 
 def _prompt_save_as(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
-    _host().dialogs.append(_state.Dialog("save_as", view.name() or view.file_name() or "untitled"))
+    if _ask_where_to_save(view):
+        _write(view)
+
+
+def _save_all(window: sublime.Window, args: dict[str, Any]) -> None:
+    """File › Save All: every view with unsaved changes is saved (an untitled one asks where). A scratch
+    buffer never reports as dirty (View.set_scratch), so it is never saved nor asked about."""
+    for view in window.views():
+        if view.is_valid() and view.is_dirty():
+            _save_view(view)  # saved by the application itself: no text command, so no listener rewrites it
 
 
 def _hunk_starts(view: sublime.View) -> list[int]:
@@ -759,6 +789,7 @@ BUILTIN_WINDOW: dict[str, Callable[[sublime.Window, dict[str, Any]], None]] = {
     "close": _close,
     "prompt_add_folder": _prompt_add_folder,
     "remove_folder": _remove_folder,
+    "save_all": _save_all,
     "terminus_open": _terminus_open,
     "terminus_send_string": _terminus_send_string,
 }

@@ -132,6 +132,33 @@ def test_doctor_without_a_folder_and_with_terminus(companion: Companion, terminu
     assert handle.token not in text
 
 
+def test_two_windows_on_the_same_folder_each_say_so_in_the_doctor(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    lone_folder = os.path.join(str(tmp_path), "lone")
+    os.makedirs(os.path.join(workspace, "sub"))
+    os.makedirs(lone_folder)
+    first = control.new_window([workspace])
+    nested = control.new_window([os.path.join(workspace, "sub")])  # inside the first window's folder
+    lone = control.new_window([lone_folder])
+    companion.load()
+    for window in (first, nested, lone):
+        companion.ready(window)
+    _view, text = doctor_text(first)
+    assert f"Another Sublime Text window also has {workspace} open" in text and "Open Gemini CLI" in text
+    _view, text = doctor_text(nested)
+    assert f"also has {os.path.join(workspace, 'sub')} open" in text
+    _view, text = doctor_text(lone)
+    assert "Another Sublime Text window" not in text
+
+
+def test_shared_folders_compare_whole_path_components() -> None:
+    assert doctor.shared_folders(["/p/app"], [["/p/application"]]) == []  # a prefix of the name is not inside
+    assert doctor.shared_folders(["/p/app"], [["/p"]]) == ["/p/app"]
+    assert doctor.shared_folders(["/p/app", "/q"], [["/p/app/src"], ["/r"]]) == ["/p/app"]
+    assert doctor.shared_folders(["/p/app/"], [["/p/app"]]) == ["/p/app/"]
+
+
 def test_library_versions_are_the_metadata_versions() -> None:
     """The doctor and the load-time check (on the loop thread) report what importlib.metadata says,
     None for a library that is not installed, and the pydantic-core that the installed pydantic pins."""
