@@ -94,6 +94,11 @@ def satisfies(version: str, spec: str) -> bool:
     return True
 
 
+def canonical(name: str) -> str:
+    """A distribution name as PEP 503 compares them (pydantic_core and pydantic-core are one)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def library_issues(
     libraries: dict[str, str | None], required: dict[str, str] | None = None
 ) -> tuple[list[str], list[str]]:
@@ -138,11 +143,54 @@ def split_wrong(wrong: list[str]) -> tuple[list[str], list[str]]:
     return outdated, [w for w in wrong if w not in outdated]
 
 
-def library_fix() -> str:
-    return (
-        "Run “Package Control: Satisfy Libraries” and restart Sublime Text. If Package Control says a library "
-        f"is not available, add the package's repository first (“Package Control: Add Repository”, {REPOSITORY_URL})."
+def library_fix(restart: bool = False) -> str:
+    """What to do about missing or wrong libraries. `restart`: an older version of one of them is
+    already imported in the plugin host, so only a restart can replace it; otherwise the companion
+    starts by itself once Package Control has installed them."""
+    then = (
+        "then restart Sublime Text (an older version is already loaded)"
+        if restart
+        else "the companion starts by itself once they are installed, no restart needed"
     )
+    return (
+        f"Run “Package Control: Satisfy Libraries”; {then}. If Package Control says a library is not available, "
+        f"add the package's repository first (“Package Control: Add Repository”, {REPOSITORY_URL})."
+    )
+
+
+def installed_distributions() -> frozenset[str]:
+    """The `*.dist-info` folders of every folder on `sys.path`: Package Control installs or upgrades a
+    library by replacing its `name-version.dist-info`, so a new listing means a library changed."""
+    found: set[str] = set()
+    for entry in sys.path:
+        try:
+            with os.scandir(entry or ".") as listing:
+                found.update(os.path.join(entry, e.name) for e in listing if e.name.endswith(".dist-info"))
+        except OSError:
+            continue  # a zip file, or a folder that is not there
+    return frozenset(found)
+
+
+def loaded_libraries(names: list[str]) -> list[str]:
+    """Those of the distributions `names` that have a module imported in this process already (by
+    another package, or an earlier load of ours): a new version cannot replace it until a restart."""
+    if not names:
+        return []
+    modules_of: dict[str, set[str]] = {}
+    for module, dists in importlib.metadata.packages_distributions().items():
+        for dist in dists:
+            modules_of.setdefault(canonical(dist), set()).add(module)
+    return [name for name in names if any(m in sys.modules for m in modules_of.get(canonical(name), ()))]
+
+
+def upgraded_while_loaded(started_with: dict[str, str | None], now: dict[str, str | None]) -> list[str]:
+    """The libraries whose installed version changed since the servers started, as "name old → new".
+    Their old modules are still imported: running on would mix old and new code."""
+    return [
+        f"{name} {started_with[name] or 'missing'} → {now.get(name) or 'removed'}"
+        for name in started_with
+        if now.get(name) != started_with[name]
+    ]
 
 
 def troubleshooting(entry: str) -> str:
@@ -197,6 +245,8 @@ class Facts:
     terminus_installed: bool
     excluded_patterns: list[str] = field(default_factory=list)
     broken_libraries: list[str] = field(default_factory=list)  # see broken_libraries()
+    restart_needed: bool = False  # an older version of a wrong library is already imported
+    upgraded: list[str] = field(default_factory=list)  # see upgraded_while_loaded(): the servers stopped
     tmpdir: str = ""  # Node's os.tmpdir() as Sublime's environment gives it: where discovery files go
     # Folders this window shares with other windows (the same folder, or one inside the other): a CLI
     # started there outside Sublime may connect to either window.
@@ -226,13 +276,21 @@ def library_versions(names: tuple[str, ...] = LIBRARIES) -> dict[str, str | None
 def problems(facts: Facts) -> list[str]:
     """Each problem found, with what to do about it."""
     found: list[str] = []
+    if facts.upgraded:
+        found.append(
+            f"Package Control changed libraries while Sublime Text was running ({', '.join(facts.upgraded)}). "
+            "The old versions are still loaded, so the companion stopped rather than mix old and new code. "
+            "Restart Sublime Text." + _more("the-package-is-inactive")
+        )
+        return found
     missing, outdated = library_issues(facts.libraries)
     broken = facts.broken_libraries
     if missing or outdated or broken:
         what = [f"missing: {', '.join(missing)}"] if missing else []
         what += [f"wrong version: {', '.join(outdated)}"] if outdated else []
         what += [f"cannot be loaded: {', '.join(broken)}"] if broken else []
-        found.append(f"Libraries {'; '.join(what)}. {library_fix()}" + _more("the-package-is-inactive"))
+        fix = library_fix(facts.restart_needed)
+        found.append(f"Libraries {'; '.join(what)}. {fix}" + _more("the-package-is-inactive"))
         return found  # the companion does not start without them: nothing else can be judged yet
     if facts.server_state != "listening":
         found.append(

@@ -10,29 +10,56 @@ standard library).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import sublime
 
 from .. import doctor
 
 
-def check() -> tuple[list[str], list[str]]:
-    """(missing, wrong): see `doctor.library_issues`; wrong includes installed libraries that cannot
-    be imported (`doctor.broken_libraries`: pywin32 on Windows). Runs on the loop thread."""
-    missing, wrong = doctor.library_issues(doctor.library_versions())
-    return missing, wrong + doctor.broken_libraries()
+@dataclass
+class Check:
+    """What the loop thread found: the problems, and the versions installed at that moment."""
+
+    missing: list[str]
+    wrong: list[str]
+    versions: dict[str, str | None]
+    restart_needed: bool = False  # a wrong library's older version is already imported
+    installed: frozenset[str] = frozenset()  # doctor.installed_distributions() at that moment
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing and not self.wrong
 
 
-def explanation(missing: list[str], wrong: list[str]) -> str:
+def check() -> Check:
+    """See `doctor.library_issues`; wrong includes installed libraries that cannot be imported
+    (`doctor.broken_libraries`: pywin32 on Windows). Runs off the main thread (disk reads)."""
+    installed = doctor.installed_distributions()
+    versions = doctor.library_versions()
+    missing, wrong = doctor.library_issues(versions)
+    wrong += doctor.broken_libraries()
+    outdated = [entry.split(" ", 1)[0] for entry in doctor.split_wrong(wrong)[0]]
+    restart = bool(doctor.loaded_libraries(outdated))
+    return Check(missing, wrong, versions, restart_needed=restart, installed=installed)
+
+
+def explanation(found: Check) -> str:
     lines = ["Gemini Companion: the companion cannot start because libraries it needs are not usable."]
-    if missing:
-        lines.append(f"  Missing: {', '.join(missing)}")
-    outdated, broken = doctor.split_wrong(wrong)
+    if found.missing:
+        lines.append(f"  Missing: {', '.join(found.missing)}")
+    outdated, broken = doctor.split_wrong(found.wrong)
     if outdated:
         lines.append(f"  Wrong version: {', '.join(outdated)}")
     if broken:
         lines.append(f"  Cannot be loaded: {', '.join(broken)}")
+    then = (
+        "then restart Sublime Text (an older version of one of them is already loaded)."
+        if found.restart_needed
+        else "the companion starts by itself once they are installed (no restart needed)."
+    )
     lines += [
-        "  Fix: Command Palette > “Package Control: Satisfy Libraries”, then restart Sublime Text.",
+        f"  Fix: Command Palette > “Package Control: Satisfy Libraries”; {then}",
         "  If Package Control reports a library as not available, add the package's repository first:",
         f"  Command Palette > “Package Control: Add Repository” > {doctor.REPOSITORY_URL}",
         "  (the default channel does not carry mcp and some of its libraries), then Satisfy Libraries again.",
@@ -41,11 +68,22 @@ def explanation(missing: list[str], wrong: list[str]) -> str:
     return "\n".join(lines)
 
 
-def report(missing: list[str], wrong: list[str]) -> None:
+def report(found: Check) -> None:
     """One status message, and the console explanation with the names and the fix."""
-    names = missing + [w.split(" ", 1)[0] for w in wrong]
+    names = found.missing + [w.split(" ", 1)[0] for w in found.wrong]
+    then = "then restart Sublime Text" if found.restart_needed else "it starts by itself then"
     sublime.status_message(
-        f"Gemini Companion: libraries missing or outdated ({', '.join(names)}); see the console "
-        "(“Package Control: Satisfy Libraries” fixes it)"
+        f"Gemini Companion: libraries missing or outdated ({', '.join(names)}); "
+        f"run “Package Control: Satisfy Libraries”, {then} (details in the console)"
     )
-    print(explanation(missing, wrong))
+    print(explanation(found))
+
+
+def report_upgraded(upgraded: list[str]) -> None:
+    sublime.status_message("Gemini Companion: libraries changed while Sublime Text runs; restart Sublime Text")
+    print(
+        "Gemini Companion: Package Control changed libraries while Sublime Text was running:\n  "
+        + "\n  ".join(upgraded)
+        + "\n  The old versions are still loaded, so the companion stopped rather than mix old and new code "
+        "(a module imported later would come from the new version). Restart Sublime Text."
+    )

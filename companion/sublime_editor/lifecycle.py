@@ -10,23 +10,34 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import sys
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
 import sublime
 
+from .. import doctor
 from ..context import DEFAULT_EXCLUDES, SharingPolicy
 from ..processes import editor_pid
 from ..runtime import Runtime
 from . import dependencies, direct_access, settings
 from .windows import WindowRegistry
 
+T = TypeVar("T")
+
 LOGGER_NAME = "gemini_companion"
 SETTINGS_LISTENER = "gemini_companion.lifecycle"
 PREFERENCES = "Preferences.sublime-settings"  # folder_exclude_patterns / file_exclude_patterns live there
 # Folders can change with no event (drag and drop, `subl -a`, set_project_data): how often to look.
 FOLDER_POLL_MS = 1000
+# How often to look at the libraries: for missing ones to arrive, or for running ones to change.
+LIBRARY_CHECK_MS = 5000
 
 _runtime: Runtime | None = None
 _registry: WindowRegistry | None = None
+_library_problem: dependencies.Check | None = None  # what the companion waits for
+_started_with: dict[str, str | None] = {}  # the library versions the servers started with
+_upgraded: list[str] = []  # libraries changed under the running servers (they stopped)
+_installed: frozenset[str] = frozenset()  # the dist-info folders on sys.path when the servers started
 _direct_access: tuple[object, object] | None = None  # server_port and auth_token the servers started with
 
 
@@ -49,33 +60,53 @@ def plugin_loaded() -> None:
     runtime.start()
     # Reading the libraries' metadata touches ~20 folders on disk (slow when the disk is cold): the
     # loop thread does it, and the servers start on the main thread once it has said yes.
-    checked = runtime.submit(_check_libraries)
-    checked.add_done_callback(lambda future: sublime.set_timeout(lambda: _libraries_checked(runtime, future)))
+    _after(runtime, _check_libraries, _libraries_checked)
 
 
-async def _check_libraries() -> tuple[list[str], list[str]]:
+async def _check_libraries() -> dependencies.Check:
+    # ~20 dist-info folders, some milliseconds: no server runs yet (or any more) on this loop.
     return dependencies.check()
 
 
-def _libraries_checked(runtime: Runtime, checked: concurrent.futures.Future[tuple[list[str], list[str]]]) -> None:
-    """On the main thread: start a server for every window, or say which libraries are missing."""
-    global _runtime, _registry, _direct_access
-    if runtime is not _runtime or checked.cancelled():
-        return  # unloaded (or reloaded) meanwhile
-    error = checked.exception()
-    if error is not None:  # unreadable metadata: start anyway; a library that cannot load fails the start
-        logging.getLogger(LOGGER_NAME).warning("could not check the libraries' versions: %s", error)
-    missing, wrong = checked.result() if error is None else ([], [])
-    if missing or wrong:
-        dependencies.report(missing, wrong)
-        _runtime = None
-        runtime.stop()
+def _after(runtime: Runtime, work: Callable[[], Coroutine[Any, Any, T]], then: Callable[[Runtime, T], None]) -> None:
+    """Run `work` on the loop thread, then `then(runtime, result)` on the main thread, unless the
+    package was unloaded (or reloaded) meanwhile or the work failed."""
+
+    def done(future: concurrent.futures.Future[T]) -> None:
+        if runtime is not _runtime or future.cancelled():
+            return
+        error = future.exception()
+        if error is not None:
+            logging.getLogger(LOGGER_NAME).warning("could not read the libraries' versions: %s", error)
+            return
+        then(runtime, future.result())
+
+    runtime.submit(work).add_done_callback(lambda future: sublime.set_timeout(lambda: done(future)))
+
+
+def _libraries_checked(runtime: Runtime, found: dependencies.Check) -> None:
+    """On the main thread: start a server for every window, or say which libraries are missing and
+    look again every few seconds: once Package Control has installed them, the servers start."""
+    global _registry, _direct_access, _library_problem, _started_with, _installed
+    if not found.ok:
+        if _library_problem is None or (_library_problem.missing, _library_problem.wrong) != (
+            found.missing,
+            found.wrong,
+        ):
+            dependencies.report(found)  # once per distinct problem, not at every look
+        _library_problem = found
+        sublime.set_timeout(lambda: _look_again(runtime), LIBRARY_CHECK_MS)
         return
+    if _library_problem is not None:
+        logging.getLogger(LOGGER_NAME).warning("Gemini Companion: the libraries are installed now; starting.")
+    _library_problem, _started_with = None, found.versions
+    _installed = found.installed
     _registry = WindowRegistry(runtime, sharing_policy())
     _direct_access = direct_access.settings_key()
     for window in sublime.windows():
         _registry.open(window)
     _poll_folders(_registry)
+    sublime.set_timeout(lambda: _watch_libraries(runtime), LIBRARY_CHECK_MS)
 
 
 def _poll_folders(registry: WindowRegistry) -> None:
@@ -86,20 +117,62 @@ def _poll_folders(registry: WindowRegistry) -> None:
     sublime.set_timeout(lambda: _poll_folders(registry), FOLDER_POLL_MS)
 
 
+def _look_again(runtime: Runtime) -> None:
+    if runtime is _runtime and _registry is None:
+        _after(runtime, _check_libraries, _libraries_checked)
+
+
+def _watch_libraries(runtime: Runtime) -> None:
+    """Package Control may upgrade a library while Sublime Text runs (its automatic upgrades, or
+    Satisfy Libraries): the old modules stay imported, and anything imported later would come from
+    the new files. When a version changes, stop the servers and ask for a restart."""
+    if runtime is _runtime and _registry is not None:
+        _after(runtime, _library_versions, _libraries_now)
+
+
+async def _library_versions() -> dict[str, str | None] | None:
+    """None while the library folders list the same distributions (a directory listing each, well
+    under a millisecond: the servers share this loop); their versions once that changes."""
+    if doctor.installed_distributions() == _installed:
+        return None
+    return doctor.library_versions()
+
+
+def _libraries_now(runtime: Runtime, versions: dict[str, str | None] | None) -> None:
+    global _upgraded
+    upgraded = doctor.upgraded_while_loaded(_started_with, versions) if versions is not None else []
+    if not upgraded:
+        sublime.set_timeout(lambda: _watch_libraries(runtime), LIBRARY_CHECK_MS)
+        return
+    _upgraded = upgraded
+    dependencies.report_upgraded(upgraded)
+    shutdown(keep_settings_listeners=True)
+
+
+def library_problem() -> dependencies.Check | None:
+    """The libraries' problem while the companion waits for them; None when it runs (or is unloaded)."""
+    return _library_problem
+
+
+def upgraded() -> list[str]:
+    """Libraries Package Control changed while the servers ran (they stopped for it): "name old → new"."""
+    return list(_upgraded)
+
+
 def plugin_unloaded() -> None:
     shutdown()
 
 
-def shutdown(api_alive: bool = True) -> None:
+def shutdown(api_alive: bool = True, keep_settings_listeners: bool = False) -> None:
     """Close our reviews, stop every server and delete every discovery file (idempotent).
 
     From `on_exit` (`api_alive=False`) the API has already shut down: nothing may touch it, so only
     the servers and their files go (the editor is closing its views itself).
     """
-    global _runtime, _registry
+    global _runtime, _registry, _library_problem
     registry, runtime = _registry, _runtime
-    _registry, _runtime = None, None
-    if api_alive:
+    _registry, _runtime, _library_problem = None, None, None
+    if api_alive and not keep_settings_listeners:
         settings.settings().clear_on_change(SETTINGS_LISTENER)
         sublime.load_settings(PREFERENCES).clear_on_change(SETTINGS_LISTENER)
     if registry is not None:

@@ -11,7 +11,7 @@ import sublime_plugin
 from .. import doctor
 from ..discovery import node_tmpdir, workspace_path
 from . import status, terminal
-from .lifecycle import registry
+from .lifecycle import library_problem, registry, upgraded
 from .windows import WindowState
 
 log = logging.getLogger("gemini_companion")
@@ -34,6 +34,8 @@ def gather_facts(window: sublime.Window, state: WindowState | None) -> doctor.Fa
         "broken_libraries": doctor.broken_libraries(),
         "terminus_installed": terminal.terminus_installed(),
         "tmpdir": node_tmpdir(),
+        "restart_needed": bool((problem := library_problem()) and problem.restart_needed),
+        "upgraded": upgraded(),
     }
     if state is None:
         return doctor.Facts(

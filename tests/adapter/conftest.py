@@ -50,7 +50,9 @@ class Companion:
         self.plugin = control.load_plugin(startup=startup)
         lifecycle = pkg("sublime_editor.lifecycle")
         # The loop thread checks the libraries first; then the main thread starts every window's server.
-        control.pump_until(lambda: lifecycle.registry() is not None or lifecycle.runtime() is None, 30, "the start")
+        control.pump_until(
+            lambda: lifecycle.registry() is not None or lifecycle.library_problem() is not None, 30, "the start"
+        )
         return self.plugin
 
     def unload(self) -> None:

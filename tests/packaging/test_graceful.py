@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -46,7 +47,8 @@ print("--- load", flush=True)
 control.load_plugin()
 lifecycle = sys.modules["Gemini Companion.companion.sublime_editor.lifecycle"]
 # The loop thread checks the libraries; the main thread then starts the servers or says what is missing.
-control.pump_until(lambda: lifecycle.registry() is not None or lifecycle.runtime() is None, 60, "the library check")
+checked = lambda: lifecycle.registry() is not None or lifecycle.library_problem() is not None
+control.pump_until(checked, 60, "the library check")
 print("--- loaded", flush=True)
 result = {{"started": lifecycle.registry() is not None}}
 if result["started"]:
@@ -174,3 +176,100 @@ def test_a_library_that_is_installed_but_does_not_import_fails_the_server_with_t
     assert result["start_error"] == ("ImportError: _opentelemetry_native.cpython-314t-x86_64-linux-gnu.so: cannot open")
     assert "- Server: failed: _opentelemetry_native.cpython-314t" in result["doctor"], result["doctor"]
     assert result["threads_after_unload"] == []
+
+
+# Package Control installs the libraries, or changes them, while the package is loaded: the libraries
+# of `source` arrive in `lib` once the package has said what is missing; or, once the servers run,
+# the version of `bump` changes on disk (its modules stay imported).
+LIFE_CHILD = """
+import glob, json, os, shutil, threading
+from tests.sublime_fake import control
+control.install()
+import sublime
+control.reset()
+window = control.new_window([{workspace!r}])
+control.load_plugin()
+lifecycle = sys.modules["Gemini Companion.companion.sublime_editor.lifecycle"]
+lifecycle.LIBRARY_CHECK_MS = 200
+result = {{}}
+if {source!r}:
+    control.pump_until(lambda: lifecycle.library_problem() is not None, 60, "the library check")
+    result["waiting_status"] = control.status_messages()
+    for entry in os.listdir({source!r}):
+        copy = shutil.copytree if os.path.isdir(os.path.join({source!r}, entry)) else shutil.copy2
+        copy(os.path.join({source!r}, entry), os.path.join({lib!r}, entry))
+handle = control.pump_until(lambda: lifecycle.registry() and lifecycle.registry().get(window), 60, "a start").handle
+control.pump_until(handle.ready.done, 60, "the server")
+result["started_error"] = None if handle.ready.exception() is None else str(handle.ready.exception())
+result["discovery_existed"] = os.path.exists(handle.discovery_path)
+if {bump!r}:
+    (info,) = glob.glob(os.path.join({lib!r}, {bump!r} + "-*.dist-info"))
+    os.rename(info, os.path.join({lib!r}, {bump!r} + "-99.0.0.dist-info"))
+    with open(os.path.join({lib!r}, {bump!r} + "-99.0.0.dist-info", "METADATA")) as handle_:
+        text = handle_.read()
+    with open(os.path.join({lib!r}, {bump!r} + "-99.0.0.dist-info", "METADATA"), "w") as handle_:
+        handle_.write("\\n".join("Version: 99.0.0" if l.startswith("Version:") else l for l in text.split("\\n")))
+    control.pump_until(lambda: lifecycle.registry() is None, 60, "the servers to stop")
+    result["discovery_after"] = os.path.exists(handle.discovery_path)
+window.run_command("gemini_companion_status")
+control.settle()
+doctor = next(v for v in window.views() if v.settings().get("gemini_companion.doctor"))
+result["doctor"] = doctor.substr(sublime.Region(0, doctor.size()))
+result["status"] = control.status_messages()
+result["errors"] = control.errors()
+control.unload_plugin()
+control.settle()
+control.shutdown()
+print("RESULT " + json.dumps(result), flush=True)
+"""
+
+
+def run_life(tmp_path: str, lib: str, source: str = "", bump: str = "") -> tuple[dict, str]:
+    workspace = os.path.join(str(tmp_path), "project")
+    os.makedirs(workspace, exist_ok=True)
+    env = {**os.environ, "TMPDIR": os.path.join(str(tmp_path), "tmp")}
+    code = LIFE_CHILD.format(workspace=workspace, source=source, lib=lib, bump=bump)
+    proc = subprocess.run(isolated([lib, REPO], code), capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, f"the package raised:\n{proc.stdout}\n{proc.stderr}"
+    result = json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("RESULT "))[7:])
+    return result, proc.stdout
+
+
+def test_libraries_installed_after_the_package_loaded_start_it_without_a_restart(
+    closure_lib: str, tmp_path: str
+) -> None:
+    """A first install where the libraries arrive after the package (or Satisfy Libraries later): the
+    package says what is missing, never to restart, and starts by itself once they are there."""
+    lib = os.path.join(str(tmp_path), "Lib")
+    os.makedirs(lib)
+    result, console = run_life(tmp_path, lib, source=closure_lib)
+    (waiting,) = result["waiting_status"]
+    assert "starts by itself" in waiting and "restart" not in waiting.lower(), waiting
+    assert "no restart needed" in console and "restart Sublime Text" not in console
+    assert "the libraries are installed now; starting" in console
+    assert result["started_error"] is None and result["discovery_existed"]
+    assert "- Server: listening" in result["doctor"] and "Problems and fixes\n\nNone found." not in console
+    assert result["errors"] == []
+
+
+def test_a_library_changed_under_the_running_servers_stops_them_and_asks_for_a_restart(
+    closure_lib: str, tmp_path: str
+) -> None:
+    lib = os.path.join(str(tmp_path), "Lib")
+    shutil.copytree(closure_lib, lib)
+    result, console = run_life(tmp_path, lib, bump="anyio")
+    assert result["started_error"] is None and result["discovery_existed"]
+    assert not result["discovery_after"]  # stopped: Gemini CLI no longer finds a half-upgraded window
+    assert result["status"][-1] == "Gemini Companion: libraries changed while Sublime Text runs; restart Sublime Text"
+    assert "anyio 4.16.0 → 99.0.0" in console and "Restart Sublime Text." in console
+    assert (
+        "Package Control changed libraries while Sublime Text was running (anyio 4.16.0 → 99.0.0)" in (result["doctor"])
+    )
+    assert result["errors"] == []
+
+
+def test_an_outdated_library_already_imported_needs_a_restart_and_the_fix_says_so() -> None:
+    assert "pytest" in sys.modules and "pyright" not in sys.modules
+    assert doctor.loaded_libraries(["pytest", "pyright", "not-a-library"]) == ["pytest"]
+    assert "restart Sublime Text" in doctor.library_fix(restart=True)
+    assert "no restart needed" in doctor.library_fix(restart=False)
