@@ -62,8 +62,53 @@ def _python_marker_holds(marker: str, python_version: str) -> bool:
     return version < bound if op == "<" else version >= bound
 
 
-def check_offline(repo: dict[str, Any]) -> list[str]:
+# What Package Control 4 accepts (wbond/package_control b56cb2d; packaging/README.md has the details).
+# providers/json_repository_provider.py, get_libraries, schema 4: a key it does not know in a library
+# or in one of its releases raises ProviderException, which drops the whole repository.
+PC_LIBRARY_KEYS = {"name", "description", "author", "homepage", "issues", "releases"}
+PC_LIBRARY_RELEASE_KEYS = {
+    *("base", "version", "sublime_text", "platforms", "python_versions"),
+    *("branch", "tags", "asset", "url", "date", "sha256"),
+}
+# selectors.py: the platform keys it can match (`sublime.platform()[-sublime.arch()]` or `*`) and the
+# Sublime Text version selectors is_compatible_version understands (anything else never matches).
+PC_PLATFORM_KEY = re.compile(r"^(\*|(osx|linux|windows)(-(x32|x64|arm64))?)$")
+PC_VERSION_SELECTOR = re.compile(r"^(\*|[<>]=?\d{4}|\d{4} - \d{4})$")
+
+
+def package_control_problems(repo: dict[str, Any], dependencies: dict[str, Any]) -> list[str]:
+    """What Package Control 4 would reject or skip in our repository.json and dependencies.json."""
     problems: list[str] = []
+    for lib in repo.get("libraries", []):
+        name = lib.get("name", "?")
+        if unknown := set(lib) - PC_LIBRARY_KEYS:
+            problems.append(f"{name}: Package Control rejects the repository for the keys {sorted(unknown)}")
+        for release in lib.get("releases", []):
+            if unknown := set(release) - PC_LIBRARY_RELEASE_KEYS:
+                problems.append(f"{name}: Package Control rejects the repository for release keys {sorted(unknown)}")
+            if "url" in release and not release.get("version"):
+                problems.append(f"{name}: a release with a url needs a version, or Package Control rejects it")
+            for key in ("date", "version", "sha256"):  # copied_release_keys: non-empty strings
+                if key in release and not (isinstance(release[key], str) and release[key]):
+                    problems.append(f"{name}: release {key} must be a non-empty string")
+            if L.PYTHON not in release.get("python_versions", ["3.3"]):  # the default when absent
+                problems.append(f"{name}: a release Package Control skips on Python {L.PYTHON}")
+    names = [lib.get("name", "") for lib in repo.get("libraries", [])]
+    if len({n.lower() for n in names}) != len(names):
+        problems.append("library names must differ case-insensitively (Package Control keys them lower-cased)")
+    for platform_key, by_version in dependencies.items():
+        if platform_key.startswith("$"):
+            continue  # "$schema": select_libraries never matches it against a platform
+        if not PC_PLATFORM_KEY.match(platform_key):
+            problems.append(f"dependencies.json: {platform_key!r} is no platform selector Package Control matches")
+        for selector in by_version:
+            if not PC_VERSION_SELECTOR.match(selector):
+                problems.append(f"dependencies.json: {selector!r} is no Sublime Text selector Package Control reads")
+    return problems
+
+
+def check_offline(repo: dict[str, Any]) -> list[str]:
+    problems: list[str] = package_control_problems(repo, L.read_json(L.DEPENDENCIES_JSON))
     pins = L.runtime_pins()
     deps = L.all_dependencies()
     for name, version in pyproject_pins().items():

@@ -12,6 +12,10 @@ trace of the real start-up path, run as each platform's plugin host
 (tests/packaging/simulated_host.py), loads exactly the libraries `dependencies.json` gives that
 platform, and NOT_IMPORTED is exactly what the metadata closure holds beyond that trace.
 
+What Package Control 4 does with these files (which entries it accepts, skips or rejects, how it
+picks and installs wheels, and in which order relative to loading the package) is written down, with
+file references, in packaging/README.md; tools/check_repository.py enforces those rules.
+
 `dependencies.json` is read the way Package Control 4 reads it (wbond/package_control,
 `package_manager.py` `select_libraries` and `selectors.py`): of the platform keys, only the most
 specific one that matches is used — `<platform>-<arch>`, then `<platform>`, then `*` — and within

@@ -46,6 +46,32 @@ def test_the_offline_checks_catch_what_would_break_an_install() -> None:
     assert "uvicorn: needed (dependencies.json, not in the default channel) but not registered" in problems
 
 
+def test_what_package_control_4_would_reject_or_skip_is_caught() -> None:
+    """json_repository_provider.get_libraries drops the whole repository for a key it does not know;
+    a release without python_versions counts as 3.3 (skipped on 3.14); selectors.py matches only its
+    platform and version selector forms."""
+    repo, deps = L.read_json(L.REPOSITORY_JSON), L.read_json(L.DEPENDENCIES_JSON)
+    assert check_repository.package_control_problems(repo, deps) == []
+    bad_repo, bad_deps = copy.deepcopy(repo), copy.deepcopy(deps)
+    libs = {lib["name"]: lib for lib in bad_repo["libraries"]}
+    libs["mcp"]["license"] = "MIT"
+    libs["h11"]["releases"][0]["wheel"] = "x"
+    del libs["click"]["releases"][0]["python_versions"]
+    libs["uvicorn"]["releases"][0]["date"] = ""
+    libs["starlette"]["releases"][0].pop("version")
+    bad_repo["libraries"].append({**libs["h11"], "name": "H11"})
+    bad_deps["macos"] = bad_deps["*"]
+    bad_deps["*"] = {"4205+": bad_deps["*"][">=4205"]}
+    problems = "\n".join(check_repository.package_control_problems(bad_repo, bad_deps))
+    assert "mcp: Package Control rejects the repository for the keys ['license']" in problems
+    assert "h11: Package Control rejects the repository for release keys ['wheel']" in problems
+    assert "click: a release Package Control skips on Python 3.14" in problems
+    assert "uvicorn: release date must be a non-empty string" in problems
+    assert "starlette: a release with a url needs a version" in problems
+    assert "differ case-insensitively" in problems
+    assert "'macos' is no platform selector" in problems and "'4205+' is no Sublime Text selector" in problems
+
+
 def test_the_online_check_catches_a_set_whose_pins_do_not_belong_together(monkeypatch: pytest.MonkeyPatch) -> None:
     """The consistency half of the online check, fed the real METADATA of every pinned wheel except
     that pydantic now asks for another pydantic-core than the set pins."""
