@@ -213,6 +213,48 @@ def measure_handlers(window: sublime.Window, a: sublime.View, b: sublime.View, c
     return results
 
 
+def measure_session(window: sublime.Window, a: sublime.View, b: sublime.View, folder: str, rounds: int) -> dict:
+    """Every callback of ours that Sublime's main thread or its shared async worker runs during a
+    working session (typing, clicking between files, reviews opened and accepted or rejected,
+    pausing, the doctor, the status bar, the folder poll), timed by the fake as each one runs."""
+    from tests.adapter.conftest import ThreadedClient
+
+    handle = wait_ready(window)
+    reviewer = ThreadedClient(handle.url, handle.token, "bench-reviewer")
+    control.start_timing()
+    started = time.monotonic()
+    for i in range(rounds):
+        view = (a, b)[i % 2]
+        control.click(view, (i * 13) % max(1, view.size()))
+        control.type_text(view, "x")
+        target = os.path.join(folder, f"review{i % 3}.py")
+        reviewer.open_diff(target, f"value = {i}\n")
+        control.settle()
+        proposal = next(v for v in window.views() if v.settings().get("gemini_companion.role") == "proposal")
+        if i % 2:
+            proposal.run_command("gemini_companion_save_review")
+        else:
+            control.close_tab(proposal)
+        control.settle()
+        if i % 10 == 0:
+            window.run_command("gemini_companion_toggle_sharing")
+            window.run_command("gemini_companion_toggle_sharing")
+            window.run_command("gemini_companion_status")
+            control.settle()
+    control.pump(max(0.0, 2.5 - (time.monotonic() - started)))  # at least two folder polls
+    timings = control.stop_timing()
+    reviewer.close()
+    ours = [(t, n, ns) for t, n, ns in timings if n.startswith(f"{control.PACKAGE_NAME}.")]
+    per: dict[tuple[str, str], list[int]] = {}
+    for thread, name, ns in ours:
+        per.setdefault(("main" if thread == "main" else "worker", name), []).append(ns)
+    rows = {}
+    for (thread, name), samples in per.items():
+        short = name[len(control.PACKAGE_NAME) + 1 :].replace("companion.sublime_editor.", "")
+        rows[f"{thread}: {short}"] = summary(samples)
+    return rows
+
+
 def measure_folder_detection(window: sublime.Window, extra: str, count: int) -> list[float]:
     """Folders changed with no event (set_project_data, as drag and drop or `subl -a` do): ms until the
     discovery file names the new folder, found by the poll and rewritten on the loop thread."""
@@ -388,6 +430,7 @@ def main() -> None:
         ide_client = Client.ide_client(handle, folders[0])  # both see every change of the same run
         triggers = selection_triggers(a, n_e2e)
         handlers = measure_handlers(window, a, b, n_events)  # with the clients still connected
+        session = measure_session(window, a, b, folders[0], 20 if args.quick else 100)
         extra = os.path.join(tmp, "dropped")
         os.makedirs(extra)
         detection = measure_folder_detection(window, extra, 10 if args.quick else 30)
@@ -434,6 +477,12 @@ def main() -> None:
         row("selection change → client receipt", results["selection -> client"], None),
         row("… of which beyond the 50 ms debounce", results["selection -> client beyond debounce"], None),
     ]
+    results["session callbacks"] = session
+    worst = sorted(session.items(), key=lambda item: item[1]["p99_ms"], reverse=True)
+    lines += ["", "Every callback of ours during a working session (slowest p99 first; ms on the thread it held):", ""]
+    lines += ["| callback | p50 ms | p99 ms | max ms | n | target |", "|---|---|---|---|---|---|"]
+    lines += [row(name, data, EVENT_TARGET_MS) for name, data in worst[:15]]
+    lines += ["", "| measurement | p50 ms | p99 ms | max ms | n | target |", "|---|---|---|---|---|---|"]
     folders_row = results["folders changed without an event -> discovery file"]
     lines.append(
         f"| folders changed without an event → discovery file (1 s poll) | {folders_row['p50']:.0f} | "

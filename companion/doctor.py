@@ -10,7 +10,7 @@ import importlib.metadata
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 # Where the package and the libraries the default Package Control channel lacks are registered
 # (repository.json in the project); users add it with "Package Control: Add Repository".
@@ -261,6 +261,17 @@ def shared_folders(mine: list[str], others: list[list[str]]) -> list[str]:
         return a == b or a.startswith(b.rstrip(os.sep) + os.sep) or b.startswith(a.rstrip(os.sep) + os.sep)
 
     return [folder for folder in mine if any(overlaps(folder, other) for window in others for other in window)]
+
+
+def with_disk_facts(facts: Facts) -> Facts:
+    """`facts` with what only the disk can tell: the libraries' versions (and whether pywin32
+    imports), and the discovery file's owner and mode. Milliseconds: off the main thread."""
+    return replace(
+        facts,
+        libraries=library_versions(),
+        broken_libraries=broken_libraries(),
+        discovery=DiscoveryCheck.of(facts.discovery.path) if facts.discovery.path else facts.discovery,
+    )
 
 
 def library_versions(names: tuple[str, ...] = LIBRARIES) -> dict[str, str | None]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 
 import sublime
 import sublime_plugin
@@ -25,13 +26,13 @@ def _state(window: sublime.Window | None) -> WindowState | None:
 
 
 def gather_facts(window: sublime.Window, state: WindowState | None) -> doctor.Facts:
+    """What the main thread knows; `doctor.with_disk_facts` adds what must be read from disk."""
     python = sys.version.split()[0]
     common = {
         "build": sublime.version(),
         "platform": f"{sublime.platform()} {sublime.arch()}",
         "python": python,
-        "libraries": doctor.library_versions(),
-        "broken_libraries": doctor.broken_libraries(),
+        "libraries": {},
         "terminus_installed": terminal.terminus_installed(),
         "tmpdir": node_tmpdir(),
         "restart_needed": bool((problem := library_problem()) and problem.restart_needed),
@@ -61,7 +62,7 @@ def gather_facts(window: sublime.Window, state: WindowState | None) -> doctor.Fa
         shared_folders=doctor.shared_folders(list(handle.folders), others),
         server_state=server_state,
         url=handle.url,
-        discovery=doctor.DiscoveryCheck.of(handle.discovery_path),
+        discovery=doctor.DiscoveryCheck(handle.discovery_path),
         workspace_path=workspace_path(handle.folders),
         clients=list(handle.connected_clients),
         paused=handle.context.paused,
@@ -74,18 +75,30 @@ class GeminiCompanionStatusCommand(sublime_plugin.WindowCommand):
     """Gemini Companion: Status and Troubleshooting (a read-only report, never the token)."""
 
     def run(self) -> None:
-        text = doctor.report(gather_facts(self.window, _state(self.window)))
-        view = next((v for v in self.window.views() if v.settings().get(DOCTOR_VIEW_SETTING)), None)
-        if view is None:
-            view = self.window.new_file()
-            view.set_scratch(True)
-            view.set_name("Gemini Companion: Status")
-            view.settings().set(DOCTOR_VIEW_SETTING, True)
-            view.assign_syntax("Packages/Markdown/Markdown.sublime-syntax")
-        view.set_read_only(False)
-        view.run_command("gemini_companion_replace_text", {"text": text})
-        view.set_read_only(True)
-        self.window.focus_view(view)
+        window, facts = self.window, gather_facts(self.window, _state(self.window))
+
+        def read_disk() -> None:  # library metadata and the discovery file: ~20 ms, never on the main thread
+            text = doctor.report(doctor.with_disk_facts(facts))
+            sublime.set_timeout(lambda: show_report(window, text))
+
+        threading.Thread(target=read_disk, name="gemini-companion-doctor", daemon=True).start()
+
+
+def show_report(window: sublime.Window, text: str) -> None:
+    """The report in the window's doctor view (one per window, refreshed in place), focused."""
+    if not window.is_valid():
+        return
+    view = next((v for v in window.views() if v.settings().get(DOCTOR_VIEW_SETTING)), None)
+    if view is None:
+        view = window.new_file()
+        view.set_scratch(True)
+        view.set_name("Gemini Companion: Status")
+        view.settings().set(DOCTOR_VIEW_SETTING, True)
+        view.assign_syntax("Packages/Markdown/Markdown.sublime-syntax")
+    view.set_read_only(False)
+    view.run_command("gemini_companion_replace_text", {"text": text})
+    view.set_read_only(True)
+    window.focus_view(view)
 
 
 class GeminiCompanionToggleSharingCommand(sublime_plugin.WindowCommand):

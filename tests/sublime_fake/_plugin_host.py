@@ -24,6 +24,7 @@ import difflib
 import importlib
 import os
 import sys
+import time
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -118,11 +119,14 @@ def plugins() -> Plugins:
 
 
 def _trap(where: str, function: Callable[..., Any], *args: Any) -> Any:
+    start = time.perf_counter_ns()
     try:
         return function(*args)
     except Exception as exc:
         _host().record_error(where, exc)
         return None
+    finally:
+        _host().record_time(function, start)
 
 
 # -- loading --

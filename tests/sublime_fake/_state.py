@@ -208,6 +208,7 @@ class Host:
         self.user_settings: dict[str, dict[str, Any]] = {}
         self.violations: list[str] = []
         self.errors: list[str] = []
+        self.timings: list[tuple[str, str, int]] | None = None  # (thread, callable, ns) when measuring
         self.status_messages: list[str] = []
         self.dialogs: list[Dialog] = []
         self.dialog_answers: list[Any] = []
@@ -244,10 +245,27 @@ class Host:
 
     def run_callback(self, callback: Callable[[], object], where: str) -> None:
         """Run a plugin callback the way Sublime does: an exception is printed, never propagated."""
+        start = time.perf_counter_ns()
         try:
             callback()
         except BaseException as exc:
             self.record_error(where, exc)
+        finally:
+            self.record_time(callback, start)
+
+    def record_time(self, function: Callable[..., object], start_ns: int) -> None:
+        """With `timings` on (a list), note how long `function` held the thread it ran on: the
+        benchmark's measure of what each callback costs Sublime's main thread and shared worker."""
+        if self.timings is None:
+            return
+        elapsed = time.perf_counter_ns() - start_ns
+        owner = getattr(function, "__self__", None)
+        if owner is not None:
+            name = f"{type(owner).__module__}.{type(owner).__qualname__}.{getattr(function, '__name__', '?')}"
+        else:
+            name = f"{getattr(function, '__module__', '?')}.{getattr(function, '__qualname__', repr(function))}"
+        thread = "main" if self.on_main_thread() else threading.current_thread().name
+        self.timings.append((thread, name, elapsed))
 
     def record_error(self, where: str, exc: BaseException) -> None:
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))

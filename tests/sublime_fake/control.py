@@ -489,3 +489,15 @@ def reference_document(view: sublime.View) -> str | None:
 def inline_diff_shown(view: sublime.View) -> bool:
     data = _state.host().views.get(view.view_id)
     return bool(data is not None and data.inline_diff)
+
+
+def start_timing() -> None:
+    """From now on, note how long every plugin callback holds the thread it runs on (benchmarks)."""
+    _state.host().timings = []
+
+
+def stop_timing() -> list[tuple[str, str, int]]:
+    """The (thread, callable, nanoseconds) noted since `start_timing`, and stop noting."""
+    host = _state.host()
+    timings, host.timings = host.timings or [], None
+    return timings

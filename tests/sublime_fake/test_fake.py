@@ -427,3 +427,28 @@ def test_scratch_views_are_never_dirty_and_dirty_files_ask_before_closing(host: 
     assert view.is_valid() and control.dialogs()[-1].kind == "yes_no_cancel"
     control.answer_dialogs(sublime.DialogResult.NO)
     assert control.close_tab(view) is True and not view.is_valid()
+
+
+def test_timing_notes_each_callback_with_its_thread_and_owner(plugin: types.ModuleType) -> None:
+    def later() -> None:
+        pass
+
+    window = control.new_window()
+    first = window.new_file()
+    window.new_file()
+    control.focus_window(window)
+    control.settle()
+    control.start_timing()
+    control.focus(first)
+    sublime.set_timeout(later, 0)
+    control.settle()
+    timings = control.stop_timing()
+    names = {(thread, name) for thread, name, _ns in timings}
+    here = f"{__name__}.test_timing_notes_each_callback_with_its_thread_and_owner.<locals>.later"
+    assert ("main", here) in names
+    assert ("main", "Fake Test Package.plugin.RecordingListener.on_activated") in names, plugin.calls
+    assert (_state.WORKER_THREAD_NAME, "Fake Test Package.plugin.RecordingListener.on_activated_async") in names
+    assert all(ns >= 0 for _t, _n, ns in timings)
+    window.new_file()
+    control.settle()
+    assert control.stop_timing() == []  # off again

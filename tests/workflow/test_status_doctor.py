@@ -64,9 +64,17 @@ def test_status_bar_per_window_waiting_connected_count_paused_and_hidden(
 
 
 def doctor_text(window: sublime.Window) -> tuple[sublime.View, str]:
+    """Run the doctor and wait for its report: the disk is read on a thread of its own, then the
+    main thread fills the view."""
+
+    def doctor_views() -> list[sublime.View]:
+        return [v for v in window.views() if v.name() == "Gemini Companion: Status"]
+
+    before = {v.id(): v.change_count() for v in doctor_views()}
     assert control.run_from_palette(window, "gemini_companion_status")
+    control.pump_until(lambda: any(before.get(v.id()) != v.change_count() for v in doctor_views()), 30, "the report")
     control.settle()
-    views = [v for v in window.views() if v.name() == "Gemini Companion: Status"]
+    views = doctor_views()
     assert len(views) == 1, "one doctor view per window, refreshed in place"
     return views[0], views[0].substr(sublime.Region(0, views[0].size()))
 
