@@ -144,6 +144,15 @@ class WindowReviews:
         for entry in list(self.open.values()):
             self._dispose(entry)
 
+    def close_leftovers(self) -> None:
+        """Close review views no live review owns: Sublime restores scratch views with their settings
+        after a restart (hot exit; Terminus relies on it), but the agent that asked is gone, and a
+        save there would accept nothing. Main thread."""
+        live = {view.id() for entry in self.open.values() for view in (entry.proposal, entry.current) if view}
+        for view in self.window.views():
+            if view.settings().get(REVIEW_SETTING) is not None and view.id() not in live:
+                view.close()
+
     def detach(self) -> None:
         """Close every review without a decision; the server no longer reaches this window."""
         self.detached = True

@@ -138,6 +138,7 @@ class WindowRegistry:
         state = WindowState(window, handle, reviews, tools=tools)
         self._windows[window.id()] = state
         self._watch(state, port)
+        sublime.set_timeout(reviews.close_leftovers)  # open() may run on the async worker
         return state
 
     def _claim_port(self, window_id: int) -> int:

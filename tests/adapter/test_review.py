@@ -459,3 +459,29 @@ def test_a_file_deleted_or_renamed_during_the_review_is_shown_again_before_it_ca
         (accepted,) = [n for n in client.received("ide/diffAccepted") if n.params["filePath"] == target]
         assert accepted.params["content"] == f"new = {how!r}\n"
         control.settle()
+
+
+def test_review_views_restored_after_a_restart_are_closed_when_the_window_starts(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    """Sublime brings scratch views back with their settings after a restart (hot exit): a proposal
+    from the last run has no agent waiting for it, and Save there must not pretend to accept."""
+    window = control.new_window([workspace])
+    mine = control.open_file(window, write(workspace, "mine.py", "x = 1\n"))
+    for role in ("current", "proposal"):
+        restored = window.new_file()
+        restored.set_scratch(True)
+        restored.settings().set("gemini_companion.review", 7)
+        restored.settings().set("gemini_companion.role", role)
+    companion.load()
+    client = clients(window)
+    control.settle()
+    assert window.views() == [mine]
+    assert client.received("ide/diffAccepted") == [] and client.received("ide/diffRejected") == []
+    assert control.errors() == []
+    # A review of this run opens and closes as usual afterwards.
+    path = write(workspace, "app.py", "a = 1\n")
+    open_review(client, path, "a = 2\n")
+    _, proposal = review_views(window)
+    control.click_link(proposal, "accept")
+    assert client.wait_notification("ide/diffAccepted") == {"filePath": path, "content": "a = 2\n"}
