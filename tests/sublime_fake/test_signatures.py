@@ -187,3 +187,22 @@ def test_the_check_catches_an_invented_parameter(tmp_path: object) -> None:
     assert isinstance(fake_view, ast.ClassDef)
     problems = compare_class("sublime.View", fake_view, stub_view, {})
     assert problems and "size" in problems[0]
+
+
+def test_the_readme_names_every_sublime_call_the_adapter_makes() -> None:
+    """tests/sublime_fake/README.md says, for each one, what the real program does and the source."""
+    import glob
+    import re
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    used: set[str] = set()
+    for path in [
+        *glob.glob(os.path.join(root, "companion", "sublime_editor", "*.py")),
+        os.path.join(root, "plugin.py"),
+    ]:
+        with open(path, encoding="utf-8") as handle:
+            used |= set(re.findall(r"\bsublime\.([A-Za-z_]+)", handle.read()))
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "README.md"), encoding="utf-8") as handle:
+        readme = handle.read()
+    missing = sorted(name for name in used if f"sublime.{name}" not in readme and f"`{name}(" not in readme)
+    assert missing == [], missing
