@@ -248,6 +248,8 @@ class Facts:
     restart_needed: bool = False  # an older version of a wrong library is already imported
     upgraded: list[str] = field(default_factory=list)  # see upgraded_while_loaded(): the servers stopped
     tmpdir: str = ""  # Node's os.tmpdir() as Sublime's environment gives it: where discovery files go
+    editor_pid: int | None = None  # the PID discovery files are named after (the plugin host's parent)
+    gemini_command: list[str] = field(default_factory=list)  # as Open Gemini CLI runs it (`~` expanded)
     # Folders this window shares with other windows (the same folder, or one inside the other): a CLI
     # started there outside Sublime may connect to either window.
     shared_folders: list[str] = field(default_factory=list)
@@ -373,11 +375,13 @@ def report(facts: Facts) -> str:
         f"- Temporary folder (Node's os.tmpdir() here): {facts.tmpdir or '(unknown)'}",
         "  - a `gemini` started outside Sublime finds this window only if "
         "`node -p \"require('os').tmpdir()\"` prints the same folder in its terminal",
+        f"- Editor PID (named in discovery files): {facts.editor_pid if facts.editor_pid is not None else '(unknown)'}",
         f"- Workspace path: {facts.workspace_path or '(no folder open)'}",
         f"- Connected clients: {', '.join(facts.clients) if facts.clients else 'none'}",
         f"- Context sharing: {'paused' if facts.paused else 'on'}",
         "- Last context sent (paths only): " + (", ".join(facts.last_context) if facts.last_context else "none"),
         f"- Terminus: {'installed' if facts.terminus_installed else 'not installed'}",
+        f"- Gemini CLI command: {' '.join(facts.gemini_command) if facts.gemini_command else '(default: gemini)'}",
         "- Libraries: " + ", ".join(f"{name} {version or 'MISSING'}" for name, version in facts.libraries.items()),
         "",
         "## Problems and fixes",

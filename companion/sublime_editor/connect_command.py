@@ -26,6 +26,7 @@ import sublime
 import sublime_plugin
 
 from ..discovery import node_tmpdir
+from ..user_paths import expand_path
 from . import direct_access, settings
 from .lifecycle import registry
 
@@ -69,7 +70,7 @@ class ConnectInfo:
 
 
 def find_python() -> tuple[str | None, str]:
-    configured = settings.get("bridge_python", "").strip()
+    configured = expand_path(settings.get("bridge_python", "").strip())
     if configured:
         return configured, "setting bridge_python"
     for name in ("python3", "python"):

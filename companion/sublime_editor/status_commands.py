@@ -11,7 +11,8 @@ import sublime_plugin
 
 from .. import doctor
 from ..discovery import node_tmpdir, workspace_path
-from . import status, terminal
+from ..user_paths import expand_program
+from . import settings, status, terminal
 from .lifecycle import library_problem, registry, upgraded
 from .windows import WindowState
 
@@ -37,6 +38,7 @@ def gather_facts(window: sublime.Window, state: WindowState | None) -> doctor.Fa
         "tmpdir": node_tmpdir(),
         "restart_needed": bool((problem := library_problem()) and problem.restart_needed),
         "upgraded": upgraded(),
+        "gemini_command": expand_program(settings.get("gemini_command", ["gemini"])),
     }
     if state is None:
         return doctor.Facts(
@@ -60,6 +62,7 @@ def gather_facts(window: sublime.Window, state: WindowState | None) -> doctor.Fa
     others = [other.handle.folders for other in reg.all() if other is not state] if reg is not None else []
     return doctor.Facts(
         shared_folders=doctor.shared_folders(list(handle.folders), others),
+        editor_pid=handle.runtime.editor_pid,
         server_state=server_state,
         url=handle.url,
         discovery=doctor.DiscoveryCheck(handle.discovery_path),

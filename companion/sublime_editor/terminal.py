@@ -17,6 +17,7 @@ from typing import Any
 import sublime
 
 from ..runtime import WindowHandle
+from ..user_paths import expand_program
 from . import settings
 
 PANEL_NAME = "Gemini CLI"
@@ -73,9 +74,9 @@ def _literal(text: str) -> str:
 
 def open_args(window: sublime.Window, handle: WindowHandle, folder: str, editor_pid: int) -> dict[str, Any]:
     """The exact `terminus_open` arguments for this window's Gemini CLI."""
-    command = settings.get("gemini_command", ["gemini"])
+    command = expand_program(settings.get("gemini_command", ["gemini"]))
     args: dict[str, Any] = {
-        "cmd": [_literal(part) for part in shell_command([str(part) for part in command])],
+        "cmd": [_literal(part) for part in shell_command(command)],
         "cwd": _literal(folder),
         "title": PANEL_NAME,
         "tag": tag_for(window),

@@ -8,6 +8,7 @@ import os
 import sublime
 import sublime_plugin
 
+from ..workspace.paths import is_inside
 from . import terminal
 from .lifecycle import registry
 from .windows import WindowState
@@ -96,7 +97,7 @@ def _folder_for(window: sublime.Window, path: str) -> str | None:
     state = _state(window)
     if state is not None and state.terminal_folder:
         return state.terminal_folder
-    containing = [f for f in window.folders() if path == f or path.startswith(f.rstrip(os.sep) + os.sep)]
+    containing = [f for f in window.folders() if is_inside(path, f)]  # Windows: case-insensitive
     return containing[0] if containing else None
 
 

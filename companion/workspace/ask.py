@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ..user_paths import expand_program
 from .paths import WorkspaceError
 
 _TAIL = 2000
@@ -28,7 +29,7 @@ class GeminiFailed(WorkspaceError):
 def command_line(gemini_command: Sequence[str], prompt: str, model: str) -> list[str]:
     if not gemini_command:
         raise GeminiFailed('The gemini_command setting is empty; set it to the Gemini CLI program (e.g. "gemini").')
-    program = gemini_command[0]
+    program = expand_program(gemini_command)[0]
     found = shutil.which(program)
     if found is None:
         raise GeminiFailed(

@@ -20,6 +20,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 class WorkspaceError(Exception):
@@ -63,12 +64,13 @@ def folder_labels(folders: Sequence[str]) -> list[str]:
     return labels
 
 
-def is_inside(path: str, folder: str) -> bool:
-    """True when `path` is `folder` or below it (both absolute and normalised; case rules of the OS)."""
-    p, f = os.path.normcase(path), os.path.normcase(folder)
-    if p == f:
-        return True
-    return p.startswith(f if f.endswith(os.sep) else f + os.sep)
+def is_inside(path: str, folder: str, pathmod: Any = os.path) -> bool:
+    """True when `path` is `folder` or below it (both absolute and normalised), by the case rules of
+    the OS (`pathmod`: ntpath or posixpath): Windows ignores case (UNC and `\\?\\` paths alike); macOS
+    and Linux compare exactly, since a case-sensitive volume may hold both `proj` and `Proj` and
+    treating them as one would let a path escape the workspace."""
+    p, f = pathmod.normcase(path), pathmod.normcase(folder).rstrip(pathmod.sep)
+    return p == f or p.startswith(f + pathmod.sep)
 
 
 def path_from_argument(argument: str) -> str:

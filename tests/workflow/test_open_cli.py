@@ -261,3 +261,16 @@ def test_the_terminal_command_run_for_real_connects_the_real_client(
         cli.wait_context(lambda c: [f.get("selectedText") for f in c["workspaceState"]["openFiles"]] == ["print"])
     finally:
         cli.stop()
+
+
+def test_a_gemini_command_under_the_home_folder_is_expanded_before_it_is_quoted(
+    companion: Companion, terminus: types.ModuleType, workspace: str
+) -> None:
+    """`shlex.join` quotes the program: the shell would no longer expand `~` itself."""
+    control.user_settings(SETTINGS, {"gemini_command": ["~/.local/bin/gemini", "--model", "pro"]})
+    window = control.new_window([workspace])
+    companion.load()
+    companion.ready(window)
+    terminal = open_cli(window, terminus)
+    program = os.path.expanduser("~/.local/bin/gemini")
+    assert shlex.split(terminal.cmd[-1]) == [program, "--model", "pro"] and not program.startswith("~")

@@ -97,6 +97,10 @@ def test_doctor_reports_everything_and_never_the_token(
     assert f"Discovery file: {handle.discovery_path}" in text
     assert "on disk: yes; owner: you; mode: 600" in text
     assert f"Workspace path: {workspace}" in text
+    assert f"Editor PID (named in discovery files): {handle.runtime.editor_pid}" in text
+    assert f"-{handle.runtime.editor_pid}-" in os.path.basename(handle.discovery_path)
+    assert "Gemini CLI command: gemini" in text
+    assert "Temporary folder (Node's os.tmpdir() here): " in text
     assert "Connected clients: none" in text
     assert f"mcp {version('mcp')}" in text and f"uvicorn {version('uvicorn')}" in text
     assert "Terminus: not installed" in text
