@@ -274,10 +274,14 @@ def ensure_debian_root() -> None:
     shutil.rmtree(partial, ignore_errors=True)
     print(f"Building a Debian unstable root with Python 3.14 and Node in {PY314_ROOT} (once, ~90 s) ...", flush=True)
     packages = "python3.14,python3.14-venv,ca-certificates,nodejs,git"
-    subprocess.check_call(
-        ["debootstrap", "--variant=minbase", f"--include={packages}", "sid", partial, DEBIAN_MIRROR],
-        stdout=subprocess.DEVNULL,
-    )
+    command = ["debootstrap", "--variant=minbase", f"--include={packages}", "sid", partial, DEBIAN_MIRROR]
+    for attempt in (1, 2):  # a mirror hiccup (a file that changed while it was fetched) passes on a retry
+        if subprocess.call(command, stdout=subprocess.DEVNULL) == 0:
+            break
+        shutil.rmtree(partial, ignore_errors=True)
+        if attempt == 2:
+            sys.exit(f"error: debootstrap could not build the Python 3.14 root from {DEBIAN_MIRROR} (twice).")
+        print("debootstrap failed; trying once more ...", flush=True)
     os.rename(partial, PY314_ROOT)
 
 
