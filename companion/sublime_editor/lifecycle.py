@@ -130,18 +130,19 @@ def _watch_libraries(runtime: Runtime) -> None:
         _after(runtime, _library_versions, _libraries_now)
 
 
-async def _library_versions() -> dict[str, str | None] | None:
-    """None while the library folders list the same distributions (a directory listing each, well
-    under a millisecond: the servers share this loop); their versions once that changes."""
-    if doctor.installed_distributions() == _installed:
-        return None
-    return doctor.library_versions()
+async def _library_versions() -> tuple[frozenset[str], dict[str, str | None] | None]:
+    """The distributions the library folders list (a directory listing each, well under a
+    millisecond: the servers share this loop) and, only when that changed, our libraries' versions."""
+    listing = doctor.installed_distributions()
+    return listing, (None if listing == _installed else doctor.library_versions())
 
 
-def _libraries_now(runtime: Runtime, versions: dict[str, str | None] | None) -> None:
-    global _upgraded
+def _libraries_now(runtime: Runtime, found: tuple[frozenset[str], dict[str, str | None] | None]) -> None:
+    global _upgraded, _installed
+    listing, versions = found
     upgraded = doctor.upgraded_while_loaded(_started_with, versions) if versions is not None else []
     if not upgraded:
+        _installed = listing  # another package's library changed: none of ours, nothing to do
         sublime.set_timeout(lambda: _watch_libraries(runtime), LIBRARY_CHECK_MS)
         return
     _upgraded = upgraded

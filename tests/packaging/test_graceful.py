@@ -209,7 +209,11 @@ if {bump!r}:
         text = handle_.read()
     with open(os.path.join({lib!r}, {bump!r} + "-99.0.0.dist-info", "METADATA"), "w") as handle_:
         handle_.write("\\n".join("Version: 99.0.0" if l.startswith("Version:") else l for l in text.split("\\n")))
-    control.pump_until(lambda: lifecycle.registry() is None, 60, "the servers to stop")
+    if {expect_stop!r}:
+        control.pump_until(lambda: lifecycle.registry() is None, 60, "the servers to stop")
+    else:
+        control.pump(2.0)  # ten looks at 200 ms
+        result["still_running"] = lifecycle.registry() is not None and lifecycle.upgraded() == []
     result["discovery_after"] = os.path.exists(handle.discovery_path)
 window.run_command("gemini_companion_status")
 find_doctor = lambda: next((v for v in window.views() if v.settings().get("gemini_companion.doctor")), None)
@@ -224,11 +228,11 @@ print("RESULT " + json.dumps(result), flush=True)
 """
 
 
-def run_life(tmp_path: str, lib: str, source: str = "", bump: str = "") -> tuple[dict, str]:
+def run_life(tmp_path: str, lib: str, source: str = "", bump: str = "", expect_stop: bool = True) -> tuple[dict, str]:
     workspace = os.path.join(str(tmp_path), "project")
     os.makedirs(workspace, exist_ok=True)
     env = {**os.environ, "TMPDIR": os.path.join(str(tmp_path), "tmp")}
-    code = LIFE_CHILD.format(workspace=workspace, source=source, lib=lib, bump=bump)
+    code = LIFE_CHILD.format(workspace=workspace, source=source, lib=lib, bump=bump, expect_stop=expect_stop)
     proc = subprocess.run(isolated([lib, REPO], code), capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, f"the package raised:\n{proc.stdout}\n{proc.stderr}"
     result = json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("RESULT "))[7:])
@@ -266,6 +270,16 @@ def test_a_library_changed_under_the_running_servers_stops_them_and_asks_for_a_r
         "Package Control changed libraries while Sublime Text was running (anyio 4.16.0 → 99.0.0)" in (result["doctor"])
     )
     assert result["errors"] == []
+
+
+def test_a_library_the_companion_does_not_use_changing_leaves_it_running(closure_lib: str, tmp_path: str) -> None:
+    """Another package's library (in the same Data/Lib/python314) is upgraded: none of ours changed."""
+    lib = os.path.join(str(tmp_path), "Lib")
+    shutil.copytree(closure_lib, lib)
+    fake_dist(lib, "another-package-lib", "1.0.0")
+    result, _console = run_life(tmp_path, lib, bump="another_package_lib", expect_stop=False)
+    assert result["still_running"] and result["discovery_after"]
+    assert "restart" not in " ".join(result["status"]).lower() and result["errors"] == []
 
 
 def test_an_outdated_library_already_imported_needs_a_restart_and_the_fix_says_so() -> None:
