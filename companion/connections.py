@@ -59,6 +59,13 @@ class GuardedH11Protocol(H11Protocol):
         elif not self.busy() and self._head_timer is None:
             self._arm()  # the first bytes of a next request: its head has the same deadline
 
+    def handle_websocket_upgrade(self, event: Any) -> None:
+        # The connection becomes a WebSocket (Claude Code's side, which checks its own token):
+        # the request-head deadline no longer applies to it.
+        self.proven = True
+        self._disarm()
+        super().handle_websocket_upgrade(event)
+
     def busy(self) -> bool:
         """A request is in progress on this connection (its head arrived, its response is not done)."""
         return self.cycle is not None and not self.cycle.response_complete

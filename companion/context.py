@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .protocol import MAX_OPEN_FILES, MAX_SELECTED_TEXT
@@ -75,6 +76,7 @@ class _Entry:
     timestamp: int
     cursor: Position | None = None
     selected_text: str | None = None
+    anchor: Position | None = None  # the selection's other end (Claude Code gets the whole range)
 
 
 MAX_REMEMBERED = 1000
@@ -106,30 +108,38 @@ class ContextTracker:
     def set_listener(self, on_change: Callable[[], None] | None) -> None:
         self._on_change = on_change
 
-    def activate(self, path: str, cursor: Position | None = None, selected_text: str | None = None) -> None:
+    def activate(
+        self,
+        path: str,
+        cursor: Position | None = None,
+        selected_text: str | None = None,
+        anchor: Position | None = None,
+    ) -> None:
         """`path` became the focused file: move it to the front with a fresh timestamp."""
         with self._lock:
             self._entries = [e for e in self._entries if e.path != path]
             newest = self._entries[0].timestamp if self._entries else 0
             # Strictly newer than every other entry: the CLI sorts by timestamp and treats the
             # newest file as the only one that may be active.
-            entry = _Entry(path, max(self._clock(), newest + 1), cursor, _clip(selected_text))
+            entry = _Entry(path, max(self._clock(), newest + 1), cursor, _clip(selected_text), anchor)
             self._entries.insert(0, entry)
             # Remember more than the CLI is shown, so closing the newest files reveals older
             # ones that are still open instead of leaving the CLI with nothing.
             del self._entries[MAX_REMEMBERED:]
         self._changed()
 
-    def select(self, path: str, cursor: Position | None, selected_text: str | None) -> None:
+    def select(
+        self, path: str, cursor: Position | None, selected_text: str | None, anchor: Position | None = None
+    ) -> None:
         """The cursor or selection moved in `path`; ignored unless it is the active file."""
         with self._lock:
             if not self._entries or self._entries[0].path != path:
                 return
             active = self._entries[0]
             clipped = _clip(selected_text)
-            if active.cursor == cursor and active.selected_text == clipped:
+            if active.cursor == cursor and active.selected_text == clipped and active.anchor == anchor:
                 return
-            active.cursor, active.selected_text = cursor, clipped
+            active.cursor, active.selected_text, active.anchor = cursor, clipped, anchor
         self._changed()
 
     def close(self, path: str) -> None:
@@ -186,6 +196,29 @@ class ContextTracker:
             files.append(item)
         return {"workspaceState": {"openFiles": files}}
 
+    def claude_selection(self) -> dict[str, Any] | None:
+        """Claude Code's `selection_changed` params for the active file (0-based lines and
+        characters), or None when no shared file is active (paused, excluded, nothing open)."""
+        policy = self._policy
+        with self._lock:
+            active = None if self._paused or not self._entries else self._entries[0]
+            if active is None or active.cursor is None or policy.excludes(active.path):
+                return None
+            cursor, anchor, text = active.cursor, active.anchor or active.cursor, active.selected_text
+            path = active.path
+        start, end = sorted([(anchor.line, anchor.character), (cursor.line, cursor.character)])
+        shared = text if text and policy.share_selection else ""
+        return {
+            "text": shared,
+            "filePath": path,
+            "fileUrl": _file_url(path),
+            "selection": {
+                "start": {"line": start[0] - 1, "character": start[1] - 1},
+                "end": {"line": end[0] - 1, "character": end[1] - 1},
+                "isEmpty": start == end,
+            },
+        }
+
     def snapshot_paths(self) -> list[str]:
         """The paths the CLI currently sees (after pausing and exclusions), most recent first."""
         files = self.params()["workspaceState"]["openFiles"]
@@ -194,6 +227,10 @@ class ContextTracker:
     def _changed(self) -> None:
         if self._on_change is not None:
             self._on_change()
+
+
+def _file_url(path: str) -> str:
+    return Path(path).as_uri() if os.path.isabs(path) else path
 
 
 def _clip(text: str | None) -> str | None:

@@ -49,6 +49,9 @@ class Review:
     # What the file held when this proposal arrived, read off the editor's main thread
     # (None until the server has read it).
     disk: DiskText | None = field(default=None, repr=False)
+    # Who opened it: "gemini" (openDiff over HTTP), "claude" (Claude Code's openDiff) or "tool"
+    # (write_file). Each agent closes only its own reviews.
+    agent: str = "gemini"
 
     def accept(self, content: str) -> None:
         """The user accepted; `content` is the proposal as the user left it (edits included)."""
@@ -95,13 +98,18 @@ class Reviews:
             return review, False
 
     def open_exclusive(
-        self, file_path: str, proposal: str, requested_by: str, on_decided: Callable[[Outcome, str | None], None]
+        self,
+        file_path: str,
+        proposal: str,
+        requested_by: str,
+        on_decided: Callable[[Outcome, str | None], None],
+        agent: str = "tool",
     ) -> Review | None:
         """Start a review a tool waits on; None when the path already has an open review."""
         with self._lock:
             if file_path in self._open:
                 return None
-            review = Review(file_path, proposal, requested_by, self._sink, on_decided=on_decided)
+            review = Review(file_path, proposal, requested_by, self._sink, on_decided=on_decided, agent=agent)
             self._open[file_path] = review
             return review
 

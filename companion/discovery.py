@@ -84,7 +84,7 @@ def write(editor_pid: int, port: int, folders: Sequence[str], token: str, direct
     }
     try:
         ensure_private_dir(directory)
-        _atomic_write_private(path, json.dumps(payload, indent=2).encode("utf-8"))
+        atomic_write_private(path, json.dumps(payload, indent=2).encode("utf-8"))
     except OSError as exc:
         raise DiscoveryError(
             f"Cannot write the discovery file in {directory} ({exc.strerror or exc}). Gemini CLI finds this "
@@ -94,7 +94,7 @@ def write(editor_pid: int, port: int, folders: Sequence[str], token: str, direct
     return path
 
 
-def _atomic_write_private(path: str, data: bytes) -> None:
+def atomic_write_private(path: str, data: bytes) -> None:
     # The temporary name does not match FILE_PATTERN, so the CLI never reads a half-written file.
     temp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)

@@ -7,7 +7,7 @@ loop. Reviews report the user's decision back through `Review.accept` / `Review.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from .diffs import Review
 
@@ -38,4 +38,24 @@ class Editor(Protocol):
 
         Returns True when the text now waits in an unsaved buffer; False when the editor has none to
         offer (the client's error message then says nothing about one)."""
+        ...
+
+    # -- what Claude Code's /ide tools ask of the editor --
+
+    async def open_file(self, path: str, start_text: str, end_text: str) -> bool:
+        """Show `path`, selecting from the first line holding `start_text` to the next holding
+        `end_text` when given. False when there is nothing to show it in."""
+        ...
+
+    async def is_dirty(self, path: str) -> bool | None:
+        """Whether `path`'s open buffer has unsaved changes; None when it is not open."""
+        ...
+
+    async def save_file(self, path: str) -> bool | None:
+        """Save `path`'s open buffer; None when it is not open, False when saving failed."""
+        ...
+
+    async def diagnostics(self, path: str | None) -> dict[str, list[dict[str, Any]]]:
+        """Diagnostics the editor really has (of `path`, or of every file), in LSP shape:
+        `{message, severity, source, code?, range: {start, end}}` with 0-based positions."""
         ...

@@ -14,7 +14,7 @@ import re
 import sys
 import threading
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO
 
 from . import disk_text
 from .diffs import Review
@@ -84,6 +84,18 @@ class HeadlessEditor:
         # Nothing was typed here (accept or reject only): the client still holds the same text.
         self._say(f"\nThe accepted change to {visible(path)} could not be written: {visible(reason)}\n")
         return False
+
+    async def open_file(self, path: str, start_text: str, end_text: str) -> bool:
+        return False  # no window to show a file in
+
+    async def is_dirty(self, path: str) -> bool | None:
+        return None  # no buffers
+
+    async def save_file(self, path: str) -> bool | None:
+        return None
+
+    async def diagnostics(self, path: str | None) -> dict[str, list[dict[str, Any]]]:
+        return {}  # no language servers or builds here: nothing is invented
 
     def _prompt_loop(self) -> None:
         while True:

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import discovery, pywin32_path
+from . import discovery, lockfile, pywin32_path
 from .context import ContextTracker
 
 if TYPE_CHECKING:
@@ -46,8 +46,10 @@ class WindowHandle:
         port: int,
         token: str | None,
         tool_factory: ToolFactory | None = None,
+        claude: bool = False,
     ) -> None:
         self.runtime = runtime
+        self.serves_claude = claude  # Claude Code's /ide side (a WebSocket and a lock file) is on
         self.tool_factory = tool_factory
         self.editor = editor
         self.folders: list[str] = list(folders)
@@ -59,9 +61,13 @@ class WindowHandle:
         self.port = 0
         self.token = ""
         self.discovery_path = ""
+        self.claude_token = ""
+        self.lock_path = ""  # Claude Code's lock file, when serves_claude
+        self.lock_problem = ""  # why the lock file could not be written (the doctor shows it)
         self.closed = False
         # Snapshots for the editor's status bar and doctor view (replaced whole, so any thread may read).
         self.connected_clients: list[str] = []
+        self.claude_clients: list[str] = []
         self.last_context_paths: list[str] = []
         self.on_clients_changed: Callable[[WindowHandle], None] | None = None
 
@@ -76,6 +82,17 @@ class WindowHandle:
     def close(self) -> concurrent.futures.Future[None]:
         return self.runtime.submit(lambda: self.runtime._close_window(self))
 
+    def at_mentioned(self, path: str, line_start: int | None, line_end: int | None) -> concurrent.futures.Future[int]:
+        """Put `@path#L…` into the prompt of every connected Claude Code; the Future says how many."""
+
+        async def send() -> int:
+            server = self.server
+            if server is None or server.claude is None:
+                return 0
+            return server.claude.at_mentioned(path, line_start, line_end)
+
+        return self.runtime.submit(send)
+
     def client_names(self) -> list[str]:
         """Names of the connected clients (blocks briefly for the loop)."""
 
@@ -88,12 +105,16 @@ class WindowHandle:
 
 class Runtime:
     def __init__(
-        self, editor_pid: int | Callable[[], int] | None = None, discovery_directory: str | None = None
+        self,
+        editor_pid: int | Callable[[], int] | None = None,
+        discovery_directory: str | None = None,
+        lock_directory: str | None = None,
     ) -> None:
         # A callable is resolved on the loop thread (finding Sublime's PID may import psutil).
         self._editor_pid_source = editor_pid
         self.editor_pid = editor_pid if isinstance(editor_pid, int) else os.getpid()
         self.discovery_directory = discovery_directory
+        self.lock_directory = lock_directory  # Claude Code's lock folder; None: lockfile.lock_dir()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: list[Callable[[], None]] = []
@@ -149,6 +170,8 @@ class Runtime:
         removed = discovery.sweep_stale(self.editor_pid, self.discovery_directory)
         for path in removed:
             log.info("removed a stale discovery file: %s", path)
+        for path in lockfile.sweep_stale(self.editor_pid, self.lock_directory):
+            log.info("removed a stale Claude Code lock file: %s", path)
         with self._lock:
             self._loop = asyncio.get_running_loop()
             pending, self._pending = self._pending, []
@@ -199,13 +222,15 @@ class Runtime:
         port: int = 0,
         token: str | None = None,
         tool_factory: ToolFactory | None = None,
+        claude: bool = False,
     ) -> WindowHandle:
         """Start a server for one window; returns at once, `handle.ready` completes when it listens.
 
-        `tool_factory(server)` (run on the loop) returns the extra tools the server offers.
+        `tool_factory(server)` (run on the loop) returns the extra tools the server offers. With
+        `claude`, the server also serves Claude Code's /ide integration and writes its lock file.
         """
         self.start()
-        handle = WindowHandle(self, editor, folders, port, token, tool_factory)
+        handle = WindowHandle(self, editor, folders, port, token, tool_factory, claude)
         with self._lock:
             self._unready.add(handle)
         handle.ready.add_done_callback(lambda _: self._ready_answered(handle))
@@ -232,8 +257,11 @@ class Runtime:
             handle.requested_token or new_token(),
             handle.requested_port,
             folders=lambda: list(handle.folders),
+            claude_token=new_token() if handle.serves_claude else None,
         )
         server.broadcaster.on_clients_changed = lambda: self._clients_changed(handle, server)
+        if server.claude is not None:
+            server.claude.on_clients_changed = lambda: self._clients_changed(handle, server)
         server.on_context_sent = lambda params: _remember_paths(handle, params)
         if handle.tool_factory is not None:
             server.extra_tools = {spec.tool.name: spec for spec in handle.tool_factory(server)}
@@ -247,6 +275,9 @@ class Runtime:
                 return
             handle.server, handle.port, handle.token = server, server.port, server.token
             handle.discovery_path = self._write_discovery(handle)
+            if server.claude is not None:
+                handle.claude_token = server.claude.token
+                self._claim_lock(handle)
         except BaseException as exc:
             await server.stop()
             handle.server = None
@@ -261,16 +292,30 @@ class Runtime:
 
     def _clients_changed(self, handle: WindowHandle, server: WindowServer) -> None:
         handle.connected_clients = [c.client_name for c in server.broadcaster.connected()]
+        handle.claude_clients = server.claude.client_names() if server.claude is not None else []
         if handle.on_clients_changed is not None:
             handle.on_clients_changed(handle)
 
     def _write_discovery(self, handle: WindowHandle) -> str:
         return discovery.write(self.editor_pid, handle.port, handle.folders, handle.token, self.discovery_directory)
 
+    def _claim_lock(self, handle: WindowHandle) -> None:
+        """Write Claude Code's lock file; a failure leaves Gemini CLI served and is reported."""
+        try:
+            handle.lock_path = lockfile.write(
+                self.editor_pid, handle.port, handle.folders, handle.claude_token, self.lock_directory
+            )
+            handle.lock_problem = ""
+        except discovery.DiscoveryError as exc:
+            handle.lock_problem = str(exc)
+            log.warning("%s", exc)
+
     async def _set_folders(self, handle: WindowHandle, folders: list[str]) -> None:
         handle.folders = folders
         if handle.server is not None and not handle.closed:
             handle.discovery_path = self._write_discovery(handle)
+            if handle.serves_claude:
+                self._claim_lock(handle)
 
     async def _close_window(self, handle: WindowHandle) -> None:
         if handle.closed:
@@ -279,6 +324,8 @@ class Runtime:
         # The file goes first, so no new CLI picks a server that is about to stop.
         if handle.discovery_path:
             discovery.remove(handle.discovery_path)
+        if handle.lock_path:
+            discovery.remove(handle.lock_path)
         if handle in self.windows:
             self.windows.remove(handle)
         if handle.server is not None:

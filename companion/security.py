@@ -35,17 +35,22 @@ UNAUTHENTICATED = (401, 403, 404)  # refusals before the token was accepted
 
 
 class RequestGuard:
-    def __init__(self, app: ASGIApp, token: str, port: int, max_body: int = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self, app: ASGIApp, token: str, port: int, max_body: int = MAX_BODY_BYTES, websocket: ASGIApp | None = None
+    ) -> None:
         self.app = app
+        self.websocket = websocket  # Claude Code's endpoint, which checks its own token
         self._expected = f"Bearer {token}".encode("latin-1")
         self._hosts = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
         self._max_body = max_body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
-            # lifespan passes through; anything else (websocket) is not served.
+            # lifespan passes through; a WebSocket goes to Claude Code's side when it is on.
             if scope["type"] == "lifespan":
                 await self.app(scope, receive, send)
+            elif scope["type"] == "websocket" and self.websocket is not None:
+                await self.websocket(scope, receive, send)
             return
         refusal = self._refusal(scope)
         if refusal is not None:

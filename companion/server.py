@@ -68,7 +68,10 @@ class WindowServer:
         token: str,
         port: int = 0,
         folders: Callable[[], list[str]] = list,
+        claude_token: str | None = None,
     ) -> None:
+        from .claude_server import ClaudeSide  # imports the WebSocket stack only when Claude Code is served
+
         self.editor = editor
         self.folders = folders
         self.context = context
@@ -86,6 +89,8 @@ class WindowServer:
         self._pruner: asyncio.Task[None] | None = None
         self.extra_tools: dict[str, ToolSpec] = {}
         self.on_context_sent: Callable[[dict[str, Any]], None] | None = None
+        # Claude Code's /ide side on the same port (a WebSocket at "/"), or None when it is off.
+        self.claude = ClaudeSide(self, claude_token) if claude_token else None
 
     @property
     def url(self) -> str:
@@ -111,13 +116,15 @@ class WindowServer:
             ),
         )
         inner = RequestIds(_StreamWatcher(_HandshakeEraOnly(sdk_app), self), MAX_BODY_BYTES)
-        app = RequestGuard(inner, self.token, self.port)
+        app = RequestGuard(inner, self.token, self.port, websocket=self.claude)
         config = uvicorn.Config(
             app,
             lifespan="on",
             loop="none",
             http=GuardedH11Protocol,  # h11 with a connection cap and a request-head deadline
-            ws="none",
+            ws="wsproto" if self.claude is not None else "none",
+            ws_max_size=MAX_BODY_BYTES,  # a frame over the cap closes the connection (1009)
+            ws_per_message_deflate=False,  # no compression: nothing to inflate past the cap
             log_config=None,
             access_log=False,
             timeout_graceful_shutdown=1,
@@ -153,6 +160,8 @@ class WindowServer:
         for review in self.reviews.all():
             if self._finish(review, Outcome.CLOSED):
                 await self._close_in_editor(review)
+        if self.claude is not None:
+            await self.claude.close()
         await self._terminate_sessions()
         await self.broadcaster.close()
         if self._uvicorn is not None and self._serve_task is not None:
@@ -206,6 +215,8 @@ class WindowServer:
 
     def flush_context(self) -> None:
         self._debounce = None
+        if self.claude is not None:
+            self.claude.selection_changed()
         params = self.context.params()
         if params == self._last_context:
             return
@@ -344,6 +355,8 @@ class WindowServer:
         except disk_text.PathRefused as exc:
             raise ToolError(f"closeDiff: {exc}") from None
         review = self.reviews.get(file_path)
+        if review is not None and review.agent != "gemini":
+            review = None  # another agent's review (Claude Code's, write_file's): not Gemini's to close
         content: str | None = None
         # Claim the review before awaiting the editor, so a user decision arriving meanwhile is
         # ignored instead of being sent while closeDiff is served.
@@ -352,11 +365,20 @@ class WindowServer:
         return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps({"content": content}))])
 
     async def request_review(
-        self, file_path: str, proposal: str, requested_by: str, timeout: float, disk: disk_text.DiskText | None = None
+        self,
+        file_path: str,
+        proposal: str,
+        requested_by: str,
+        timeout: float | None,
+        disk: disk_text.DiskText | None = None,
+        agent: str = "tool",
+        on_open: Callable[[Review], None] | None = None,
     ) -> tuple[Outcome, str | None]:
-        """Show a review that the caller waits on (write_file); returns (outcome, accepted text).
+        """Show a review that the caller waits on (write_file, Claude Code's openDiff); returns
+        (outcome, accepted text). `on_open` sees the review once it exists.
 
-        Nothing is broadcast. A timeout counts as a rejection; a cancelled call closes the review.
+        Nothing is broadcast. A timeout (None: no limit) counts as a rejection; a cancelled call
+        closes the review.
         """
         loop = asyncio.get_running_loop()
         decision: asyncio.Future[tuple[Outcome, str | None]] = loop.create_future()
@@ -367,10 +389,12 @@ class WindowServer:
 
         if disk is None:
             disk = disk_text.read(file_path)
-        review = self.reviews.open_exclusive(file_path, proposal, requested_by, decided)
+        review = self.reviews.open_exclusive(file_path, proposal, requested_by, decided, agent)
         if review is None:
             raise ToolError(f"A review of {file_path} is already open in the editor; finish it first, then try again.")
         review.disk = disk
+        if on_open is not None:
+            on_open(review)
         try:
             await asyncio.wait_for(self.editor.show_review(review), SHOW_REVIEW_TIMEOUT_SECONDS)
             return await asyncio.wait_for(asyncio.shield(decision), timeout)
@@ -382,6 +406,13 @@ class WindowServer:
             if self._finish(review, Outcome.CLOSED):
                 await self._close_in_editor(review)
             raise
+
+    async def close_review(self, review: Review) -> bool:
+        """Close `review` without a decision (its waiting caller hears CLOSED); False if it had ended."""
+        if not self._finish(review, Outcome.CLOSED):
+            return False
+        await self._close_in_editor(review)
+        return True
 
     async def _close_in_editor(self, review: Review) -> str:
         try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from companion.diffs import Review
 
@@ -23,6 +23,9 @@ class ScriptedEditor:
         self.edits: dict[int, str] = {}  # review id -> text the user typed into the proposal
         self.buffers: dict[str, str] = {}  # path -> unsaved buffer text
         self.written: dict[str, str] = {}
+        self.opened: list[tuple[str, str, str]] = []  # openFile calls: (path, start text, end text)
+        self.saved: list[str] = []
+        self.problems: dict[str, list[dict[str, Any]]] = {}  # path -> diagnostics the editor has
         self.kept: list[tuple[str, str, str]] = []  # (path, accepted text, why it was not written)
         self._changed = threading.Condition()  # the server's loop thread records, test threads wait
 
@@ -55,6 +58,22 @@ class ScriptedEditor:
     async def keep_unwritten(self, path: str, text: str, reason: str) -> bool:
         self.kept.append((path, text, reason))
         return True
+
+    async def open_file(self, path: str, start_text: str, end_text: str) -> bool:
+        self.opened.append((path, start_text, end_text))
+        return True
+
+    async def is_dirty(self, path: str) -> bool | None:
+        return True if path in self.buffers else None
+
+    async def save_file(self, path: str) -> bool | None:
+        if path not in self.buffers:
+            return None
+        self.saved.append(path)
+        return True
+
+    async def diagnostics(self, path: str | None) -> dict[str, list[dict[str, Any]]]:
+        return {p: d for p, d in self.problems.items() if path is None or p == path}
 
     # waiting (synchronous tests; never call these on the server's loop thread)
 

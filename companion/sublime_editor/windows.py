@@ -6,6 +6,7 @@ import concurrent.futures
 import logging
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 import sublime
 
@@ -14,6 +15,7 @@ from ..diffs import Review
 from ..runtime import Runtime, RuntimeStopped, WindowHandle
 from ..workspace.settings import tool_factory
 from . import direct_access
+from .diagnostics import build_errors, select_text
 from .main_thread import on_main
 from .review_ui import WindowReviews
 from .workspace_tools import WorkspaceSnapshot, read_settings
@@ -90,6 +92,51 @@ class SublimeEditor:
             return False
         await on_main(keep)
         return True
+
+    async def open_file(self, path: str, start_text: str, end_text: str) -> bool:
+        if self.reviews.detached or not os.path.isfile(path):  # a stat on the loop thread, never Sublime's
+            return False
+
+        def show() -> bool:
+            window = self.reviews.window
+            if not window.is_valid():
+                return False
+            view = window.open_file(path)
+            if start_text:
+                select_text(view, start_text, end_text)
+            window.focus_view(view)
+            return True
+
+        return await on_main(show)
+
+    async def is_dirty(self, path: str) -> bool | None:
+        if self.reviews.detached:
+            return None
+
+        def dirty() -> bool | None:
+            view = self._open_view(path)
+            return None if view is None else view.is_dirty()
+
+        return await on_main(dirty)
+
+    async def save_file(self, path: str) -> bool | None:
+        if self.reviews.detached:
+            return None
+
+        def save() -> bool | None:
+            view = self._open_view(path)
+            if view is None:
+                return None
+            if view.is_dirty():
+                view.run_command("save")
+            return view.is_valid() and not view.is_dirty()
+
+        return await on_main(save)
+
+    async def diagnostics(self, path: str | None) -> dict[str, list[dict[str, Any]]]:
+        if self.reviews.detached:
+            return {}
+        return await on_main(lambda: build_errors(self.reviews.window, path))
 
     def _open_view(self, path: str) -> sublime.View | None:
         """The file's view in this window, else in another window (main thread)."""

@@ -1,0 +1,150 @@
+"""MCP over a WebSocket, for Claude Code: the handshake guard and the bridge to the SDK's streams.
+
+uvicorn (wsproto) does the framing, the size cap and the close handshake; the `mcp` SDK parses and
+serialises every JSON-RPC message (`jsonrpc_message_adapter`, `model_dump_json`); this module only
+moves one message per text frame between them. The guard refuses, before the upgrade, what the
+HTTP side refuses: a wrong path, any `Origin` (a web page), a `Host` other than 127.0.0.1 or
+localhost on our port, a missing or wrong token (compared in constant time), and a client that
+does not offer the `mcp` subprotocol.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+
+from .claude_protocol import AUTH_HEADER, SUBPROTOCOL, WEBSOCKET_PATH
+from .security import Receive, Scope, Send
+
+log = logging.getLogger("gemini_companion")
+
+ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
+WriteStream = MemoryObjectSendStream[SessionMessage]
+Serve = Callable[[ReadStream, WriteStream], Awaitable[None]]
+OUTBOX_LIMIT = 256  # notifications queued for one slow client before the oldest are dropped
+
+
+def refusal(scope: Scope, token: str, port: int) -> tuple[int, str] | None:
+    """Why this upgrade request must be refused (status, message), or None to accept it."""
+    if scope.get("path") != WEBSOCKET_PATH:
+        return 404, "Not found: Claude Code's endpoint is ws://127.0.0.1:<port>/."
+    headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+    if _values(headers, b"origin"):
+        return 403, "Request denied: connections from web pages (with an Origin header) are not accepted."
+    hosts = _values(headers, b"host")
+    if len(hosts) != 1 or hosts[0] not in (f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()):
+        return 403, "Invalid Host header: connect to 127.0.0.1 on this server's port."
+    tokens = _values(headers, AUTH_HEADER)
+    if len(tokens) != 1 or not hmac.compare_digest(tokens[0], token.encode("latin-1")):
+        return 401, "Unauthorized: send the authToken from the lock file as X-Claude-Code-Ide-Authorization."
+    if SUBPROTOCOL not in scope.get("subprotocols", []):
+        return 400, f"Bad request: offer the {SUBPROTOCOL!r} WebSocket subprotocol."
+    return None
+
+
+def _values(headers: list[tuple[bytes, bytes]], name: bytes) -> list[bytes]:
+    return [value for key, value in headers if key.lower() == name]
+
+
+async def refuse(send: Send, status: int, message: str) -> None:
+    """Answer the upgrade request with an HTTP error; no WebSocket is opened."""
+    body = json.dumps({"error": message}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "websocket.http.response.start", "status": status, "headers": headers})
+    await send({"type": "websocket.http.response.body", "body": body})
+
+
+@dataclass(eq=False)
+class Connection:
+    """One accepted WebSocket: what the client said at the handshake, and its notification outbox."""
+
+    client_name: str = "client"
+    on_ready: Callable[[], None] | None = None  # called once the client has finished the handshake
+    initialized: anyio.Event = field(default_factory=anyio.Event)
+    outbox: list[SessionMessage] = field(default_factory=list)
+    _wake: anyio.Event = field(default_factory=anyio.Event)
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        """Queue a notification; it leaves once the handshake is done, after anything queued before."""
+        if len(self.outbox) >= OUTBOX_LIMIT:
+            del self.outbox[0]  # a client that reads nothing keeps the newest state, not a backlog
+        self.outbox.append(SessionMessage(types.JSONRPCNotification(jsonrpc="2.0", method=method, params=params)))
+        self._wake.set()
+
+    def observe(self, message: types.JSONRPCMessage) -> None:
+        if isinstance(message, types.JSONRPCRequest) and message.method == "initialize":
+            info = (message.params or {}).get("clientInfo")
+            if isinstance(info, dict) and isinstance(info.get("name"), str):
+                self.client_name = info["name"][:100]
+        elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/initialized":
+            if not self.initialized.is_set():
+                self.initialized.set()
+                if self.on_ready is not None:
+                    self.on_ready()
+
+
+async def serve_connection(connection: Connection, receive: Receive, send: Send, serve: Serve) -> None:
+    """Accept the upgrade, then run `serve(read, write)` (an MCP server) until either side ends."""
+    if (await receive())["type"] != "websocket.connect":  # ASGI's first event; anything else: gone already
+        return
+    await send({"type": "websocket.accept", "subprotocol": SUBPROTOCOL})
+    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    lock = anyio.Lock()  # replies and notifications share the socket: one frame at a time
+
+    async def send_text(message: SessionMessage) -> None:
+        text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+        async with lock:
+            await send({"type": "websocket.send", "text": text})
+
+    async def read_frames() -> None:
+        async with read_writer:
+            while True:
+                event = await receive()
+                if event["type"] != "websocket.receive":
+                    return  # websocket.disconnect: the client went away
+                data = event.get("text")
+                if data is None:
+                    data = (event.get("bytes") or b"").decode("utf-8", "replace")
+                try:
+                    message = types.jsonrpc_message_adapter.validate_json(data, by_name=False)
+                except Exception as exc:  # the SDK answers a parse error without stopping the session
+                    await read_writer.send(exc)
+                    continue
+                connection.observe(message)
+                await read_writer.send(SessionMessage(message))
+
+    async def write_replies() -> None:
+        async with write_reader:
+            async for message in write_reader:
+                await send_text(message)
+
+    async def write_notifications() -> None:
+        await connection.initialized.wait()
+        while True:
+            while connection.outbox:
+                await send_text(connection.outbox.pop(0))
+            connection._wake = anyio.Event()
+            if not connection.outbox:
+                await connection._wake.wait()
+
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(read_frames)
+            group.start_soon(write_replies)
+            group.start_soon(write_notifications)
+            await serve(read_stream, write_stream)
+            group.cancel_scope.cancel()
+    except anyio.get_cancelled_exc_class():
+        raise
+    except Exception as exc:  # a client that vanished mid-send: nothing to answer any more
+        log.debug("a Claude Code connection ended with %r", exc)
