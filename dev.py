@@ -30,7 +30,8 @@ import time
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 CONFORMANCE = os.path.join(ROOT, "tests", "conformance")
-NODE_PROJECTS = (CONFORMANCE, os.path.join(CONFORMANCE, "oldest"))
+# The real clients the conformance tests drive: Gemini CLI (pinned, and the oldest supported) and Claude Code.
+NODE_PROJECTS = (CONFORMANCE, os.path.join(CONFORMANCE, "oldest"), os.path.join(CONFORMANCE, "claude"))
 MIN_PYTHON = (3, 10)
 SUBLIME_PYTHON = (3, 14)
 
@@ -351,7 +352,7 @@ def ensure_node_modules() -> None:
         digest = _digest(lock)
         if _read(marker) == digest:
             continue
-        print(f"Installing the pinned Gemini CLI in {os.path.relpath(project, ROOT)} (npm ci) ...", flush=True)
+        print(f"Installing the pinned client in {os.path.relpath(project, ROOT)} (npm ci) ...", flush=True)
         subprocess.check_call([npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=project)
         with open(marker, "w") as handle:
             handle.write(digest)

@@ -85,11 +85,14 @@ class Connection:
             info = (message.params or {}).get("clientInfo")
             if isinstance(info, dict) and isinstance(info.get("name"), str):
                 self.client_name = info["name"][:100]
-        elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/initialized":
-            if not self.initialized.is_set():
-                self.initialized.set()
-                if self.on_ready is not None:
-                    self.on_ready()
+        elif self._finishes_handshake(message):
+            self.initialized.set()
+            if self.on_ready is not None:
+                self.on_ready()
+
+    def _finishes_handshake(self, message: types.JSONRPCMessage) -> bool:
+        initialized = isinstance(message, types.JSONRPCNotification) and message.method == "notifications/initialized"
+        return initialized and not self.initialized.is_set()
 
 
 async def serve_connection(connection: Connection, receive: Receive, send: Send, serve: Serve) -> None:

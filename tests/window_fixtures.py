@@ -41,3 +41,24 @@ def window(runtime: Runtime, editor: ScriptedEditor, workspace: str) -> WindowHa
     handle = runtime.open_window(editor, [workspace])
     handle.ready.result(30)
     return handle
+
+
+@pytest.fixture
+def lock_dir(tmp_path: str) -> str:
+    """Claude Code's lock folder for the test (`<CLAUDE_CONFIG_DIR>/ide`)."""
+    return os.path.join(str(tmp_path), "claude-config", "ide")
+
+
+@pytest.fixture
+def claude_runtime(discovery_dir: str, lock_dir: str) -> Iterator[Runtime]:
+    rt = Runtime(discovery_directory=discovery_dir, lock_directory=lock_dir)
+    yield rt
+    rt.stop()
+
+
+@pytest.fixture
+def claude_window(claude_runtime: Runtime, editor: ScriptedEditor, workspace: str) -> WindowHandle:
+    """A window serving Gemini CLI and Claude Code."""
+    handle = claude_runtime.open_window(editor, [workspace], claude=True)
+    handle.ready.result(30)
+    return handle

@@ -44,7 +44,7 @@ PYTHON = "3.14"
 PLATFORMS = ("linux-x64", "linux-arm64", "osx-arm64", "osx-x64", "windows-x64")
 
 # Distributions our own code imports (companion/, plugin.py; the bridge runs outside Sublime).
-ROOTS = ("mcp", "mcp-types", "uvicorn", "starlette", "pydantic", "psutil")
+ROOTS = ("mcp", "mcp-types", "uvicorn", "wsproto", "starlette", "pydantic", "psutil")
 
 # In the metadata closure of ROOTS, but never imported by the plugin host on any code path of ours.
 NOT_IMPORTED = {

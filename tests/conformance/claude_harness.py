@@ -95,7 +95,7 @@ class ModelStandIn:
             for message in request.get("messages", []):
                 content = message.get("content")
                 if isinstance(content, list):
-                    found += [block for block in content if isinstance(block, dict) and block.get("type") == "tool_result"]
+                    found += [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
         return found
 
     def _turn(self, request: dict[str, Any]) -> list[dict[str, Any]]:
@@ -149,7 +149,8 @@ class ModelStandIn:
                 events: list[tuple[str, dict[str, Any]]] = [("message_start", {"message": message})]
                 for index, block in enumerate(blocks):
                     if block["type"] == "text":
-                        events.append(("content_block_start", {"index": index, "content_block": {"type": "text", "text": ""}}))
+                        empty = {"type": "text", "text": ""}
+                        events.append(("content_block_start", {"index": index, "content_block": empty}))
                         delta = {"type": "text_delta", "text": block["text"]}
                     else:
                         start = {**block, "input": {}}
@@ -158,7 +159,8 @@ class ModelStandIn:
                     events.append(("content_block_delta", {"index": index, "delta": delta}))
                     events.append(("content_block_stop", {"index": index}))
                 stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
-                events.append(("message_delta", {"delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 5}}))
+                ending = {"delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 5}}
+                events.append(("message_delta", ending))
                 events.append(("message_stop", {}))
                 for name, data in events:
                     self.wfile.write(f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode())
@@ -177,7 +179,7 @@ def _message(request: dict[str, Any], blocks: list[dict[str, Any]]) -> dict[str,
         "content": blocks,
         "stop_reason": stop,
         "stop_sequence": None,
-        "usage": {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+        "usage": {"input_tokens": 10, "output_tokens": 5},
     }
 
 

@@ -4,9 +4,27 @@ from __future__ import annotations
 
 import pytest
 
-from tests.window_fixtures import discovery_dir, editor, runtime, window, workspace
+from tests.window_fixtures import (
+    claude_runtime,
+    claude_window,
+    discovery_dir,
+    editor,
+    lock_dir,
+    runtime,
+    window,
+    workspace,
+)
 
-__all__ = ["discovery_dir", "editor", "runtime", "window", "workspace"]  # fixtures, found by pytest here
+__all__ = [
+    "claude_runtime",
+    "claude_window",
+    "discovery_dir",
+    "editor",
+    "lock_dir",
+    "runtime",
+    "window",
+    "workspace",
+]  # fixtures, found by pytest here
 
 
 @pytest.fixture
