@@ -31,6 +31,7 @@ class GuardedH11Protocol(H11Protocol):
         self._refused = False
         self._since = 0.0
         self.proven = False  # a complete request head has arrived on this connection
+        self.upgraded = False  # the connection became a WebSocket: another protocol object serves it
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         unproven = [c for c in self.connections if isinstance(c, GuardedH11Protocol) and not c.proven]
@@ -53,6 +54,8 @@ class GuardedH11Protocol(H11Protocol):
     def data_received(self, data: bytes) -> None:
         cycle = self.cycle
         super().data_received(data)
+        if self.upgraded:
+            return
         if self.cycle is not cycle:
             self.proven = True
             self._disarm()  # a complete head arrived: the request is being served
@@ -62,7 +65,7 @@ class GuardedH11Protocol(H11Protocol):
     def handle_websocket_upgrade(self, event: Any) -> None:
         # The connection becomes a WebSocket (Claude Code's side, which checks its own token):
         # the request-head deadline no longer applies to it.
-        self.proven = True
+        self.proven = self.upgraded = True
         self._disarm()
         super().handle_websocket_upgrade(event)
 
