@@ -465,17 +465,22 @@ class HeadlessCompanion:
         editor: DecidingEditor | Any | None = None,
         tmpdir: str | None = None,
         editor_pid: int | None = None,
+        claude_lock_dir: str | None = None,
     ) -> None:
+        """With `claude_lock_dir`, the window serves Claude Code too and writes its lock file there."""
         self.folders = list(folders)
         self.editor = editor if editor is not None else DecidingEditor()
         self.tmpdir = tmpdir
         self.runtime = Runtime(
-            editor_pid=editor_pid, discovery_directory=None if tmpdir is None else discovery_dir({"TMPDIR": tmpdir})
+            editor_pid=editor_pid,
+            discovery_directory=None if tmpdir is None else discovery_dir({"TMPDIR": tmpdir}),
+            lock_directory=claude_lock_dir,
         )
+        self.serves_claude = claude_lock_dir is not None
         self.window: WindowHandle | None = None
 
     def start(self, timeout: float = 30) -> HeadlessCompanion:
-        handle = self.runtime.open_window(self.editor, self.folders)
+        handle = self.runtime.open_window(self.editor, self.folders, claude=self.serves_claude)
         handle.ready.result(timeout)
         self.window = handle
         return self
