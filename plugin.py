@@ -53,6 +53,7 @@ else:
         GeminiCompanionToggleSharingCommand,
     )
     from .companion.sublime_editor.terminal_commands import (
+        GeminiCompanionOpenClaudeCommand,
         GeminiCompanionOpenCliCommand,
         GeminiCompanionSendFileCommand,
         GeminiCompanionSendPathsCommand,
@@ -65,6 +66,7 @@ __all__ = [
     "GeminiCompanionConnectAgentCommand",
     "GeminiCompanionContextListener",
     "GeminiCompanionNextChangeCommand",
+    "GeminiCompanionOpenClaudeCommand",
     "GeminiCompanionOpenCliCommand",
     "GeminiCompanionRejectCommand",
     "GeminiCompanionReplaceTextCommand",

@@ -1,7 +1,8 @@
 """`python -m companion bridge`: an MCP stdio server that forwards to a Sublime window's workspace tools.
 
 For clients that only start stdio servers (Claude Desktop). It finds the window the way Gemini CLI
-does: every `gemini-ide-server-*-*.json` in Node's tmpdir owned by this user, keeping the files whose
+does: every `gemini-ide-server-*-*.json` in Node's tmpdir owned by this user (and the
+`sublime-companion-server-*-*.json` a window writes instead with Gemini CLI turned off), keeping the files whose
 `workspacePath` contains the folder (`--workspace`, default the current folder), live PIDs first,
 then the newest; `GEMINI_CLI_IDE_SERVER_PORT` breaks ties. With `--port P` it takes the file for
 that port. It then connects as a Streamable HTTP client with the file's token and offers the

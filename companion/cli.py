@@ -71,6 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--ask-timeout", type=float, help="seconds before ask_gemini stops the CLI (default 300)")
     serve.add_argument("--write-timeout", type=float, help="seconds write_file waits for a decision (default 600)")
     serve.add_argument("--disable-tool", action="append", choices=TOOL_NAMES, default=[], help="turn a tool off")
+    serve.add_argument(
+        "--no-claude", action="store_true", help="do not serve Claude Code's /ide integration (no lock file)"
+    )
     bridge = commands.add_parser("bridge", help="MCP stdio server forwarding to a window's workspace tools")
     where = bridge.add_mutually_exclusive_group()
     where.add_argument("--workspace", help="the window whose folders contain this folder (default: current folder)")
@@ -96,10 +99,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             "write_timeout_seconds": args.write_timeout,
         }
     )
-    return run_serve(args.workspace, args.diff_policy, args.port, args.debug, tools)
+    return run_serve(args.workspace, args.diff_policy, args.port, args.debug, tools, claude=not args.no_claude)
 
 
-def run_serve(workspace: str, policy: str, port: int, debug: bool, tools: WorkspaceToolSettings | None = None) -> int:
+def run_serve(
+    workspace: str,
+    policy: str,
+    port: int,
+    debug: bool,
+    tools: WorkspaceToolSettings | None = None,
+    claude: bool = True,
+) -> int:
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(message)s")
     folder = os.path.realpath(workspace)
     if not os.path.isdir(folder):
@@ -115,7 +125,7 @@ def run_serve(workspace: str, policy: str, port: int, debug: bool, tools: Worksp
     runtime = Runtime()
     factory = tool_factory(tools or WorkspaceToolSettings())
     editor = HeadlessEditor(policy)
-    handle = runtime.open_window(editor, [folder], port=port, tool_factory=factory)
+    handle = runtime.open_window(editor, [folder], port=port, tool_factory=factory, claude=claude)
     try:
         handle.ready.result(30)
     except Exception as exc:
@@ -125,13 +135,22 @@ def run_serve(workspace: str, policy: str, port: int, debug: bool, tools: Worksp
     print(f"Gemini Companion listening on {handle.url}", flush=True)
     print(f"Discovery file: {handle.discovery_path}", flush=True)
     print(f"Workspace: {folder}  (diff policy: {policy})", flush=True)
-    print("Run `gemini` in that folder (once: `/ide enable`). Press Ctrl-C to stop.", flush=True)
+    print("Run `gemini` in that folder (once: `/ide enable`).", flush=True)
+    if handle.lock_path:
+        print(f"Claude Code lock file: {handle.lock_path}", flush=True)
+        print(
+            f"Run `CLAUDE_CODE_SSE_PORT={handle.port} claude` in that folder, or `/ide` in a running one.", flush=True
+        )
+    elif handle.lock_problem:
+        print(f"warning: Claude Code cannot find this companion: {handle.lock_problem}", file=sys.stderr, flush=True)
+    print("Press Ctrl-C to stop.", flush=True)
     try:
         while not stop.wait(0.5):
             pass
     finally:
         runtime.stop()
-        print("Stopped; the discovery file was removed.", flush=True)
+        removed = "the discovery file and the lock file were" if handle.lock_path else "the discovery file was"
+        print(f"Stopped; {removed} removed.", flush=True)
     if editor.prompting:
         # The prompt thread is blocked reading stdin; a normal exit would wait for stdin's lock at
         # shutdown and abort ("Fatal Python error: could not acquire lock ... stdin"). Everything is

@@ -22,7 +22,11 @@ from .protocol import IDE_INFO
 
 log = logging.getLogger("gemini_companion")
 
-FILE_PATTERN = re.compile(r"^gemini-ide-server-(\d+)-(\d+)\.json$")
+# Gemini CLI reads only `gemini-ide-server-*` files. With the Gemini CLI integration turned off, the
+# window's file takes the second name: the stdio bridge (other agents) still finds it, Gemini CLI never.
+GEMINI_PREFIX = "gemini-ide-server"
+BRIDGE_ONLY_PREFIX = "sublime-companion-server"
+FILE_PATTERN = re.compile(r"^(?:gemini-ide-server|sublime-companion-server)-(\d+)-(\d+)\.json$")
 
 
 def node_tmpdir(environ: Mapping[str, str] | None = None, platform: str = sys.platform) -> str:
@@ -44,8 +48,8 @@ def discovery_dir(environ: Mapping[str, str] | None = None) -> str:
     return os.path.join(node_tmpdir(environ), "gemini", "ide")
 
 
-def file_name(editor_pid: int, port: int) -> str:
-    return f"gemini-ide-server-{editor_pid}-{port}.json"
+def file_name(editor_pid: int, port: int, for_gemini: bool = True) -> str:
+    return f"{GEMINI_PREFIX if for_gemini else BRIDGE_ONLY_PREFIX}-{editor_pid}-{port}.json"
 
 
 def workspace_path(folders: Sequence[str]) -> str:
@@ -72,10 +76,17 @@ class DiscoveryError(OSError):
     """The discovery file cannot be written; the message names the folder and what to do."""
 
 
-def write(editor_pid: int, port: int, folders: Sequence[str], token: str, directory: str | None = None) -> str:
+def write(
+    editor_pid: int,
+    port: int,
+    folders: Sequence[str],
+    token: str,
+    directory: str | None = None,
+    for_gemini: bool = True,
+) -> str:
     """Write (or atomically rewrite) the discovery file and return its path."""
     directory = directory or discovery_dir()
-    path = os.path.join(directory, file_name(editor_pid, port))
+    path = os.path.join(directory, file_name(editor_pid, port, for_gemini))
     payload = {
         "port": port,
         "workspacePath": workspace_path(folders),

@@ -35,7 +35,8 @@ REQUIRED = {
     "annotated-types": ">=0.6.0",
     "anyio": ">=4.10,<5",
     "idna": ">=3.18",
-    "h11": ">=0.8",
+    "h11": ">=0.16.0",
+    "wsproto": ">=1.2.0",  # uvicorn's WebSocket protocol, for Claude Code's side
     "click": ">=7.0",
     "httpx2": ">=2.10.0",
     "opentelemetry-api": ">=1.28.0",
@@ -253,6 +254,12 @@ class Facts:
     # Folders this window shares with other windows (the same folder, or one inside the other): a CLI
     # started there outside Sublime may connect to either window.
     shared_folders: list[str] = field(default_factory=list)
+    serves_gemini: bool = True
+    serves_claude: bool = False
+    lock: DiscoveryCheck = field(default_factory=lambda: DiscoveryCheck(""))  # Claude Code's lock file
+    lock_problem: str = ""  # why the lock file could not be written
+    claude_clients: list[str] = field(default_factory=list)
+    claude_command: list[str] = field(default_factory=list)
 
 
 def shared_folders(mine: list[str], others: list[list[str]]) -> list[str]:
@@ -273,6 +280,7 @@ def with_disk_facts(facts: Facts) -> Facts:
         libraries=library_versions(),
         broken_libraries=broken_libraries(),
         discovery=DiscoveryCheck.of(facts.discovery.path) if facts.discovery.path else facts.discovery,
+        lock=DiscoveryCheck.of(facts.lock.path) if facts.lock.path else facts.lock,
     )
 
 
@@ -310,6 +318,7 @@ def problems(facts: Facts) -> list[str]:
             f"The server is {facts.server_state}. Check the console (View > Show Console) for the reason, "
             "then reload the package (or restart Sublime Text)." + _more("the-package-is-inactive")
         )
+    found += claude_problems(facts)
     if facts.server_state == "listening" and not facts.discovery.exists:
         found.append(
             "The discovery file is missing, so Gemini CLI cannot find this window. Reload the package; "
@@ -329,7 +338,7 @@ def problems(facts: Facts) -> list[str]:
             "This window has no folder. Open one (File > Open Folder…): Gemini CLI connects only when it runs "
             "inside one of the window's folders." + _more("directory-mismatch")
         )
-    if facts.server_state == "listening" and facts.workspace_path and not facts.clients:
+    if facts.server_state == "listening" and facts.workspace_path and not facts.clients and facts.serves_gemini:
         found.append(
             "No Gemini CLI is connected. Start `gemini` inside one of the folders above (Command Palette: "
             "“Gemini Companion: Open Gemini CLI”, or any terminal). The first time, type `/ide enable` in Gemini CLI. "
@@ -357,6 +366,40 @@ def problems(facts: Facts) -> list[str]:
     return found
 
 
+def claude_problems(facts: Facts) -> list[str]:
+    """What keeps Claude Code from finding this window, when its integration is on."""
+    if not facts.serves_claude or facts.server_state != "listening":
+        return []
+    if facts.lock_problem:
+        return [facts.lock_problem + _more("claude-code-does-not-connect")]
+    if not facts.lock.exists:
+        return [
+            "Claude Code's lock file is missing, so Claude Code cannot find this window. Reload the package; if it "
+            "stays missing, check that ~/.claude/ide (or $CLAUDE_CONFIG_DIR/ide) is writable."
+            + _more("claude-code-does-not-connect")
+        ]
+    if not facts.lock.owned_by_us or not facts.lock.private:
+        return ["Claude Code's lock file is not private to you. Delete it and reload the package." + _more("security")]
+    return []
+
+
+def _agents_lines(facts: Facts) -> list[str]:
+    gemini = "on" if facts.serves_gemini else "off (gemini_cli: false; Gemini CLI does not find this window)"
+    lines = [f"- Gemini CLI integration: {gemini}"]
+    if not facts.serves_claude:
+        return [*lines, "- Claude Code integration: off (claude_code: false)"]
+    clients = ", ".join(facts.claude_clients) if facts.claude_clients else "none"
+    return [
+        *lines,
+        "- Claude Code integration: on",
+        f"  - lock file: {facts.lock.path or '(none)'}; on disk: {'yes' if facts.lock.exists else 'no'}"
+        + (f"; mode: {facts.lock.mode:o}" if facts.lock.exists and facts.lock.mode is not None else ""),
+        f"  - connected Claude Code clients: {clients}"
+        + ("" if facts.claude_clients else " (start one with “Open Claude Code”, or run /ide in Claude Code)"),
+        f"  - Claude Code command: {' '.join(facts.claude_command) if facts.claude_command else '(default: claude)'}",
+    ]
+
+
 def report(facts: Facts) -> str:
     lines = [
         "# Gemini Companion: Status and Troubleshooting",
@@ -382,6 +425,7 @@ def report(facts: Facts) -> str:
         "- Last context sent (paths only): " + (", ".join(facts.last_context) if facts.last_context else "none"),
         f"- Terminus: {'installed' if facts.terminus_installed else 'not installed'}",
         f"- Gemini CLI command: {' '.join(facts.gemini_command) if facts.gemini_command else '(default: gemini)'}",
+        *_agents_lines(facts),
         "- Libraries: " + ", ".join(f"{name} {version or 'MISSING'}" for name, version in facts.libraries.items()),
         "",
         "## Problems and fixes",

@@ -47,9 +47,11 @@ class WindowHandle:
         token: str | None,
         tool_factory: ToolFactory | None = None,
         claude: bool = False,
+        gemini: bool = True,
     ) -> None:
         self.runtime = runtime
         self.serves_claude = claude  # Claude Code's /ide side (a WebSocket and a lock file) is on
+        self.serves_gemini = gemini  # the discovery file is one Gemini CLI reads (else only the bridge does)
         self.tool_factory = tool_factory
         self.editor = editor
         self.folders: list[str] = list(folders)
@@ -223,14 +225,16 @@ class Runtime:
         token: str | None = None,
         tool_factory: ToolFactory | None = None,
         claude: bool = False,
+        gemini: bool = True,
     ) -> WindowHandle:
         """Start a server for one window; returns at once, `handle.ready` completes when it listens.
 
         `tool_factory(server)` (run on the loop) returns the extra tools the server offers. With
-        `claude`, the server also serves Claude Code's /ide integration and writes its lock file.
+        `claude`, the server also serves Claude Code's /ide integration and writes its lock file;
+        without `gemini`, its discovery file is one Gemini CLI does not read (the bridge still does).
         """
         self.start()
-        handle = WindowHandle(self, editor, folders, port, token, tool_factory, claude)
+        handle = WindowHandle(self, editor, folders, port, token, tool_factory, claude, gemini)
         with self._lock:
             self._unready.add(handle)
         handle.ready.add_done_callback(lambda _: self._ready_answered(handle))
@@ -297,7 +301,9 @@ class Runtime:
             handle.on_clients_changed(handle)
 
     def _write_discovery(self, handle: WindowHandle) -> str:
-        return discovery.write(self.editor_pid, handle.port, handle.folders, handle.token, self.discovery_directory)
+        return discovery.write(
+            self.editor_pid, handle.port, handle.folders, handle.token, self.discovery_directory, handle.serves_gemini
+        )
 
     def _claim_lock(self, handle: WindowHandle) -> None:
         """Write Claude Code's lock file; a failure leaves Gemini CLI served and is reported."""

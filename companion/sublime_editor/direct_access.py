@@ -51,7 +51,13 @@ def requested_token() -> tuple[str | None, str | None]:
     )
 
 
-def settings_key() -> tuple[object, object]:
-    """What, when it changes, means the servers must restart to take it."""
+def settings_key() -> tuple[object, ...]:
+    """What, when it changes, means the servers must restart to take it: the fixed address, and
+    which agents are served (the discovery file's name, the lock file, the WebSocket endpoint)."""
     package = settings.settings()
-    return package.get("server_port", 0), package.get("auth_token", "")
+    return (
+        package.get("server_port", 0),
+        package.get("auth_token", ""),
+        settings.serves_gemini(),
+        settings.serves_claude(),
+    )

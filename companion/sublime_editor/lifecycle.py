@@ -38,7 +38,7 @@ _library_problem: dependencies.Check | None = None  # what the companion waits f
 _started_with: dict[str, str | None] = {}  # the library versions the servers started with
 _upgraded: list[str] = []  # libraries changed under the running servers (they stopped)
 _installed: frozenset[str] = frozenset()  # the dist-info folders on sys.path when the servers started
-_direct_access: tuple[object, object] | None = None  # server_port and auth_token the servers started with
+_direct_access: tuple[object, ...] | None = None  # the server settings the servers started with (settings_key)
 
 
 def registry() -> WindowRegistry | None:
@@ -196,7 +196,8 @@ def sharing_policy() -> SharingPolicy:
 
 def settings_changed() -> None:
     """Apply edited settings at once: sharing policy, log level, status bars, workspace tools;
-    a new server_port or auth_token restarts the servers (that is the only way to take them)."""
+    a new server_port or auth_token, or an agent turned on or off, restarts the servers (that is
+    the only way to take them)."""
     global _direct_access
     from . import status
 
@@ -207,7 +208,7 @@ def settings_changed() -> None:
         key = direct_access.settings_key()
         if key != _direct_access:
             _direct_access = key
-            sublime.status_message("Gemini Companion: server_port or auth_token changed; restarting the servers")
+            sublime.status_message("Gemini Companion: the server settings changed; restarting the servers")
             _registry.restart_all()
         for state in _registry.all():
             status.show(state)

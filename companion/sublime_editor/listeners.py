@@ -14,7 +14,7 @@ import sublime_plugin
 
 from ..context import Position
 from ..protocol import MAX_SELECTED_TEXT
-from . import status
+from . import status, terminal
 from .lifecycle import registry, shutdown
 from .review_ui import REVIEW_SETTING, ROLE_SETTING
 from .windows import WindowState
@@ -33,19 +33,21 @@ def tracked_path(view: sublime.View) -> str | None:
     return path if path and os.path.isfile(path) else None
 
 
-def cursor_and_selection(view: sublime.View) -> tuple[Position | None, str | None]:
-    """The primary selection in the CLI's units (1-based line, UTF-16 character)."""
+def cursor_and_selection(view: sublime.View) -> tuple[Position | None, str | None, Position | None]:
+    """The primary selection in the agents' units (1-based line, UTF-16 character): the cursor, the
+    selected text, and the selection's other end (Claude Code is told the whole range)."""
     selection = view.sel()
     if len(selection) == 0:
-        return None, None
+        return None, None, None
     region = selection[0]
     row, column = view.rowcol_utf16(region.b)
+    anchor_row, anchor_column = view.rowcol_utf16(region.a) if region.a != region.b else (row, column)
     text = None
     if not region.empty():
         begin = region.begin()
         # Read at most what can be sent: a 10 MB selection must not be copied on every keystroke.
         text = view.substr(sublime.Region(begin, min(region.end(), begin + MAX_SELECTED_TEXT)))
-    return Position(row + 1, column + 1), text
+    return Position(row + 1, column + 1), text, Position(anchor_row + 1, anchor_column + 1)
 
 
 def _state(window: sublime.Window | None) -> WindowState | None:
@@ -69,20 +71,23 @@ class GeminiCompanionContextListener(sublime_plugin.EventListener):
         path = tracked_path(view)
         if state is None:
             return
+        agent = terminal.agent_of_terminal(view, window)
+        if agent is not None:
+            state.last_agent = agent.key  # the user is working with this agent: Send goes there
         if path is None:
             self._forget(view, state)  # e.g. its file was deleted while it was open
             return
         self._remember(view, window, state, path)
-        cursor, text = cursor_and_selection(view)
-        state.handle.context.activate(path, cursor, text)
+        cursor, text, anchor = cursor_and_selection(view)
+        state.handle.context.activate(path, cursor, text, anchor)
 
     def on_selection_modified_async(self, view: sublime.View) -> None:
         path = view.file_name()
         state = _state(view.window())
         if path is None or state is None or view.id() not in self._paths:
             return
-        cursor, text = cursor_and_selection(view)
-        state.handle.context.select(path, cursor, text)
+        cursor, text, anchor = cursor_and_selection(view)
+        state.handle.context.select(path, cursor, text, anchor)
 
     def on_load_async(self, view: sublime.View) -> None:
         window = view.window()

@@ -22,3 +22,13 @@ def get(key: str, default: T) -> T:
 def diff_layout() -> str:
     layout = get("diff_layout", "split")
     return layout if layout in ("split", "inline") else "split"
+
+
+def serves_gemini() -> bool:
+    """The Gemini CLI integration is on (its discovery file is written)."""
+    return get("gemini_cli", True)
+
+
+def serves_claude() -> bool:
+    """Claude Code's /ide integration is on (its lock file is written, its WebSocket served)."""
+    return get("claude_code", True)

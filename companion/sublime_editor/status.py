@@ -11,15 +11,25 @@ STATUS_KEY = "gemini_companion"
 
 
 def status_text(state: WindowState) -> str:
+    """`Gemini ● · Claude ○`: each agent the window serves, connected (●, with a count when several)
+    or waiting (○); one word for the whole window while it starts, failed or is paused."""
     handle = state.handle
     if not handle.ready.done() or handle.ready.exception() is not None:
         return "Gemini ✕" if handle.ready.done() else "Gemini …"
     if handle.context.paused:
         return "Gemini ⏸ paused"
-    count = len(handle.connected_clients)
+    parts = []
+    if handle.serves_gemini:
+        parts.append(_agent_state("Gemini", len(handle.connected_clients)))
+    if handle.serves_claude:
+        parts.append(_agent_state("Claude", len(handle.claude_clients)))
+    return " · ".join(parts) or "Gemini ○"
+
+
+def _agent_state(name: str, count: int) -> str:
     if count == 0:
-        return "Gemini ○"
-    return "Gemini ●" if count == 1 else f"Gemini ● {count}"
+        return f"{name} ○"
+    return f"{name} ●" if count == 1 else f"{name} ● {count}"
 
 
 def show(state: WindowState) -> None:

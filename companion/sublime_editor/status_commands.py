@@ -39,6 +39,7 @@ def gather_facts(window: sublime.Window, state: WindowState | None) -> doctor.Fa
         "restart_needed": bool((problem := library_problem()) and problem.restart_needed),
         "upgraded": upgraded(),
         "gemini_command": expand_program(settings.get("gemini_command", ["gemini"])),
+        "claude_command": expand_program(settings.get("claude_command", ["claude"])),
     }
     if state is None:
         return doctor.Facts(
@@ -70,6 +71,11 @@ def gather_facts(window: sublime.Window, state: WindowState | None) -> doctor.Fa
         clients=list(handle.connected_clients),
         paused=handle.context.paused,
         last_context=list(handle.last_context_paths),
+        serves_gemini=handle.serves_gemini,
+        serves_claude=handle.serves_claude,
+        lock=doctor.DiscoveryCheck(handle.lock_path),
+        lock_problem=handle.lock_problem,
+        claude_clients=list(handle.claude_clients),
         **common,  # type: ignore[arg-type]
     )
 

@@ -1,9 +1,11 @@
-"""Gemini CLI in a Terminus terminal of the window, and @-mentions sent to it.
+"""The agents' terminals (Gemini CLI, Claude Code) in Terminus, and @-mentions typed into them.
 
-Terminus forces `TERM_PROGRAM=Terminus-Sublime`, so the CLI recognises Sublime by the discovery
-file's `ideInfo`; the environment below also pins it to this window's server (port tie-break,
-PID and workspace fallback; never the token). The command runs through the user's login shell so PATH is
-the one their terminal has (on macOS, Sublime started from the Dock has a minimal PATH).
+Terminus forces `TERM_PROGRAM=Terminus-Sublime`, so Gemini CLI recognises Sublime by the discovery
+file's `ideInfo`; the environment below also pins each agent to this window's server (Gemini: port
+tie-break, PID and workspace fallback; Claude Code: `CLAUDE_CODE_SSE_PORT`, which makes it connect
+at start to the lock file with that port). Never the token: the agents read it from their files.
+The command runs through the user's login shell so PATH is the one their terminal has (on macOS,
+Sublime started from the Dock has a minimal PATH).
 """
 
 from __future__ import annotations
@@ -12,23 +14,50 @@ import os
 import shlex
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import sublime
 
+from ..claude_protocol import PORT_ENV
 from ..runtime import WindowHandle
 from ..user_paths import expand_program
 from . import settings
 
-PANEL_NAME = "Gemini CLI"
+
+@dataclass(frozen=True)
+class Agent:
+    """An agent the window serves and can open a terminal for."""
+
+    key: str  # "gemini" or "claude": remembered as the window's last used agent
+    title: str  # the terminal's panel and tab name
+    command_setting: str
+    default_command: tuple[str, ...]
+    tag_prefix: str
+
+
+GEMINI = Agent("gemini", "Gemini CLI", "gemini_command", ("gemini",), "gemini-companion")
+CLAUDE = Agent("claude", "Claude Code", "claude_command", ("claude",), "gemini-companion-claude")
+AGENTS = (GEMINI, CLAUDE)
+PANEL_NAME = GEMINI.title
+
+
+def agent_named(key: str | None) -> Agent | None:
+    return next((agent for agent in AGENTS if agent.key == key), None)
 
 
 def terminus_installed() -> bool:
     return bool(sublime.find_resources("Terminus.sublime-settings"))
 
 
-def tag_for(window: sublime.Window) -> str:
-    return f"gemini-companion-{window.id()}"
+def tag_for(window: sublime.Window, agent: Agent = GEMINI) -> str:
+    return f"{agent.tag_prefix}-{window.id()}"
+
+
+def agent_of_terminal(view: sublime.View, window: sublime.Window) -> Agent | None:
+    """The agent whose terminal of `window` this view is (any run), else None."""
+    tag = view.settings().get("terminus_view.tag")
+    return next((agent for agent in AGENTS if tag == tag_for(window, agent)), None)
 
 
 # Which run of Sublime Text started a terminal (its editor PID). Terminus restores a terminal tab
@@ -36,10 +65,12 @@ def tag_for(window: sublime.Window) -> str:
 RUN_SETTING = "gemini_companion.editor_pid"
 
 
-def terminal_env(handle: WindowHandle, editor_pid: int) -> dict[str, str]:
-    """What pins the CLI to this window's server. No token: Terminus keeps these variables in the
-    view's settings (`terminus_view.args`), which Sublime writes to the session file; the CLI reads
-    the token from the discovery file it finds through them."""
+def terminal_env(handle: WindowHandle, editor_pid: int, agent: Agent = GEMINI) -> dict[str, str]:
+    """What pins the agent to this window's server. No token: Terminus keeps these variables in the
+    view's settings (`terminus_view.args`), which Sublime writes to the session file; the agent
+    reads the token from the discovery or lock file it finds through them."""
+    if agent is CLAUDE:
+        return {PORT_ENV: str(handle.port)}
     return {
         "GEMINI_CLI_IDE_PID": str(editor_pid),
         "GEMINI_CLI_IDE_SERVER_PORT": str(handle.port),
@@ -72,32 +103,34 @@ def _literal(text: str) -> str:
     return text.replace("$", "\\$")
 
 
-def open_args(window: sublime.Window, handle: WindowHandle, folder: str, editor_pid: int) -> dict[str, Any]:
-    """The exact `terminus_open` arguments for this window's Gemini CLI."""
-    command = expand_program(settings.get("gemini_command", ["gemini"]))
+def open_args(
+    window: sublime.Window, handle: WindowHandle, folder: str, editor_pid: int, agent: Agent = GEMINI
+) -> dict[str, Any]:
+    """The exact `terminus_open` arguments for this window's terminal of `agent`."""
+    command = expand_program(settings.get(agent.command_setting, list(agent.default_command)))
     args: dict[str, Any] = {
         "cmd": [_literal(part) for part in shell_command(command)],
         "cwd": _literal(folder),
-        "title": PANEL_NAME,
-        "tag": tag_for(window),
+        "title": agent.title,
+        "tag": tag_for(window, agent),
         "auto_close": False,  # Terminus' code default is True: keep the CLI's last words visible
         "focus": True,
-        "env": terminal_env(handle, editor_pid),
+        "env": terminal_env(handle, editor_pid, agent),
         # Terminus' default re-runs the command when a restored terminal is activated after a
         # restart, with this run's port and PID: the user opens a fresh one from this run instead.
         "reactivable": False,
         "view_settings": {RUN_SETTING: editor_pid},
     }
     if settings.get("terminal_location", "panel") == "panel":
-        args["panel_name"] = PANEL_NAME
+        args["panel_name"] = agent.title
     return args
 
 
-def find_terminal(window: sublime.Window, editor_pid: int) -> sublime.View | None:
-    """The window's running Gemini CLI terminal. Not one that finished (the user quit gemini;
+def find_terminal(window: sublime.Window, editor_pid: int, agent: Agent = GEMINI) -> sublime.View | None:
+    """The window's running terminal of `agent`. Not one that finished (the user quit the agent;
     auto_close is off), nor one restored from an earlier run of Sublime Text (its process is gone)."""
-    tag = tag_for(window)
-    panel = window.find_output_panel(PANEL_NAME)
+    tag = tag_for(window, agent)
+    panel = window.find_output_panel(agent.title)
     for view in ([panel] if panel is not None else []) + window.views():
         view_settings = view.settings()
         if (
@@ -109,9 +142,9 @@ def find_terminal(window: sublime.Window, editor_pid: int) -> sublime.View | Non
     return None
 
 
-def focus_terminal(window: sublime.Window, view: sublime.View) -> None:
+def focus_terminal(window: sublime.Window, view: sublime.View, agent: Agent = GEMINI) -> None:
     if view.sheet() is None:  # a panel
-        window.run_command("show_panel", {"panel": f"output.{PANEL_NAME}"})
+        window.run_command("show_panel", {"panel": f"output.{agent.title}"})
     window.focus_view(view)
 
 

@@ -1,22 +1,35 @@
-"""Commands: Open Gemini CLI in Terminus, and send selections, files and folders to it."""
+"""Commands: open Gemini CLI or Claude Code in Terminus, and send selections, files and folders to
+the agent the user used last in this window (or the one they pick).
+
+Gemini CLI gets the mention typed at its prompt (`@path#L3-5 `). Claude Code gets an `at_mentioned`
+notification, which its prompt turns into the same mention; it needs a connected Claude Code, so
+a mention for one that is still starting waits until it has connected.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 
 import sublime
 import sublime_plugin
 
+from ..claude_protocol import IDE_NAME
 from ..workspace.paths import is_inside
-from . import terminal
+from . import settings, terminal
 from .lifecycle import registry
+from .terminal import CLAUDE, GEMINI, Agent
 from .windows import WindowState
 
 log = logging.getLogger("gemini_companion")
 
 TERMINAL_WAIT_MS = 10_000
-TERMINAL_POLL_MS = 200
+CLAUDE_CONNECT_WAIT_MS = 30_000  # Claude Code connects within a second or two of its start
+POLL_MS = 200
+
+Lines = tuple[int, int]  # first and last line, 1-based, inclusive
+Mention = tuple[str, "Lines | None"]  # a path, and its lines (None: the whole file or folder)
 
 
 def _state(window: sublime.Window | None) -> WindowState | None:
@@ -24,73 +37,149 @@ def _state(window: sublime.Window | None) -> WindowState | None:
     return reg.get(window) if reg is not None else None
 
 
-def open_cli(window: sublime.Window, then: str | None = None) -> None:
-    """Focus the window's Gemini CLI terminal, opening it first if needed; then type `then`."""
+def served_agents() -> list[Agent]:
+    return [agent for agent, on in ((GEMINI, settings.serves_gemini()), (CLAUDE, settings.serves_claude())) if on]
+
+
+def open_agent(window: sublime.Window, agent: Agent, then: Callable[[WindowState], None] | None = None) -> None:
+    """Focus the window's terminal of `agent`, opening it first if needed; then run `then` once the
+    agent can take it (Gemini: its terminal exists; Claude Code: it has connected)."""
     state = _state(window)
     if state is None:
         sublime.status_message("Gemini Companion is not running in this window; see the console for why.")
         return
+    if agent not in served_agents():
+        setting = "gemini_cli" if agent is GEMINI else "claude_code"
+        sublime.message_dialog(
+            f"{agent.title} is turned off in Gemini Companion's settings ({setting}: false). Turn it on in "
+            "Preferences › Package Settings › Gemini Companion › Settings."
+        )
+        return
+    state.last_agent = agent.key
     editor_pid = state.handle.runtime.editor_pid
-    existing = terminal.find_terminal(window, editor_pid)
+    existing = terminal.find_terminal(window, editor_pid, agent)
     if existing is not None:
-        terminal.focus_terminal(window, existing)
-        if then:
-            _send(window, then, editor_pid)
+        terminal.focus_terminal(window, existing, agent)
+        if then is not None:
+            _when_ready(window, state, agent, then, _wait_for(agent))
         return
     if not terminal.terminus_installed():
+        program = (settings.get(agent.command_setting, list(agent.default_command)) or [agent.key])[0]
         sublime.message_dialog(
-            "Gemini Companion opens Gemini CLI in a Terminus terminal, and Terminus is not installed.\n\n"
-            "Install it with “Package Control: Install Package” → Terminus, or run `gemini` in any terminal "
+            f"Gemini Companion opens {agent.title} in a Terminus terminal, and Terminus is not installed.\n\n"
+            f"Install it with “Package Control: Install Package” → Terminus, or run `{program}` in any terminal "
             "inside this window's folder: it connects to this window all the same."
+            + ("" if agent is GEMINI else f" (in Claude Code, type /ide and pick {IDE_NAME}).")
         )
         return
     folders = window.folders()
     if not folders:
         sublime.message_dialog(
-            "Open a folder first (File › Open Folder…).\n\nGemini CLI works on a folder, and connects to the "
+            f"Open a folder first (File › Open Folder…).\n\n{agent.title} works on a folder, and connects to the "
             "Sublime Text window that has that folder open."
         )
         return
     if len(folders) == 1:
-        _launch(window, state, folders[0], then)
+        _launch(window, state, agent, folders[0], then)
         return
 
     def chosen(index: int) -> None:
         if index >= 0:
-            _launch(window, state, folders[index], then)
+            _launch(window, state, agent, folders[index], then)
 
-    window.show_quick_panel([[os.path.basename(f) or f, f] for f in folders], chosen, placeholder="Run Gemini CLI in…")
+    window.show_quick_panel(
+        [[os.path.basename(f) or f, f] for f in folders], chosen, placeholder=f"Run {agent.title} in…"
+    )
 
 
-def _launch(window: sublime.Window, state: WindowState, folder: str, then: str | None) -> None:
+def open_cli(window: sublime.Window, then: str | None = None) -> None:
+    """Gemini CLI's terminal, with `then` typed at its prompt."""
+    open_agent(window, GEMINI, None if then is None else lambda state: _type(state, then))
+
+
+def _launch(
+    window: sublime.Window, state: WindowState, agent: Agent, folder: str, then: Callable[[WindowState], None] | None
+) -> None:
     if not state.handle.ready.done() or state.handle.ready.exception() is not None:
         sublime.status_message("Gemini Companion: the server is not ready yet; try again in a moment.")
         return
     state.terminal_folder = folder
     editor_pid = state.handle.runtime.editor_pid
-    args = terminal.open_args(window, state.handle, folder, editor_pid)
-    log.debug("opening Gemini CLI in Terminus: %s in %s (server port %s)", args["cmd"], folder, state.handle.port)
+    args = terminal.open_args(window, state.handle, folder, editor_pid, agent)
+    log.debug("opening %s in Terminus: %s in %s (port %s)", agent.title, args["cmd"], folder, state.handle.port)
     window.run_command("terminus_open", args)
-    if then:
-        _send_when_open(window, then, TERMINAL_WAIT_MS, editor_pid)
+    if then is not None:
+        _when_ready(window, state, agent, then, _wait_for(agent))
 
 
-def _send_when_open(window: sublime.Window, text: str, remaining_ms: int, editor_pid: int) -> None:
-    if terminal.find_terminal(window, editor_pid) is not None:
-        _send(window, text, editor_pid)
+def _wait_for(agent: Agent) -> int:
+    return CLAUDE_CONNECT_WAIT_MS if agent is CLAUDE else TERMINAL_WAIT_MS
+
+
+def _ready(window: sublime.Window, state: WindowState, agent: Agent) -> bool:
+    if agent is CLAUDE:
+        return bool(state.handle.claude_clients)
+    return terminal.find_terminal(window, state.handle.runtime.editor_pid, agent) is not None
+
+
+def _when_ready(
+    window: sublime.Window, state: WindowState, agent: Agent, then: Callable[[WindowState], None], remaining_ms: int
+) -> None:
+    if _ready(window, state, agent):
+        then(state)
     elif remaining_ms > 0:
-        sublime.set_timeout(
-            lambda: _send_when_open(window, text, remaining_ms - TERMINAL_POLL_MS, editor_pid), TERMINAL_POLL_MS
+        sublime.set_timeout(lambda: _when_ready(window, state, agent, then, remaining_ms - POLL_MS), POLL_MS)
+    elif agent is CLAUDE:
+        sublime.status_message(
+            "Gemini Companion: Claude Code did not connect to this window; nothing was sent (in Claude Code, run /ide)."
         )
     else:
         sublime.status_message("Gemini Companion: the Gemini CLI terminal did not open; nothing was sent.")
 
 
-def _send(window: sublime.Window, text: str, editor_pid: int) -> None:
+def _type(state: WindowState, text: str) -> None:
+    window = state.window
     window.run_command("terminus_send_string", {"string": text + " ", "tag": terminal.tag_for(window)})
-    view = terminal.find_terminal(window, editor_pid)
+    view = terminal.find_terminal(window, state.handle.runtime.editor_pid)
     if view is not None:
         terminal.focus_terminal(window, view)
+
+
+def _mention_to_claude(state: WindowState, mentions: list[Mention]) -> None:
+    """One `at_mentioned` per path (0-based lines), then Claude Code's terminal is focused."""
+    for path, lines in mentions:
+        first, last = (lines[0] - 1, lines[1] - 1) if lines is not None else (None, None)
+        state.handle.at_mentioned(path, first, last)
+    view = terminal.find_terminal(state.window, state.handle.runtime.editor_pid, CLAUDE)
+    if view is not None:
+        terminal.focus_terminal(state.window, view, CLAUDE)
+
+
+def send(window: sublime.Window, mentions: list[Mention]) -> None:
+    """Send `mentions` to the agent used last in this window; with none yet and both served, ask."""
+    state = _state(window)
+    agents = served_agents()
+    last = terminal.agent_named(state.last_agent) if state is not None else None
+    if last in agents or len(agents) == 1:
+        _send_to(window, last if last in agents else agents[0], mentions)
+        return
+    if not agents:
+        sublime.status_message("Gemini Companion: both agents are turned off in the settings; nothing was sent.")
+        return
+
+    def chosen(index: int) -> None:
+        if index >= 0:
+            _send_to(window, agents[index], mentions)
+
+    window.show_quick_panel([agent.title for agent in agents], chosen, placeholder="Send to…")
+
+
+def _send_to(window: sublime.Window, agent: Agent, mentions: list[Mention]) -> None:
+    if agent is CLAUDE:
+        open_agent(window, CLAUDE, lambda state: _mention_to_claude(state, mentions))
+        return
+    text = " ".join(terminal.mention(path, _folder_for(window, path), lines) for path, lines in mentions)
+    open_cli(window, text)
 
 
 def _folder_for(window: sublime.Window, path: str) -> str | None:
@@ -101,51 +190,73 @@ def _folder_for(window: sublime.Window, path: str) -> str | None:
     return containing[0] if containing else None
 
 
+def selected_lines(view: sublime.View) -> Lines:
+    """The lines of the first selection (the cursor's line when empty), 1-based."""
+    region = view.sel()[0]
+    first = view.rowcol(region.begin())[0] + 1
+    end = region.end()
+    if not region.empty() and view.rowcol(end)[1] == 0 and end > region.begin():
+        end -= 1  # a selection ending at the start of a line does not include that line
+    return first, view.rowcol(end)[0] + 1
+
+
 class GeminiCompanionOpenCliCommand(sublime_plugin.WindowCommand):
     """Gemini Companion: Open Gemini CLI."""
 
     def run(self) -> None:
-        open_cli(self.window)
+        open_agent(self.window, GEMINI)
+
+
+class GeminiCompanionOpenClaudeCommand(sublime_plugin.WindowCommand):
+    """Gemini Companion: Open Claude Code."""
+
+    def run(self) -> None:
+        open_agent(self.window, CLAUDE)
+
+    def is_enabled(self) -> bool:
+        return settings.serves_claude()
 
 
 class GeminiCompanionSendSelectionCommand(sublime_plugin.TextCommand):
-    """Send the selection (or the current line) as `@path#Lstart-end`."""
+    """Send the selection (or the current line) as `@path#Lstart-end`; `agent` picks the agent."""
 
-    def run(self, edit: sublime.Edit) -> None:
+    def run(self, edit: sublime.Edit, agent: str | None = None) -> None:
         window, path = self.view.window(), self.view.file_name()
-        if window is None or path is None:
-            return
-        region = self.view.sel()[0]
-        first = self.view.rowcol(region.begin())[0] + 1
-        end = region.end()
-        if not region.empty() and self.view.rowcol(end)[1] == 0 and end > region.begin():
-            end -= 1  # a selection ending at the start of a line does not include that line
-        last = self.view.rowcol(end)[0] + 1
-        open_cli(window, terminal.mention(path, _folder_for(window, path), (first, last)))
+        if window is not None and path is not None:
+            _send_or_choose(window, agent, [(path, selected_lines(self.view))])
 
-    def is_enabled(self) -> bool:
+    def is_enabled(self, agent: str | None = None) -> bool:
         return self.view.file_name() is not None and len(self.view.sel()) > 0
 
 
 class GeminiCompanionSendFileCommand(sublime_plugin.TextCommand):
     """Send the whole file as `@path`."""
 
-    def run(self, edit: sublime.Edit) -> None:
+    def run(self, edit: sublime.Edit, agent: str | None = None) -> None:
         window, path = self.view.window(), self.view.file_name()
         if window is not None and path is not None:
-            open_cli(window, terminal.mention(path, _folder_for(window, path)))
+            _send_or_choose(window, agent, [(path, None)])
 
-    def is_enabled(self) -> bool:
+    def is_enabled(self, agent: str | None = None) -> bool:
         return self.view.file_name() is not None
 
 
 class GeminiCompanionSendPathsCommand(sublime_plugin.WindowCommand):
     """Side bar: send the chosen files and folders."""
 
-    def run(self, paths: list[str] | None = None) -> None:
+    def run(self, paths: list[str] | None = None, agent: str | None = None) -> None:
         chosen = paths or []
         if chosen:
-            open_cli(self.window, " ".join(terminal.mention(p, _folder_for(self.window, p)) for p in chosen))
+            _send_or_choose(self.window, agent, [(path, None) for path in chosen])
 
-    def is_enabled(self, paths: list[str] | None = None) -> bool:
+    def is_enabled(self, paths: list[str] | None = None, agent: str | None = None) -> bool:
         return bool(paths)
+
+
+def _send_or_choose(window: sublime.Window, agent: str | None, mentions: list[Mention]) -> None:
+    """`agent` given (a key binding or menu entry naming one): that agent; else the last used."""
+    named = terminal.agent_named(agent)
+    if named is not None:
+        _send_to(window, named, mentions)
+    else:
+        send(window, mentions)

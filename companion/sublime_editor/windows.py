@@ -14,7 +14,7 @@ from ..context import SharingPolicy
 from ..diffs import Review
 from ..runtime import Runtime, RuntimeStopped, WindowHandle
 from ..workspace.settings import tool_factory
-from . import direct_access
+from . import direct_access, settings
 from .diagnostics import build_errors, select_text
 from .main_thread import on_main
 from .review_ui import WindowReviews
@@ -155,7 +155,8 @@ class WindowState:
     window: sublime.Window
     handle: WindowHandle
     reviews: WindowReviews
-    terminal_folder: str | None = None  # where this window's Gemini CLI terminal runs
+    terminal_folder: str | None = None  # where this window's agent terminals run
+    last_agent: str | None = None  # "gemini" or "claude": the agent terminal the user used last (Send goes there)
     tools: WorkspaceSnapshot = field(default_factory=WorkspaceSnapshot)  # what the loop's tools read
 
 
@@ -201,7 +202,13 @@ class WindowRegistry:
         token, problem = direct_access.requested_token()
         self._report(problem)
         return self.runtime.open_window(
-            SublimeEditor(reviews), folders, port=port, token=token, tool_factory=tool_factory(tools)
+            SublimeEditor(reviews),
+            folders,
+            port=port,
+            token=token,
+            tool_factory=tool_factory(tools),
+            claude=settings.serves_claude(),
+            gemini=settings.serves_gemini(),
         )
 
     def _watch(self, state: WindowState, port: int, retry: bool = True) -> None:

@@ -66,7 +66,7 @@ def test_the_readme_serve_command_serves_the_current_folder_until_ctrl_c(tmp_pat
         with open(path) as f:
             assert json.load(f)["workspacePath"] == os.path.realpath(workspace)
         os.killpg(process.pid, signal.SIGINT)
-        server.expect("the discovery file was removed")
+        server.expect("Stopped; the discovery file and the lock file were removed.")
         assert process.wait(30) == 0, "".join(server.output)
     finally:
         server.stop()
@@ -193,7 +193,7 @@ async def test_a_stop_signal_during_a_prompt_exits_cleanly_and_removes_the_disco
     output = "".join(server.output)
     assert code == 0, output
     assert "Fatal Python error" not in output and "Traceback" not in output, output
-    assert "Stopped; the discovery file was removed." in output
+    assert "Stopped; the discovery file and the lock file were removed." in output
     assert not os.path.exists(discovery)
 
 

@@ -321,10 +321,17 @@ def serve(config: dict[str, Any]) -> dict[str, Any]:
     from companion.workspace.settings import WorkspaceToolSettings, tool_factory
 
     facts: dict[str, Any] = {}
-    runtime = Runtime(editor_pid=lambda: processes.editor_pid(sys.executable), discovery_directory=config["discovery"])
+    runtime = Runtime(
+        editor_pid=lambda: processes.editor_pid(sys.executable),
+        discovery_directory=config["discovery"],
+        lock_directory=os.path.join(config["discovery"], "claude-ide"),
+    )
     try:
         handle = runtime.open_window(
-            HeadlessEditor("accept"), [config["workspace"]], tool_factory=tool_factory(WorkspaceToolSettings())
+            HeadlessEditor("accept"),
+            [config["workspace"]],
+            tool_factory=tool_factory(WorkspaceToolSettings()),
+            claude=True,  # both integrations are on by default, as in the plugin host
         )
         try:
             handle.ready.result(60)
@@ -342,10 +349,28 @@ def serve(config: dict[str, Any]) -> dict[str, Any]:
         facts["initialize"] = {"status": response.status, "body": json.loads(response.read() or b"null")}
         connection.close()
         facts["discovery_file"] = os.path.basename(handle.discovery_path or "")
+        facts["claude_upgrade"] = claude_upgrade(handle.port, handle.claude_token)
         handle.close().result(30)
     finally:
         runtime.stop()
     return facts
+
+
+def claude_upgrade(port: int, token: str) -> int:
+    """The status Claude Code's WebSocket handshake gets (101: the WebSocket stack is importable)."""
+    import base64
+    import socket
+
+    key = base64.b64encode(os.urandom(16)).decode()
+    request = (
+        f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: mcp\r\n"
+        f"X-Claude-Code-Ide-Authorization: {token}\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(request.encode())
+        head = sock.recv(4096)
+    return int(head.split(b" ", 2)[1]) if head.startswith(b"HTTP/1.1 ") else 0
 
 
 def library_problems() -> list[str]:

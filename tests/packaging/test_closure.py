@@ -9,6 +9,7 @@ libraries of dependencies.json, so the list holds nothing the package does not i
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -19,6 +20,7 @@ import threading
 import time
 
 from companion.discovery import discovery_dir
+from tests.claude_client import ClaudeClient
 from tests.conformance.harness import IdeClientProcess, client_env
 from tests.packaging.conftest import REPO, isolated
 from tools import libraries as L
@@ -35,6 +37,14 @@ atexit.register(report)
 sys.argv = ["companion", "serve", "--workspace", WORKSPACE, "--diff-policy", "accept"]
 runpy.run_module("companion", run_name="__main__", alter_sys=True)
 """
+
+
+async def claude_tools(port: int, token: str) -> int:
+    client = await ClaudeClient.connect(port, token)
+    try:
+        return len((await client.request("tools/list", {}))["result"]["tools"])
+    finally:
+        await client.close()
 
 
 def dead_pid() -> int:
@@ -60,7 +70,8 @@ def test_only_the_listed_libraries_serve_a_real_client(closure_lib: str, tmp_pat
         handle.write("{}")
 
     code = f"REPORT, WORKSPACE = {report!r}, {workspace!r}\n{SERVE}"
-    env = {**os.environ, "TMPDIR": tmpdir}  # -I ignores PYTHON* variables; the rest is the OS's
+    claude_config = os.path.join(str(tmp_path), "claude")
+    env = {**os.environ, "TMPDIR": tmpdir, "CLAUDE_CONFIG_DIR": claude_config}  # -I ignores PYTHON* variables
     server = subprocess.Popen(
         isolated([closure_lib, REPO], code), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -82,6 +93,11 @@ def test_only_the_listed_libraries_serve_a_real_client(closure_lib: str, tmp_pat
             diff = client.open_diff(target, "print('hello')\n")
             outcome = client.wait_diff(diff, 60)
             assert outcome["status"] == "accepted" and outcome["content"] == "print('hello')\n", outcome
+        # Claude Code's side is served by the same libraries (wsproto included).
+        (lock,) = os.listdir(os.path.join(claude_config, "ide"))
+        with open(os.path.join(claude_config, "ide", lock)) as handle:
+            token = json.load(handle)["authToken"]
+        assert asyncio.run(claude_tools(int(lock.split(".")[0]), token)) > 5
     finally:
         if server.poll() is None:
             server.send_signal(signal.SIGTERM if hasattr(signal, "SIGTERM") else signal.CTRL_BREAK_EVENT)
@@ -89,7 +105,7 @@ def test_only_the_listed_libraries_serve_a_real_client(closure_lib: str, tmp_pat
         reader.join(10)
     stderr = server.stderr.read() if server.stderr else ""
     assert server.returncode == 0, stderr
-    assert any("the discovery file was removed" in line for line in lines), lines
+    assert any("the discovery file and the lock file were removed" in line for line in lines), lines
     assert not os.path.exists(stale), "the stale discovery file was not swept"
 
     with open(report) as handle:

@@ -133,6 +133,7 @@ def assert_served(report: dict[str, Any]) -> None:
     assert report["initialize"]["body"]["result"]["serverInfo"]["name"] == "gemini-companion-sublime"
     assert report["discovery_file"].startswith("gemini-ide-server-"), report["discovery_file"]
     assert report["library_problems"] == [], report["library_problems"]
+    assert report["claude_upgrade"] == 101, "Claude Code's WebSocket handshake was not accepted"
 
 
 @pytest.mark.parametrize("platform", L.PLATFORMS)

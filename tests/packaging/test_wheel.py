@@ -126,7 +126,7 @@ def test_the_installed_console_script_serves_a_folder(installed: Installed, tmp_
         assert os.path.exists(discovery_file)
         if os.name != "nt":
             serve.process.send_signal(signal.SIGINT)
-            serve.expect("the discovery file was removed")
+            serve.expect("Stopped; the discovery file and the lock file were removed.")
             assert serve.process.wait(15) == 0
             assert not os.path.exists(discovery_file)
     finally:
