@@ -169,6 +169,7 @@ def editor(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[_state.Ho
     tmpdir = os.path.join(str(tmp_path), "tmp")
     os.makedirs(tmpdir)
     monkeypatch.setenv("TMPDIR", tmpdir)  # Node's os.tmpdir(): where discovery files go
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", os.path.join(str(tmp_path), "claude"))  # Claude Code's lock files
     host = control.reset(os.path.join(str(tmp_path), "data"))
     yield host
     control.shutdown()
@@ -182,6 +183,8 @@ def companion(editor: _state.Host, tmp_path: Any) -> Iterator[Companion]:
     instance.unload()
     control.settle()
     assert instance.discovery_files() == {}
+    locks = os.path.join(str(tmp_path), "claude", "ide")
+    assert not os.path.isdir(locks) or os.listdir(locks) == [], "a Claude Code lock file was left behind"
     assert control.violations() == []
     assert control.errors() == []
 

@@ -1534,6 +1534,35 @@ class View:
         match = re.compile(regex, re.IGNORECASE if flags & FindFlags.IGNORECASE else 0).search(text, start_pt)
         return Region(match.start(), match.end()) if match else Region(-1)
 
+    def find_all_results(self) -> list[tuple[str, int, int]]:
+        return [(name, line, column) for name, line, column, _text in self.find_all_results_with_text()]
+
+    def find_all_results_with_text(self) -> list[tuple[str, int, int, str]]:
+        """The build results in this view, parsed as Sublime does for the exec panel: each line is
+        matched with `result_file_regex` (groups: file, line, column, message), else with
+        `result_line_regex` (line, column, message) for the file last matched above it; a relative
+        file is joined to `result_base_dir`; line and column are 1-based, 0 when not captured."""
+        view_settings = self.settings()
+        file_regex = view_settings.get("result_file_regex") or ""
+        line_regex = view_settings.get("result_line_regex") or ""
+        base = view_settings.get("result_base_dir") or ""
+        results: list[tuple[str, int, int, str]] = []
+        current = ""
+        for text_line in self._text().split("\n"):
+            match = re.search(file_regex, text_line) if file_regex else None
+            groups: list[str | None]
+            if match is not None:
+                groups = [*match.groups(), None, None, None, None][:4]
+                current = os.path.join(base, groups[0] or "") if base else (groups[0] or "")
+                groups = groups[1:]
+            elif line_regex and current and (match := re.search(line_regex, text_line)) is not None:
+                groups = [*match.groups(), None, None, None][:3]
+            else:
+                continue
+            line, column, message = groups
+            results.append((current, int(line or 0), int(column or 0), message or ""))  # "" groups count as 0
+        return results
+
     def settings(self) -> Settings:
         data = _h().views.get(self.view_id)
         if data is None:

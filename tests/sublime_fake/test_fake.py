@@ -8,6 +8,7 @@ import os
 import textwrap
 import threading
 import types
+from typing import Any
 
 import pytest
 
@@ -452,3 +453,21 @@ def test_timing_notes_each_callback_with_its_thread_and_owner(plugin: types.Modu
     window.new_file()
     control.settle()
     assert control.stop_timing() == []  # off again
+
+
+def test_build_results_are_parsed_with_the_panels_regexes_like_the_exec_command_reads_them(
+    host: _state.Host, tmp_path: Any
+) -> None:
+    window = control.new_window([])
+    panel = window.create_output_panel("exec")
+    panel.settings().set("result_file_regex", r"^(\S+):(\d+):(\d+): (.*)$")
+    panel.settings().set("result_line_regex", r"^  line (\d+):(\d*) (.*)$")
+    panel.settings().set("result_base_dir", str(tmp_path))
+    text = "a.py:3:5: bad name\nnoise\n  line 9: more\n/abs/b.py:1:1: other\n"  # line 9 has no column
+    panel.run_command("append", {"characters": text})
+    assert panel.find_all_results_with_text() == [
+        (os.path.join(str(tmp_path), "a.py"), 3, 5, "bad name"),
+        (os.path.join(str(tmp_path), "a.py"), 9, 0, "more"),
+        ("/abs/b.py", 1, 1, "other"),
+    ]
+    assert panel.find_all_results()[0] == (os.path.join(str(tmp_path), "a.py"), 3, 5)

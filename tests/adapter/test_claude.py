@@ -1,0 +1,196 @@
+"""Claude Code in the fake Sublime: its openDiff opens the same review as Gemini's (the banner
+names Claude Code), the user's edits come back in FILE_SAVED, closing answers DIFF_REJECTED;
+selections reach it in its units, getDiagnostics reads the build panel, and both agents' reviews
+are open at once without touching each other."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import threading
+from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from tests.adapter.conftest import Companion, ThreadedClient, write
+from tests.adapter.test_review import banner, review_views, text
+from tests.claude_client import ClaudeClient
+from tests.sublime_fake import control, sublime
+
+T = TypeVar("T")
+
+
+class ThreadedClaude:
+    """`ClaudeClient` on its own thread and loop; the test thread plays Sublime's main thread."""
+
+    def __init__(self, port: int, token: str) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="claude-client", daemon=True)
+        self._thread.start()
+        self.client: ClaudeClient = self.result(self.submit(lambda: ClaudeClient.connect(port, token)))
+
+    def submit(self, make: Callable[[], Coroutine[Any, Any, T]]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(make(), self._loop)
+
+    def result(self, future: concurrent.futures.Future[T], timeout: float = 30) -> T:
+        control.pump_until(future.done, timeout, "Claude Code's call to return")
+        return future.result(0)
+
+    def call(self, tool: str, arguments: dict[str, Any] | None = None) -> concurrent.futures.Future[list[str]]:
+        return self.submit(lambda: self.client.call(tool, arguments))
+
+    def notification(self, method: str, timeout: float = 30) -> dict[str, Any]:
+        return self.result(self.submit(lambda: self.client.notification(method, timeout)), timeout + 5)
+
+    def close(self) -> None:
+        self.result(self.submit(self.client.close))
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+
+@pytest.fixture
+def claude(companion: Companion) -> Iterator[Callable[[sublime.Window], ThreadedClaude]]:
+    opened: list[ThreadedClaude] = []
+
+    def make(window: sublime.Window) -> ThreadedClaude:
+        handle = companion.ready(window)
+        client = ThreadedClaude(handle.port, handle.claude_token)
+        control.pump_until(lambda: handle.claude_clients, 30, "Claude Code to be counted as connected")
+        opened.append(client)
+        return client
+
+    yield make
+    for client in opened:
+        client.close()
+
+
+def open_diff(client: ThreadedClaude, path: str, proposal: str) -> concurrent.futures.Future[list[str]]:
+    arguments = {"old_file_path": path, "new_file_path": path, "new_file_contents": proposal, "tab_name": "t"}
+    future = client.call("openDiff", arguments)
+    control.pump_until(lambda: [v for v in sublime.windows()[0].views() if v.settings().get("gemini_companion.role")])
+    control.settle()
+    return future
+
+
+def test_claude_reviews_in_the_same_split_and_gets_the_users_edit_back(
+    companion: Companion, claude: Callable[[sublime.Window], ThreadedClaude], workspace: str
+) -> None:
+    window = control.new_window([workspace])
+    companion.load()
+    client = claude(window)
+    path = write(workspace, "app.py", "x = 1\n")
+    view = control.open_file(window, path)
+    answer = open_diff(client, path, "x = 2\n")
+    current, proposal = review_views(window)
+    assert current is not None and text(current) == "x = 1\n" and text(proposal) == "x = 2\n"
+    assert "Claude Code" in banner(proposal)
+    assert not answer.done()  # Claude Code waits for the decision
+    control.select(proposal, proposal.size())
+    control.type_text(proposal, "# reviewed\n")
+    assert control.run_from_palette(window, "gemini_companion_apply")
+    assert client.result(answer) == ["FILE_SAVED", "x = 2\n# reviewed\n"]
+    control.settle()
+    assert window.views() == [view] and text(view) == "x = 1\n"  # the client writes the file, not the editor
+
+
+def test_closing_claudes_review_answers_diff_rejected(
+    companion: Companion, claude: Callable[[sublime.Window], ThreadedClaude], workspace: str
+) -> None:
+    window = control.new_window([workspace])
+    companion.load()
+    client = claude(window)
+    path = write(workspace, "app.py", "x = 1\n")
+    control.open_file(window, path)
+    answer = open_diff(client, path, "x = 2\n")
+    _, proposal = review_views(window)
+    control.type_text(proposal, "typed ")
+    assert control.close_tab(proposal)
+    assert client.result(answer) == ["DIFF_REJECTED", "t"]  # never TAB_CLOSED, which Claude Code takes as accept
+
+
+def test_gemini_and_claude_reviews_are_open_at_once_and_each_hears_only_its_own(
+    companion: Companion,
+    claude: Callable[[sublime.Window], ThreadedClaude],
+    clients: Callable[[sublime.Window], ThreadedClient],
+    workspace: str,
+) -> None:
+    window = control.new_window([workspace])
+    companion.load()
+    gemini, claude_client = clients(window), claude(window)
+    gemini_path = write(workspace, "g.py", "g = 1\n")
+    claude_path = write(workspace, "c.py", "c = 1\n")
+    assert not gemini.open_diff(gemini_path, "g = 2\n").is_error
+    control.settle()
+    answer = claude_client.call(
+        "openDiff", {"new_file_path": claude_path, "new_file_contents": "c = 2\n", "tab_name": "c"}
+    )
+    control.pump_until(
+        lambda: len([v for v in window.views() if v.settings().get("gemini_companion.role") == "proposal"]) == 2
+    )
+    proposals = {v.name(): v for v in window.views() if v.settings().get("gemini_companion.role") == "proposal"}
+    assert "Claude Code" in banner(proposals["c.py ↔ proposed"])
+    assert "Claude Code" not in banner(proposals["g.py ↔ proposed"])
+    control.click_link(proposals["c.py ↔ proposed"], "accept")
+    assert claude_client.result(answer) == ["FILE_SAVED", "c = 2\n"]
+    control.click_link(proposals["g.py ↔ proposed"], "reject")
+    assert gemini.wait_notification("ide/diffRejected") == {"filePath": gemini_path}
+    assert gemini.received("ide/diffAccepted") == []  # Claude's accept never reached Gemini CLI
+
+
+def test_a_selection_reaches_claude_in_its_units_and_the_status_bar_shows_both_agents(
+    companion: Companion, claude: Callable[[sublime.Window], ThreadedClaude], workspace: str
+) -> None:
+    window = control.new_window([workspace])
+    companion.load()
+    handle = companion.ready(window)
+    path = write(workspace, "app.py", "first\nsecond line\n")
+    view = control.open_file(window, path)
+    control.settle()
+    assert view.get_status("gemini_companion") == "Gemini ○ · Claude ○"
+    client = claude(window)
+    control.settle()
+    assert view.get_status("gemini_companion") == "Gemini ○ · Claude ●"
+    control.select(view, sublime.Region(view.text_point(1, 7), view.text_point(1, 2)))  # dragged right to left
+    params = control.pump_until(
+        lambda: next((n["params"] for n in client.client.notifications if n["params"].get("text") == "cond "), None)
+    )
+    assert params["filePath"] == path and params["fileUrl"] == Path(path).as_uri()
+    assert params["selection"] == {
+        "start": {"line": 1, "character": 2},
+        "end": {"line": 1, "character": 7},
+        "isEmpty": False,
+    }
+    assert handle.claude_clients == ["claude-code"]
+
+
+def test_get_diagnostics_reports_the_build_panels_errors_and_nothing_invented(
+    companion: Companion, claude: Callable[[sublime.Window], ThreadedClaude], workspace: str
+) -> None:
+    window = control.new_window([workspace])
+    companion.load()
+    client = claude(window)
+    path = write(workspace, "app.py", "x = \n")
+    assert json.loads(client.result(client.call("getDiagnostics"))[0]) == []  # no build yet
+    panel = window.create_output_panel("exec")
+    panel.settings().set("result_file_regex", r'^\s*File "(...*?)", line ([0-9]*)')
+    panel.settings().set("result_base_dir", workspace)
+    panel.run_command("append", {"characters": f'Traceback:\n  File "{path}", line 1\nSyntaxError: invalid syntax\n'})
+    found = json.loads(client.result(client.call("getDiagnostics", {"uri": Path(path).as_uri()}))[0])
+    assert found == [
+        {
+            "uri": Path(path).as_uri(),
+            "diagnostics": [
+                {
+                    "message": "",
+                    "severity": 1,
+                    "source": "build",
+                    "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+                }
+            ],
+        }
+    ]
+    other = Path(write(workspace, "b.py", "")).as_uri()
+    assert json.loads(client.result(client.call("getDiagnostics", {"uri": other}))[0]) == []
