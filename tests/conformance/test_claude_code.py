@@ -61,7 +61,7 @@ class Window:
         claude.wait_until(lambda: "claude-code" in self.handle.claude_clients, "Claude Code's IDE connection", timeout)
 
     def ask(self, claude: ClaudeTerminal, prompt: str) -> None:
-        claude.wait_text("shortcuts", 60)  # the prompt is ready
+        claude.wait_text("for agents", 60)  # the prompt is ready (its footer)
         os.write(claude.fd, prompt.encode())
         time.sleep(0.5)  # the TUI echoes with cursor moves, not the typed text: no echo to wait for
         claude.submit()
