@@ -13,7 +13,6 @@ import json
 import logging
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -26,6 +25,7 @@ from . import claude_protocol as cp
 from .diffs import Outcome, Review
 from .security import Receive, Scope, Send
 from .server import ToolError, WindowServer
+from .uris import diagnostics_by_uri, file_uri, path_of
 from .websocket import Connection, ReadStream, WriteStream, refusal, refuse, serve_connection
 
 log = logging.getLogger("gemini_companion")
@@ -225,21 +225,20 @@ class ClaudeSide:
     async def _open_editors(self, ctx: ServerRequestContext[Any], arguments: dict[str, Any]) -> list[str]:
         paths = self.window.context.snapshot_paths()
         tabs = [
-            {"uri": _uri(path), "isActive": index == 0, "label": os.path.basename(path), "fileName": path}
+            {"uri": file_uri(path), "isActive": index == 0, "label": os.path.basename(path), "fileName": path}
             for index, path in enumerate(paths)
         ]
         return [json.dumps({"tabs": tabs})]
 
     async def _workspace_folders(self, ctx: ServerRequestContext[Any], arguments: dict[str, Any]) -> list[str]:
         folders = self.window.folders()
-        items = [{"name": os.path.basename(f) or f, "uri": _uri(f), "path": f} for f in folders]
+        items = [{"name": os.path.basename(f) or f, "uri": file_uri(f), "path": f} for f in folders]
         return [json.dumps({"success": True, "folders": items, "rootPath": folders[0] if folders else None})]
 
     async def _diagnostics(self, ctx: ServerRequestContext[Any], arguments: dict[str, Any]) -> list[str]:
         uri = arguments.get("uri")
-        path = _path_of(uri) if isinstance(uri, str) and uri else None
-        found = await self.window.editor.diagnostics(path)
-        return [json.dumps([{"uri": _uri(p), "diagnostics": items} for p, items in found.items()])]
+        path = path_of(uri) if isinstance(uri, str) and uri else None
+        return [json.dumps(diagnostics_by_uri(await self.window.editor.diagnostics(path)))]
 
     async def _check_dirty(self, ctx: ServerRequestContext[Any], arguments: dict[str, Any]) -> list[str]:
         path = _absolute(arguments, "filePath")
@@ -277,23 +276,7 @@ def _string(arguments: dict[str, Any], name: str, allow_empty: bool = False) -> 
 
 
 def _absolute(arguments: dict[str, Any], name: str) -> str:
-    path = _path_of(_string(arguments, name))
+    path = path_of(_string(arguments, name))
     if not os.path.isabs(path) or "\0" in path:
         raise ToolError(f"The argument {name!r} must be an absolute path, not {path!r}.")
     return path
-
-
-def _uri(path: str) -> str:
-    return Path(path).as_uri() if os.path.isabs(path) else path
-
-
-def _path_of(uri_or_path: str) -> str:
-    if not uri_or_path.startswith("file://"):
-        return uri_or_path
-    from urllib.parse import unquote, urlparse
-
-    parsed = urlparse(uri_or_path)
-    path = unquote(parsed.path)
-    if os.name == "nt" and path.startswith("/") and len(path) > 2 and path[2] == ":":
-        path = path[1:]  # file:///C:/x → C:/x
-    return os.path.normpath(path)

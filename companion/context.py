@@ -13,10 +13,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from .protocol import MAX_OPEN_FILES, MAX_SELECTED_TEXT
+from .uris import file_uri
 
 
 @dataclass(frozen=True)
@@ -211,7 +211,7 @@ class ContextTracker:
         return {
             "text": shared,
             "filePath": path,
-            "fileUrl": _file_url(path),
+            "fileUrl": file_uri(path),
             "selection": {
                 "start": {"line": start[0] - 1, "character": start[1] - 1},
                 "end": {"line": end[0] - 1, "character": end[1] - 1},
@@ -227,10 +227,6 @@ class ContextTracker:
     def _changed(self) -> None:
         if self._on_change is not None:
             self._on_change()
-
-
-def _file_url(path: str) -> str:
-    return Path(path).as_uri() if os.path.isabs(path) else path
 
 
 def _clip(text: str | None) -> str | None:

@@ -1,4 +1,4 @@
-"""The workspace tools (list_files, read_file, write_file, ask_gemini) of each window's server.
+"""The workspace tools (list_files, read_file, write_file, ask_gemini, get_diagnostics) of each window's server.
 
 The tools run on the server loop, which must never call the `sublime` API. So every window keeps a
 `WorkspaceSnapshot`: the package settings and the window's exclude patterns, read on Sublime's

@@ -21,7 +21,8 @@ LIST_FILES = "list_files"
 READ_FILE = "read_file"
 WRITE_FILE = "write_file"
 ASK_GEMINI = "ask_gemini"
-TOOL_NAMES = (LIST_FILES, READ_FILE, WRITE_FILE, ASK_GEMINI)
+GET_DIAGNOSTICS = "get_diagnostics"
+TOOL_NAMES = (LIST_FILES, READ_FILE, WRITE_FILE, ASK_GEMINI, GET_DIAGNOSTICS)
 
 
 @dataclass(frozen=True)

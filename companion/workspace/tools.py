@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import time
@@ -14,12 +15,14 @@ from mcp.server.context import ServerRequestContext
 from .. import disk_text
 from ..diffs import Outcome
 from ..server import ToolError, ToolSpec, WindowServer
+from ..uris import diagnostics_by_uri
 from .ask import ask_gemini
 from .listing import ListOptions, list_files
-from .paths import PathPolicy, Resolved, WorkspaceError
+from .paths import PathPolicy, Resolved, WorkspaceError, is_inside
 from .reading import read_text
 from .settings import (
     ASK_GEMINI,
+    GET_DIAGNOSTICS,
     LIST_FILES,
     READ_FILE,
     TOOL_NAMES,
@@ -89,6 +92,16 @@ TOOL_DEFINITIONS: dict[str, types.Tool] = {
             "required": ["prompt"],
         },
     ),
+    GET_DIAGNOSTICS: types.Tool(
+        name=GET_DIAGNOSTICS,
+        description="The diagnostics the user's Sublime Text has for the workspace: the errors of the last build "
+        "(its output panel). JSON: [{uri, diagnostics: [{message, severity, source, range}]}] with 0-based "
+        "lines; an empty list when there are none.",
+        input_schema={
+            "type": "object",
+            "properties": {"path": {"type": "string", "description": "Only this file. " + PATH_DESCRIPTION}},
+        },
+    ),
 }
 
 
@@ -100,6 +113,7 @@ def build_tools(server: WindowServer, source: SettingsSource) -> list[ToolSpec]:
         READ_FILE: tools.read_file,
         WRITE_FILE: tools.write_file,
         ASK_GEMINI: tools.ask_gemini,
+        GET_DIAGNOSTICS: tools.get_diagnostics,
     }
     settings = current(source)
     return [ToolSpec(TOOL_DEFINITIONS[name], handlers[name]) for name in TOOL_NAMES if settings.enabled(name)]
@@ -164,6 +178,26 @@ class WorkspaceTools:
             return _text(await asyncio.to_thread(work))
         except WorkspaceError as exc:
             raise ToolError(str(exc)) from None
+
+    # -- get_diagnostics --
+
+    async def get_diagnostics(self, ctx: ServerRequestContext[Any], arguments: dict[str, Any]) -> types.CallToolResult:
+        self._settings(GET_DIAGNOSTICS)
+        path = arguments.get("path")
+        if path is not None and (not isinstance(path, str) or not path):
+            raise ToolError("The argument 'path' must be a non-empty string.")
+        policy = self._policy()
+        try:
+            target = await asyncio.to_thread(policy.resolve, path, kind="file") if path else None
+        except WorkspaceError as exc:
+            raise ToolError(str(exc)) from None
+        try:
+            found = await asyncio.wait_for(self.server.editor.diagnostics(target.path if target else None), 10)
+        except Exception as exc:
+            raise ToolError(f"The editor could not report its diagnostics ({exc!r}); try again.") from None
+        # Only the workspace's files: a build may report files elsewhere, which this tool never shows.
+        inside = {p: d for p, d in found.items() if any(is_inside(p, f) for f in policy.folders)}
+        return _text(json.dumps(diagnostics_by_uri(inside)))
 
     # -- read_file --
 

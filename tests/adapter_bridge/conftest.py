@@ -32,7 +32,7 @@ from tests.adapter.conftest import (  # noqa: F401  (fixtures re-exported for th
 from tests.sublime_fake import control, sublime
 
 T = TypeVar("T")
-TOOLS = {"list_files", "read_file", "write_file", "ask_gemini"}
+TOOLS = {"list_files", "read_file", "write_file", "ask_gemini", "get_diagnostics"}
 
 
 def text_of(result: types.CallToolResult) -> str:

@@ -36,7 +36,7 @@ async def test_offers_the_workspace_tools_but_not_the_diff_tools_of_gemini_cli(t
     with serve(tmpdir_env, workspace, "reject"):
         async with bridge(tmpdir_env, workspace) as session:
             names = {tool.name for tool in (await session.list_tools()).tools}
-            assert names == {"list_files", "read_file", "write_file", "ask_gemini"}
+            assert names == {"list_files", "read_file", "write_file", "ask_gemini", "get_diagnostics"}
             result = await session.call_tool("openDiff", {"filePath": os.path.join(workspace, "a"), "newContent": ""})
     assert result.is_error and "Gemini CLI only" in text_of(result)
 

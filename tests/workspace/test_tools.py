@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import json
 import os
 import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import anyio
 import psutil
@@ -411,3 +413,23 @@ async def test_a_file_with_hard_links_is_written_in_place(window: WindowHandle, 
     assert read_bytes(target) == read_bytes(other_name) == b"new\n"  # the other name sees the change
     assert os.stat(target).st_ino == inode and stat.S_IMODE(os.stat(target).st_mode) == 0o640
     assert sorted(os.listdir(window.folders[0])) == ["linked.txt", "other-name.txt"]  # no temp file left
+
+
+async def test_get_diagnostics_gives_the_editors_diagnostics_of_workspace_files_only(
+    window: WindowHandle, editor: ScriptedEditor, workspace: str, outside: str
+) -> None:
+    inside = os.path.join(workspace, "a.py")
+    write_bytes(inside, b"x = \n")
+    problem = {
+        "message": "invalid syntax",
+        "severity": 1,
+        "source": "build",
+        "range": {"start": {"line": 0, "character": 4}, "end": {"line": 0, "character": 4}},
+    }
+    editor.problems = {inside: [problem], os.path.join(outside, "secret.txt"): [dict(problem, message="secret")]}
+    async with connect(window.url, window.token) as client:
+        every = json.loads(text_of(await client.session.call_tool("get_diagnostics", {})))
+        one = json.loads(text_of(await client.session.call_tool("get_diagnostics", {"path": "a.py"})))
+        escape = await client.session.call_tool("get_diagnostics", {"path": os.path.join(outside, "secret.txt")})
+    assert every == one == [{"uri": Path(inside).as_uri(), "diagnostics": [problem]}]  # nothing from outside
+    assert escape.is_error and "secret" not in text_of(escape).replace("secret.txt", "")
