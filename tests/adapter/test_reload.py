@@ -3,12 +3,14 @@ connected, leaves nothing behind."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
 from typing import Any
 
 import psutil
+import websockets
 
 from tests.adapter.conftest import Companion, write
 from tests.hostile.conftest import RawStreamClient
@@ -39,6 +41,42 @@ def settings_callbacks() -> int:
     return len(control.host().settings[settings.settings_id].callbacks)
 
 
+def claude_client(handle: Any) -> Any:
+    """A Claude Code connection (sync WebSocket client) that has done the handshake."""
+    from websockets.sync.client import connect
+
+    connection = connect(
+        f"ws://127.0.0.1:{handle.port}/",
+        subprotocols=[websockets.Subprotocol("mcp")],
+        additional_headers={"X-Claude-Code-Ide-Authorization": handle.claude_token},
+        open_timeout=30,
+    )
+    params = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "claude-code", "version": "0"},
+    }
+    connection.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}))
+    assert json.loads(connection.recv(timeout=30))["id"] == 0
+    connection.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    return connection
+
+
+def closed_by_server(connection: Any) -> bool:
+    try:
+        while True:
+            connection.recv(timeout=10)  # notifications may still arrive before the close
+    except websockets.ConnectionClosed:
+        return True
+    except TimeoutError:
+        return False
+
+
+def lock_files(tmp_path: Any) -> list[str]:
+    folder = os.path.join(str(tmp_path), "claude", "ide")
+    return os.listdir(folder) if os.path.isdir(folder) else []
+
+
 def test_two_hundred_reloads_with_a_client_connected_leak_no_thread_socket_file_listener_or_handler(
     companion: Companion, workspace: str, tmp_path: Any
 ) -> None:
@@ -61,12 +99,16 @@ def test_two_hundred_reloads_with_a_client_connected_leak_no_thread_socket_file_
     handle = companion.ready(window)
     for _ in range(RELOADS):
         client = RawStreamClient(handle)  # a Gemini CLI holding its notification stream open
+        claude = claude_client(handle)  # and a Claude Code holding its WebSocket
         companion.load()  # Sublime's reload: plugin_unloaded, re-import, plugin_loaded
         assert client.stream_ended()  # the old server let go of it instead of hanging on to it
+        assert closed_by_server(claude)
         client.close()
+        claude.close()
         handle = companion.ready(window)
         seen_ports.add(handle.port)
         assert len(companion.discovery_files()) == 1
+        assert lock_files(tmp_path) == [f"{handle.port}.lock"]
     control.settle()
     now = {
         "listeners": control.listener_count(),
@@ -92,3 +134,4 @@ def test_two_hundred_reloads_with_a_client_connected_leak_no_thread_socket_file_
     assert settings_callbacks() == 0
     assert not [h for h in logging.getLogger("gemini_companion").handlers if getattr(h, "_gemini_companion", False)]
     assert os.listdir(companion.discovery_dir) == []
+    assert lock_files(tmp_path) == []
