@@ -21,6 +21,12 @@ CONFIG_DIR_ENV = "CLAUDE_CONFIG_DIR"
 # Notifications sent to Claude Code.
 SELECTION_CHANGED = "selection_changed"
 AT_MENTIONED = "at_mentioned"
+# What clears Claude Code's selection (the client skips a null `selection`; see claude_server).
+NO_SELECTION: dict[str, Any] = {
+    "text": "",
+    "filePath": "",
+    "selection": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}, "isEmpty": True},
+}
 # Notification Claude Code sends once connected.
 IDE_CONNECTED = "ide_connected"
 

@@ -53,7 +53,8 @@ class ClaudeSide:
         if refused is not None:
             await refuse(send, *refused)
             return
-        connection = Connection(on_ready=self._clients_changed)
+        connection = Connection()
+        connection.on_ready = lambda: self._connected(connection)
         self.connections.add(connection)
         cancel = anyio.CancelScope()
         self._scopes.add(cancel)
@@ -67,6 +68,12 @@ class ClaudeSide:
 
     async def _serve(self, read: ReadStream, write: WriteStream) -> None:
         await self._mcp.run(read, write, self._mcp.create_initialization_options())
+
+    def _connected(self, connection: Connection) -> None:
+        """The client finished its handshake: it hears the current selection at once."""
+        if self._last_selection is not None:
+            connection.notify(cp.SELECTION_CHANGED, self._last_selection)
+        self._clients_changed()
 
     def client_names(self) -> list[str]:
         return [c.client_name for c in self.connections if c.initialized.is_set()]
@@ -92,7 +99,12 @@ class ClaudeSide:
             return
         self._last_selection = selection
         if selection is None:
-            return  # nothing active, paused or excluded: Claude keeps what it had, like in VS Code
+            # Nothing shared is active (paused, an excluded file, nothing open): Claude Code must drop
+            # the selection it holds, or it keeps adding it to every prompt. It ignores a null
+            # selection; an empty one with no text and no file is what clears it (no ⧉ indicator,
+            # no ide_selection / ide_opened_file in the prompt).
+            self._notify(cp.SELECTION_CHANGED, cp.NO_SELECTION)
+            return
         if selection["text"]:
             self._latest_selection = selection
         self._notify(cp.SELECTION_CHANGED, selection)

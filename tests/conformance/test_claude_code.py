@@ -161,3 +161,42 @@ def test_gemini_and_claude_in_one_window_each_review_in_the_same_ui_and_neither_
     assert agents == [("claude", "from_claude.txt"), ("gemini", "from_gemini.txt")]
     # Claude's closeAllDiffTabs at the start of its query and Gemini's own traffic closed nothing of the other's.
     assert window.editor.closed == []
+
+
+def test_pausing_takes_the_selection_out_of_claude_codes_prompt_and_resuming_brings_it_back(window: Window) -> None:
+    from companion.context import Position
+
+    other = os.path.join(window.workspace, "notes.txt")
+    with open(other, "w") as handle:
+        handle.write("A_SELECTED_LINE\n")
+
+    def prompt_with(model: ModelStandIn, question: str) -> str:
+        """The user message that carried `question` to the model, with what the client attached after
+        it (2.1.331 sends IDE context as the messages that follow: the turn's own, not history)."""
+        for request in model.requests:
+            messages = request.get("messages", [])
+            asked = [i for i, m in enumerate(messages) if m.get("role") == "user" and question in json.dumps(m)]
+            if asked:
+                return json.dumps(messages[asked[-1] :])
+        return ""
+
+    with ModelStandIn("NoSuchTool", {}) as model:  # the model only ever answers "Done."
+        claude = window.claude(model)
+        try:
+            window.wait_connected(claude)
+            window.handle.context.activate(other, Position(1, 16), "A_SELECTED_LINE", anchor=Position(1, 1))
+            claude.wait_text("1 line selected", 30)  # Claude Code's own indicator
+            window.handle.context.set_paused(True)  # the user pauses context sharing before asking
+            time.sleep(1)
+            window.ask(claude, "first question")
+            claude.wait_until(lambda: prompt_with(model, "first question"), "the first prompt", 60)
+            first = prompt_with(model, "first question")
+            assert "A_SELECTED_LINE" not in first and "notes.txt" not in first
+            window.handle.context.set_paused(False)  # sharing again: the selection comes back
+            claude.wait_text("1 line selected", 30, claude.mark() - 2000)
+            time.sleep(1)
+            window.ask(claude, "second question")
+            claude.wait_until(lambda: prompt_with(model, "second question"), "the second prompt", 60)
+            assert "A_SELECTED_LINE" in prompt_with(model, "second question")
+        finally:
+            claude.stop()

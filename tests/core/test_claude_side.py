@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from companion import lockfile
+from companion.claude_protocol import NO_SELECTION
 from companion.context import Position
 from companion.diffs import Review
 from companion.runtime import Runtime, WindowHandle
@@ -301,10 +302,26 @@ async def test_selection_changed_is_debounced_and_respects_pause_and_exclusions(
         assert last["selection"]["end"] == {"line": 0, "character": 28}
         assert client.notifications == []  # one notification for the burst
         claude_window.context.activate(os.path.join(workspace, ".env"), Position(1, 1), "SECRET=1")
+        # An excluded file is active: Claude Code is told there is no selection, never the file.
+        assert await client.notification("selection_changed") == NO_SELECTION
         claude_window.context.set_paused(True)
         await anyio.sleep(0.3)
-        assert client.notifications == []  # an excluded file and a paused window send nothing
+        assert client.notifications == []  # pausing changes nothing more: still no selection
         assert await client.call_json("getCurrentSelection") == {"success": False, "message": "No active editor found"}
+    finally:
+        await client.close()
+
+
+async def test_a_client_hears_the_current_selection_when_it_connects(
+    claude_window: WindowHandle, workspace: str
+) -> None:
+    path = os.path.join(workspace, "a.py")
+    claude_window.context.activate(path, Position(2, 3), "xy", anchor=Position(2, 1))
+    await anyio.sleep(0.2)  # past the debounce
+    client = await ClaudeClient.connect(claude_window.port, claude_window.claude_token)
+    try:
+        sent = await client.notification("selection_changed")
+        assert sent["filePath"] == path and sent["text"] == "xy"
     finally:
         await client.close()
 
