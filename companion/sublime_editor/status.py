@@ -16,14 +16,11 @@ def status_text(state: WindowState) -> str:
     handle = state.handle
     if not handle.ready.done() or handle.ready.exception() is not None:
         return "Gemini ✕" if handle.ready.done() else "Gemini …"
-    if handle.context.paused:
-        return "Gemini ⏸ paused"
-    parts = []
-    if handle.serves_gemini:
-        parts.append(_agent_state("Gemini", len(handle.connected_clients)))
-    if handle.serves_claude:
-        parts.append(_agent_state("Claude", len(handle.claude_clients)))
-    return " · ".join(parts) or "Gemini ○"
+    agents = [("Gemini", handle.connected_clients)] if handle.serves_gemini else []
+    agents += [("Claude", handle.claude_clients)] if handle.serves_claude else []
+    if handle.context.paused:  # both agents see nothing while paused
+        return " · ".join(name for name, _ in agents or [("Gemini", [])]) + " ⏸ paused"
+    return " · ".join(_agent_state(name, len(clients)) for name, clients in agents) or "Gemini ○"
 
 
 def _agent_state(name: str, count: int) -> str:

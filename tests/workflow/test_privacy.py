@@ -38,7 +38,7 @@ def test_pause_exclude_and_selection_sharing_reach_the_real_client(
     cli = run_in_terminal(open_cli(window, terminus))
     try:
         cli.wait_connected()
-        control.pump_until(lambda: status_of(app_view) == "Gemini ●", 30, "the status bar to show the client")
+        control.pump_until(lambda: status_of(app_view) == "Gemini ● · Claude ○", 30, "the status bar to show the client")
         cli.wait_context(lambda c: open_paths(c) == [app])
 
         # Excluded by default: never listed, their selection never shared, even while focused.
@@ -53,14 +53,14 @@ def test_pause_exclude_and_selection_sharing_reach_the_real_client(
         # Paused: an empty context, the status bar says so; nothing moves while paused.
         assert control.run_from_palette(window, "gemini_companion_toggle_sharing")
         cli.wait_context(lambda c: open_paths(c) == [])
-        assert status_of(log_view) == "Gemini ⏸ paused"
+        assert status_of(log_view) == "Gemini · Claude ⏸ paused"
         control.select(app_view, sublime.Region(0, 3))
         control.settle()
         assert open_paths(cli.contexts()[-1]) == []
         assert control.run_from_palette(window, "gemini_companion_toggle_sharing")
         context = cli.wait_context(lambda c: open_paths(c) == [app, log])
         assert (active_file(context) or {}).get("selectedText") == "def"
-        control.pump_until(lambda: status_of(app_view) == "Gemini ●")
+        control.pump_until(lambda: status_of(app_view) == "Gemini ● · Claude ○")
 
         # context_exclude is applied the moment the settings change.
         defaults = list(pkg("context").DEFAULT_EXCLUDES)

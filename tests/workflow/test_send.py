@@ -109,6 +109,9 @@ def test_sending_opens_the_terminal_first_and_types_once_it_is_there(
     view = control.open_file(window, write(workspace, "pkg/mod.py", lines(20)))
     select_rows(view, 3, 8)
     assert control.run_from_palette(window, "gemini_companion_send_selection")
+    (panel,) = control.quick_panels()  # no agent used yet in this window: the user picks one
+    assert panel["items"] == ["Gemini CLI", "Claude Code"]
+    control.choose_quick_panel(0)
     terminal = control.pump_until(lambda: terminus.started and terminus.started[0])
     control.pump_until(lambda: terminal.typed, 30, "the mention to be typed")
     control.settle()

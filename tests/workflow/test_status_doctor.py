@@ -33,34 +33,34 @@ def test_status_bar_per_window_waiting_connected_count_paused_and_hidden(
     companion.load()
     companion.ready(window)
     companion.ready(second)
-    wait_status(view, "Gemini ○")
-    wait_status(other_view, "Gemini ○")
+    wait_status(view, "Gemini ○ · Claude ○")
+    wait_status(other_view, "Gemini ○ · Claude ○")
 
     first_client = clients(window)
-    wait_status(view, "Gemini ●")
+    wait_status(view, "Gemini ● · Claude ○")
     second_client = clients(window)
-    wait_status(view, "Gemini ● 2")
+    wait_status(view, "Gemini ● 2 · Claude ○")
     later = control.open_file(window, write(workspace, "later.py", "l\n"))  # a view opened afterwards shows it too
-    wait_status(later, "Gemini ● 2")
-    assert status_of(other_view) == "Gemini ○"  # the other window has no client
+    wait_status(later, "Gemini ● 2 · Claude ○")
+    assert status_of(other_view) == "Gemini ○ · Claude ○"  # the other window has no client
 
     second_client.close()
-    wait_status(view, "Gemini ●")
+    wait_status(view, "Gemini ● · Claude ○")
     control.focus(view)
     assert control.run_from_palette(window, "gemini_companion_toggle_sharing")
-    wait_status(view, "Gemini ⏸ paused")
+    wait_status(view, "Gemini · Claude ⏸ paused")
     assert any("paused" in m for m in control.status_messages())
     assert control.run_from_palette(window, "gemini_companion_toggle_sharing")
-    wait_status(view, "Gemini ●")
+    wait_status(view, "Gemini ● · Claude ○")
 
     control.user_settings(SETTINGS, {"show_status_bar": False})
     control.settle()
     assert status_of(view) == status_of(later) == status_of(other_view) == ""
     control.user_settings(SETTINGS, {"show_status_bar": True})
-    wait_status(view, "Gemini ●")
-    wait_status(other_view, "Gemini ○")
+    wait_status(view, "Gemini ● · Claude ○")
+    wait_status(other_view, "Gemini ○ · Claude ○")
     first_client.close()
-    wait_status(view, "Gemini ○")
+    wait_status(view, "Gemini ○ · Claude ○")
 
 
 def doctor_text(window: sublime.Window) -> tuple[sublime.View, str]:

@@ -251,5 +251,5 @@ async def test_a_disabled_tool_is_not_offered(tmpdir_env: str, workspace: str) -
         async with bridge(tmpdir_env, workspace) as session:
             names = {tool.name for tool in (await session.list_tools()).tools}
             result = await session.call_tool("write_file", {"path": "x.txt", "content": "x"})
-    assert names == {"list_files", "read_file"}
+    assert names == {"list_files", "read_file", "get_diagnostics"}
     assert result.is_error and not os.path.exists(os.path.join(workspace, "x.txt"))
