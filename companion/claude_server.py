@@ -23,8 +23,9 @@ from mcp.server.lowlevel import Server
 from . import __version__, disk_text
 from . import claude_protocol as cp
 from .diffs import Outcome, Review
+from .notifications import call_listener
 from .security import Receive, Scope, Send
-from .server import ToolError, WindowServer
+from .server import ToolError, WindowServer, string_argument
 from .uris import diagnostics_by_uri, file_uri, path_of
 from .websocket import Connection, ReadStream, WriteStream, refusal, refuse, serve_connection
 
@@ -79,11 +80,7 @@ class ClaudeSide:
         return [c.client_name for c in self.connections if c.initialized.is_set()]
 
     def _clients_changed(self) -> None:
-        if self.on_clients_changed is not None:
-            try:
-                self.on_clients_changed()
-            except Exception as exc:  # an editor callback must never break the server
-                log.debug("clients-changed callback failed: %r", exc)
+        call_listener(self.on_clients_changed)
 
     async def close(self) -> None:
         """End every Claude Code connection (their waiting openDiffs are closed by the window)."""
@@ -174,8 +171,8 @@ class ClaudeSide:
     # -- tools; each returns the text items of its result --
 
     async def _open_diff(self, ctx: ServerRequestContext[Any], arguments: dict[str, Any]) -> list[str]:
-        path = _string(arguments, "new_file_path" if "new_file_path" in arguments else "old_file_path")
-        proposal = _string(arguments, "new_file_contents", allow_empty=True)
+        path = string_argument(arguments, "new_file_path" if "new_file_path" in arguments else "old_file_path")
+        proposal = string_argument(arguments, "new_file_contents", allow_empty=True)
         named = arguments.get("tab_name")
         tab_name = named if isinstance(named, str) and named else path
         if not os.path.isabs(path):
@@ -202,7 +199,7 @@ class ClaudeSide:
         return [cp.DIFF_REJECTED, tab_name]
 
     async def _close_tab(self, ctx: ServerRequestContext[Any], arguments: dict[str, Any]) -> list[str]:
-        review = self.tabs.pop(_string(arguments, "tab_name"), None)
+        review = self.tabs.pop(string_argument(arguments, "tab_name"), None)
         if review is not None:
             await self.window.close_review(review)
         return ["TAB_CLOSED"]
@@ -278,17 +275,8 @@ def _requester(ctx: ServerRequestContext[Any]) -> str:
     return "Claude Code" if name == "claude-code" else (name or "Claude Code")
 
 
-def _string(arguments: dict[str, Any], name: str, allow_empty: bool = False) -> str:
-    value = arguments.get(name)
-    if not isinstance(value, str):
-        raise ToolError(f"The argument {name!r} must be a string.")
-    if not value and not allow_empty:
-        raise ToolError(f"The argument {name!r} must not be empty.")
-    return value
-
-
 def _absolute(arguments: dict[str, Any], name: str) -> str:
-    path = path_of(_string(arguments, name))
+    path = path_of(string_argument(arguments, name))
     if not os.path.isabs(path) or "\0" in path:
         raise ToolError(f"The argument {name!r} must be an absolute path, not {path!r}.")
     return path

@@ -15,7 +15,7 @@ import os
 import re
 import socket
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from .processes import create_time, pid_alive
 from .protocol import IDE_INFO
@@ -140,15 +140,20 @@ def sweep_stale(own_editor_pid: int, directory: str | None = None) -> list[str]:
     belongs to a process started after the file was written (the editor crashed and the system gave
     its PID to another program), unless its port still answers. Live files are never touched.
     """
+    return remove_stale(our_files(directory or discovery_dir()), own_editor_pid, "discovery file")
+
+
+def remove_stale(files: Iterable[tuple[str, int, int]], own_editor_pid: int, what: str) -> list[str]:
+    """Delete those of `files` ((path, PID, port) each) that `is_stale`; returns the paths removed."""
     removed: list[str] = []
-    for path, pid, port in our_files(directory or discovery_dir()):
+    for path, pid, port in files:
         if not is_stale(path, pid, port, own_editor_pid):
             continue
         try:
             os.unlink(path)
             removed.append(path)
         except OSError as exc:
-            log.debug("could not remove stale discovery file %s: %s", path, exc)
+            log.debug("could not remove stale %s %s: %s", what, path, exc)
     return removed
 
 

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from .claude_protocol import CONFIG_DIR_ENV, IDE_NAME
-from .discovery import DiscoveryError, atomic_write_private, ensure_private_dir, is_stale
+from .discovery import DiscoveryError, atomic_write_private, ensure_private_dir, remove_stale
 
 log = logging.getLogger("gemini_companion")
 
@@ -66,16 +66,7 @@ def sweep_stale(own_editor_pid: int, directory: str | None = None) -> list[str]:
 
     Other editors' locks share the folder and are never touched.
     """
-    removed: list[str] = []
-    for path, pid, port in our_locks(directory or lock_dir()):
-        if not is_stale(path, pid, port, own_editor_pid):
-            continue
-        try:
-            os.unlink(path)
-            removed.append(path)
-        except OSError as exc:
-            log.debug("could not remove stale lock file %s: %s", path, exc)
-    return removed
+    return remove_stale(our_locks(directory or lock_dir()), own_editor_pid, "lock file")
 
 
 def our_locks(directory: str) -> Iterator[tuple[str, int, int]]:

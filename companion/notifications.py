@@ -33,6 +33,15 @@ class IdeNotification(mcp_types.Notification[dict[str, Any] | None, str]):
     params: dict[str, Any] | None = None
 
 
+def call_listener(listener: Callable[[], None] | None) -> None:
+    """Tell the editor that the connected clients changed; its callback must never break the server."""
+    if listener is not None:
+        try:
+            listener()
+        except Exception as exc:
+            log.debug("clients-changed callback failed: %r", exc)
+
+
 @dataclass
 class ClientSession:
     """One MCP session (one connected client) of a window server."""
@@ -102,11 +111,7 @@ class Broadcaster:
             self._clients_changed()
 
     def _clients_changed(self) -> None:
-        if self.on_clients_changed is not None:
-            try:
-                self.on_clients_changed()
-            except Exception as exc:  # an editor callback must never break the server
-                log.debug("clients-changed callback failed: %r", exc)
+        call_listener(self.on_clients_changed)
 
     def prune(self, live_session_ids: set[str]) -> None:
         """Drop sessions the transport no longer knows (closed, deleted or reaped when idle)."""

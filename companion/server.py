@@ -316,8 +316,8 @@ class WindowServer:
             return _error_result(str(exc))
 
     async def _open_diff(self, ctx: ServerRequestContext[Any], arguments: dict[str, Any]) -> types.CallToolResult:
-        file_path = _string_argument(arguments, "filePath")
-        new_content = _string_argument(arguments, "newContent", allow_empty=True)
+        file_path = string_argument(arguments, "filePath")
+        new_content = string_argument(arguments, "newContent", allow_empty=True)
         if not file_path:
             raise ToolError("openDiff needs a non-empty filePath (the absolute path of the file to change).")
         try:  # on the loop thread, never Sublime's: non-blocking, at most 16 MiB (see disk_text)
@@ -349,7 +349,7 @@ class WindowServer:
         return types.CallToolResult(content=[])
 
     async def _close_diff(self, arguments: dict[str, Any]) -> types.CallToolResult:
-        file_path = _string_argument(arguments, "filePath")
+        file_path = string_argument(arguments, "filePath")
         try:
             disk_text.check_shape(file_path)
         except disk_text.PathRefused as exc:
@@ -430,7 +430,7 @@ class ToolSpec:
         self.handler = handler
 
 
-def _string_argument(arguments: dict[str, Any], name: str, allow_empty: bool = False) -> str:
+def string_argument(arguments: dict[str, Any], name: str, allow_empty: bool = False) -> str:
     value = arguments.get(name)
     if not isinstance(value, str):
         raise ToolError(f"The argument {name!r} must be a string.")

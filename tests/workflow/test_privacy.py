@@ -38,7 +38,9 @@ def test_pause_exclude_and_selection_sharing_reach_the_real_client(
     cli = run_in_terminal(open_cli(window, terminus))
     try:
         cli.wait_connected()
-        control.pump_until(lambda: status_of(app_view) == "Gemini ● · Claude ○", 30, "the status bar to show the client")
+        control.pump_until(
+            lambda: status_of(app_view) == "Gemini ● · Claude ○", 30, "the status bar to show the client"
+        )
         cli.wait_context(lambda c: open_paths(c) == [app])
 
         # Excluded by default: never listed, their selection never shared, even while focused.
