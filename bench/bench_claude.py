@@ -68,6 +68,39 @@ def claude_selection_latency(handle: WindowHandle, workspace: str, count: int) -
     return {"p50_ms": statistics.median(beyond), "p99_ms": percentile(beyond, 99), "n": len(beyond)}
 
 
+RSS_SNIPPET = """
+import json, sys, tempfile, psutil
+claude = sys.argv[1] == "1"
+process = psutil.Process()
+before = process.memory_info().rss
+from companion.headless import HeadlessEditor
+from companion.runtime import Runtime
+folder = tempfile.mkdtemp()
+runtime = Runtime(discovery_directory=folder + "/g", lock_directory=folder + "/c")
+runtime.open_window(HeadlessEditor("accept"), [folder], claude=claude).ready.result(30)
+first = process.memory_info().rss
+for _ in range(9):
+    runtime.open_window(HeadlessEditor("accept"), [folder], claude=claude).ready.result(30)
+after = process.memory_info().rss
+runtime.stop()
+print(json.dumps([(first - before) / 2**20, (after - first) / 9 / 2**20]))
+"""
+
+
+def claude_memory(runs: int) -> dict[str, float]:
+    """What serving Claude Code adds to RSS: fresh interpreters alternating off and on, medians."""
+    measured: dict[str, list[list[float]]] = {"0": [], "1": []}
+    for _ in range(runs):
+        for claude in ("0", "1"):
+            out = subprocess.check_output(
+                [sys.executable, "-c", RSS_SNIPPET, claude], env={**os.environ, "PYTHONPATH": ROOT}
+            )
+            measured[claude].append(json.loads(out))
+    first = statistics.median(on[0] for on in measured["1"]) - statistics.median(off[0] for off in measured["0"])
+    each = statistics.median(on[1] for on in measured["1"]) - statistics.median(off[1] for off in measured["0"])
+    return {"first_window_mib": first, "each_further_mib": each, "runs": runs}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer samples (a smoke run)")
@@ -96,13 +129,18 @@ def main() -> None:
             )
         finally:
             runtime.stop()
+    memory = claude_memory(2 if args.quick else 5)
     if not args.quick:
         os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
         with open(os.path.join(ROOT, "bench", "results", "claude.json"), "w") as out:
-            json.dump(results, out, indent=2)
+            json.dump({**results, "memory": memory}, out, indent=2)
     print("| measurement | p50 | p99 | n |\n|---|---|---|---|")
     for name, data in results.items():
         print(f"| {name} | {data['p50_ms']:.2f} ms | {data['p99_ms']:.2f} ms | {data['n']} |")
+    print(
+        f"| RSS added by the Claude side: first window / each further | {memory['first_window_mib']:+.2f} MiB / "
+        f"{memory['each_further_mib']:+.3f} MiB | | {memory['runs']} + {memory['runs']} |"
+    )
 
 
 if __name__ == "__main__":
