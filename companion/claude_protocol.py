@@ -1,7 +1,7 @@
 """The wire contract with Claude Code's `/ide` integration: tool names, result words, limits.
 
-Facts from the real client (`@anthropic-ai/claude-code` 2.1.197 and 2.1.331; see
-shared/reference/claude-code-ide.md). Standard library only: the Sublime adapter imports this
+Facts from the real client (`@anthropic-ai/claude-code` 2.1.197 and 2.1.331), summarised in
+CONTRIBUTING.md ("Claude Code"). Standard library only: the Sublime adapter imports this
 on the editor's thread.
 """
 
@@ -90,7 +90,8 @@ TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
     GET_OPEN_EDITORS: ("The files open in this window.", _object({})),
     GET_WORKSPACE_FOLDERS: ("The folders of this window.", _object({})),
     GET_DIAGNOSTICS: (
-        "Diagnostics the editor has: the LSP package's, and errors of the last build. Empty when there are none.",
+        "Diagnostics the editor shows: errors of the last build, and the LSP package's Diagnostics panel while "
+        "it is open. Empty when there are none.",
         _object({"uri": {"type": "string", "description": "file:// URI of one file; all files when absent."}}),
     ),
     CHECK_DOCUMENT_DIRTY: (

@@ -1,5 +1,5 @@
 """A test client for the Claude Code side: a plain WebSocket (the `websockets` library) speaking
-the JSON-RPC messages the real client sends (see shared/reference/claude-code-ide.md), with every
+the JSON-RPC messages the real client sends (see CONTRIBUTING.md, "Claude Code"), with every
 frame it receives kept for the test to inspect. The real client itself runs in tests/conformance."""
 
 from __future__ import annotations

@@ -1,20 +1,66 @@
 """What Sublime Text can honestly report as diagnostics, and selecting text for `openFile`.
 
-The errors of the last build: the `exec` output panel's result regions, which Sublime parses with
-the build system's `file_regex`/`line_regex` (`View.find_all_results_with_text`). Nothing else is
-public: the LSP package keeps its diagnostics in its own objects with no documented API, so they
-are not read (an empty answer is honest; an invented one is not). Main thread only.
+Two sources, both read through Sublime's public API from output panels the user can see:
+- the errors of the last build: the `exec` panel's results, which Sublime parses with the build
+  system's `file_regex`/`line_regex` (`View.find_all_results_with_text`);
+- the LSP package's diagnostics while its Diagnostics panel shows ("LSP: Toggle Diagnostics
+  Panel"): LSP rewrites that panel only while it is open, so a hidden one may be stale and is not
+  read. Its lines are `<file>:` then `<line>:<col> <kind> <message> \u200b<source>` (sublimelsp/LSP
+  `plugin/core/panels.py` PanelName.Diagnostics, `types.py` PANEL_FILE_REGEX, `views.py`
+  format_diagnostic_for_panel). LSP's own objects have no documented API and are never touched.
+Nothing else is invented: no source, no diagnostics. Main thread only.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import sublime
 
 BUILD_PANEL = "exec"
 ERROR = 1  # LSP DiagnosticSeverity.Error: a build result line is an error or warning we cannot tell apart
+LSP_PANEL = "diagnostics"
+LSP_FILE = re.compile(r"^(\S.*):$")
+LSP_LINE = re.compile(r"^\s+(\d+):(\d+)\s+(error|warning|info|hint)\s+(.*?)(?:\s\u200b(.*))?$")
+LSP_SEVERITY = {"error": 1, "warning": 2, "info": 3, "hint": 4}
+
+
+def diagnostics(window: sublime.Window, path: str | None) -> dict[str, list[dict[str, Any]]]:
+    """Every honest source, merged by file, optionally only `path`'s."""
+    found = build_errors(window, path)
+    for file_path, items in lsp_diagnostics(window, path).items():
+        found.setdefault(file_path, []).extend(items)
+    return found
+
+
+def lsp_diagnostics(window: sublime.Window, path: str | None) -> dict[str, list[dict[str, Any]]]:
+    """The LSP package's Diagnostics panel, when it is the panel showing (else it may be stale)."""
+    if not window.is_valid() or window.active_panel() != f"output.{LSP_PANEL}":
+        return {}
+    panel = window.find_output_panel(LSP_PANEL)
+    if panel is None:
+        return {}
+    found: dict[str, list[dict[str, Any]]] = {}
+    current: str | None = None
+    for text in panel.substr(sublime.Region(0, panel.size())).split("\n"):
+        if (file_match := LSP_FILE.match(text)) is not None:
+            current = os.path.normpath(file_match.group(1))
+            continue
+        line_match = LSP_LINE.match(text)
+        if current is None or line_match is None or not _wanted(current, path):
+            continue
+        line, column, kind, message, source = line_match.groups()
+        position = {"line": int(line) - 1, "character": int(column) - 1}
+        item: dict[str, Any] = {"message": message, "severity": LSP_SEVERITY[kind], "source": source or "LSP"}
+        item["range"] = {"start": position, "end": position}
+        found.setdefault(current, []).append(item)
+    return found
+
+
+def _wanted(file_path: str, path: str | None) -> bool:
+    return path is None or os.path.normcase(file_path) == os.path.normcase(path)
 
 
 def build_errors(window: sublime.Window, path: str | None) -> dict[str, list[dict[str, Any]]]:
@@ -25,7 +71,7 @@ def build_errors(window: sublime.Window, path: str | None) -> dict[str, list[dic
     found: dict[str, list[dict[str, Any]]] = {}
     for file_name, line, column, text in panel.find_all_results_with_text():
         file_path = os.path.normpath(file_name)
-        if path is not None and os.path.normcase(file_path) != os.path.normcase(path):
+        if not _wanted(file_path, path):
             continue
         position = {"line": max(line - 1, 0), "character": max(column - 1, 0)}
         item = {"message": text, "severity": ERROR, "source": "build", "range": {"start": position, "end": position}}

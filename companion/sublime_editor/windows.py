@@ -15,7 +15,8 @@ from ..diffs import Review
 from ..runtime import Runtime, RuntimeStopped, WindowHandle
 from ..workspace.settings import tool_factory
 from . import direct_access, settings
-from .diagnostics import build_errors, select_text
+from .diagnostics import diagnostics as window_diagnostics
+from .diagnostics import select_text
 from .main_thread import on_main
 from .review_ui import WindowReviews
 from .workspace_tools import WorkspaceSnapshot, read_settings
@@ -136,7 +137,7 @@ class SublimeEditor:
     async def diagnostics(self, path: str | None) -> dict[str, list[dict[str, Any]]]:
         if self.reviews.detached:
             return {}
-        return await on_main(lambda: build_errors(self.reviews.window, path))
+        return await on_main(lambda: window_diagnostics(self.reviews.window, path))
 
     def _open_view(self, path: str) -> sublime.View | None:
         """The file's view in this window, else in another window (main thread)."""

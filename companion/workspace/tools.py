@@ -95,7 +95,8 @@ TOOL_DEFINITIONS: dict[str, types.Tool] = {
     GET_DIAGNOSTICS: types.Tool(
         name=GET_DIAGNOSTICS,
         description="The diagnostics the user's Sublime Text has for the workspace: the errors of the last build "
-        "(its output panel). JSON: [{uri, diagnostics: [{message, severity, source, range}]}] with 0-based "
+        "(its output panel) and the LSP package's Diagnostics panel while it shows. JSON: [{uri, diagnostics: "
+        "[{message, severity, source, range}]}] with 0-based "
         "lines; an empty list when there are none.",
         input_schema={
             "type": "object",

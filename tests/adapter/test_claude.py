@@ -194,3 +194,38 @@ def test_get_diagnostics_reports_the_build_panels_errors_and_nothing_invented(
     ]
     other = Path(write(workspace, "b.py", "")).as_uri()
     assert json.loads(client.result(client.call("getDiagnostics", {"uri": other}))[0]) == []
+
+
+def test_get_diagnostics_reads_the_lsp_packages_diagnostics_panel_only_while_it_shows(
+    companion: Companion, claude: Callable[[sublime.Window], ThreadedClaude], workspace: str
+) -> None:
+    window = control.new_window([workspace])
+    companion.load()
+    client = claude(window)
+    path = write(workspace, "app.py", "import os\nx = y\n")
+    # What LSP writes there (sublimelsp/LSP: `<file>:` then format_diagnostic_for_panel's lines).
+    panel = window.create_output_panel("diagnostics")
+    lines = [f"{path}:", "    2:5   error   undefined name 'y' \u200bpyflakes", "    1:1   warning unused import", ""]
+    panel.run_command("append", {"characters": "\n".join(lines)})
+    assert json.loads(client.result(client.call("getDiagnostics"))[0]) == []  # hidden: LSP may not have refreshed it
+    window.run_command("show_panel", {"panel": "output.diagnostics"})
+    found = json.loads(client.result(client.call("getDiagnostics", {"uri": Path(path).as_uri()}))[0])
+    assert found == [
+        {
+            "uri": Path(path).as_uri(),
+            "diagnostics": [
+                {
+                    "message": "undefined name 'y'",
+                    "severity": 1,
+                    "source": "pyflakes",
+                    "range": {"start": {"line": 1, "character": 4}, "end": {"line": 1, "character": 4}},
+                },
+                {
+                    "message": "unused import",
+                    "severity": 2,
+                    "source": "LSP",
+                    "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+                },
+            ],
+        }
+    ]

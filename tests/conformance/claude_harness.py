@@ -1,7 +1,7 @@
 """The real Claude Code (`claude`, @anthropic-ai/claude-code pinned in tests/conformance/claude)
 against the companion, offline and with no account.
 
-How (see shared/reference/claude-code-ide.md, "Testing with the real binary"):
+How (CONTRIBUTING.md, "Claude Code", has the client's contract):
 - A scratch config folder (`CLAUDE_CONFIG_DIR`) whose `.claude.json` has onboarding done, the
   workspace trusted and the test's API key approved; the companion writes its lock file into that
   folder's `ide/`, where the client looks.

@@ -1,5 +1,5 @@
 """Claude Code's /ide side of a window server, as the real client uses it (shapes from
-shared/reference/claude-code-ide.md): the lock file, the WebSocket handshake, openDiff answered
+CONTRIBUTING.md, "Claude Code"): the lock file, the WebSocket handshake, openDiff answered
 with the user's decision, the other tools, and the notifications."""
 
 from __future__ import annotations
