@@ -181,22 +181,20 @@ class ClaudeSide:
             disk = disk_text.checked_read(path)
         except disk_text.PathRefused as exc:
             raise ToolError(f"openDiff: {exc}") from None
-        opened: list[Review] = []
-
-        def remember(review: Review) -> None:
-            self.tabs[tab_name] = review
-            opened.append(review)
-
         try:  # no timeout: the user may take as long as they need (the client waits too)
             outcome, text = await self.window.request_review(
-                path, proposal, _requester(ctx), timeout=None, disk=disk, agent=CLAUDE, on_open=remember
+                path, proposal, _requester(ctx), None, disk, CLAUDE, lambda review: self._remember_tab(tab_name, review)
             )
         finally:
-            if opened and self.tabs.get(tab_name) is opened[0]:
+            ended = self.tabs.get(tab_name)
+            if ended is not None and not ended.is_open:  # its review is over, however it ended
                 del self.tabs[tab_name]
         if outcome is Outcome.ACCEPTED:
             return [cp.FILE_SAVED, text if text is not None else proposal]
         return [cp.DIFF_REJECTED, tab_name]
+
+    def _remember_tab(self, tab_name: str, review: Review) -> None:
+        self.tabs[tab_name] = review
 
     async def _close_tab(self, ctx: ServerRequestContext[Any], arguments: dict[str, Any]) -> list[str]:
         review = self.tabs.pop(string_argument(arguments, "tab_name"), None)
@@ -226,7 +224,6 @@ class ClaudeSide:
         return [json.dumps({"success": True, **selection})]
 
     async def _latest(self, ctx: ServerRequestContext[Any], arguments: dict[str, Any]) -> list[str]:
-        self.selection_changed()  # fold in a change still inside the debounce
         if self._latest_selection is None:
             return [json.dumps({"success": False, "message": "No selection available"})]
         return [json.dumps({"success": True, **self._latest_selection})]

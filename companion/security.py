@@ -41,7 +41,7 @@ class RequestGuard:
         self.app = app
         self.websocket = websocket  # Claude Code's endpoint, which checks its own token
         self._expected = f"Bearer {token}".encode("latin-1")
-        self._hosts = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
+        self._hosts = loopback_hosts(port)
         self._max_body = max_body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -67,17 +67,17 @@ class RequestGuard:
         if scope.get("path") != MCP_PATH:
             return 404, "Not found: the only endpoint is /mcp.", []
         headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
-        origins = _values(headers, b"origin")
+        origins = header_values(headers, b"origin")
         if origins:
             return 403, "Request denied: requests from web pages (with an Origin header) are not accepted.", []
-        hosts = _values(headers, b"host")
+        hosts = header_values(headers, b"host")
         if len(hosts) != 1 or hosts[0] not in self._hosts:
             return 403, "Invalid Host header: connect to 127.0.0.1 on this server's port.", []
-        auth = _values(headers, b"authorization")
+        auth = header_values(headers, b"authorization")
         if len(auth) != 1 or not hmac.compare_digest(auth[0], self._expected):
             challenge = [(b"www-authenticate", b'Bearer realm="gemini-companion"')]
             return 401, "Unauthorized: send the authToken from the discovery file as a Bearer token.", challenge
-        lengths = _values(headers, b"content-length")
+        lengths = header_values(headers, b"content-length")
         if len(lengths) > 1:
             return 400, "Bad request: more than one Content-Length header.", []
         if lengths:
@@ -90,7 +90,12 @@ class RequestGuard:
         return None
 
 
-def _values(headers: list[tuple[bytes, bytes]], name: bytes) -> list[bytes]:
+def loopback_hosts(port: int) -> set[bytes]:
+    """The only `Host` values a request may carry: anything else is DNS rebinding."""
+    return {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
+
+
+def header_values(headers: list[tuple[bytes, bytes]], name: bytes) -> list[bytes]:
     return [value for key, value in headers if key.lower() == name]
 
 
@@ -102,8 +107,12 @@ def header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-async def send_json(send: Send, status: int, body: dict[str, Any], extra: list[tuple[bytes, bytes]]) -> None:
+async def send_json(
+    send: Send, status: int, body: dict[str, Any], extra: list[tuple[bytes, bytes]], kind: str = "http"
+) -> None:
+    """An HTTP JSON answer; `kind="websocket"` answers a WebSocket upgrade instead of accepting it."""
     data = json.dumps(body).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), *extra]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": data})
+    prefix = "websocket.http" if kind == "websocket" else "http"
+    await send({"type": f"{prefix}.response.start", "status": status, "headers": headers})
+    await send({"type": f"{prefix}.response.body", "body": data})

@@ -11,7 +11,6 @@ does not offer the `mcp` subprotocol.
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 
 from .claude_protocol import AUTH_HEADER, SUBPROTOCOL, WEBSOCKET_PATH
-from .security import Receive, Scope, Send
+from .security import Receive, Scope, Send, header_values, loopback_hosts, send_json
 
 log = logging.getLogger("gemini_companion")
 
@@ -38,12 +37,12 @@ def refusal(scope: Scope, token: str, port: int) -> tuple[int, str] | None:
     if scope.get("path") != WEBSOCKET_PATH:
         return 404, "Not found: Claude Code's endpoint is ws://127.0.0.1:<port>/."
     headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
-    if _values(headers, b"origin"):
+    if header_values(headers, b"origin"):
         return 403, "Request denied: connections from web pages (with an Origin header) are not accepted."
-    hosts = _values(headers, b"host")
-    if len(hosts) != 1 or hosts[0] not in (f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()):
+    hosts = header_values(headers, b"host")
+    if len(hosts) != 1 or hosts[0] not in loopback_hosts(port):
         return 403, "Invalid Host header: connect to 127.0.0.1 on this server's port."
-    tokens = _values(headers, AUTH_HEADER)
+    tokens = header_values(headers, AUTH_HEADER)
     if len(tokens) != 1 or not hmac.compare_digest(tokens[0], token.encode("latin-1")):
         return 401, "Unauthorized: send the authToken from the lock file as X-Claude-Code-Ide-Authorization."
     if SUBPROTOCOL not in scope.get("subprotocols", []):
@@ -51,16 +50,9 @@ def refusal(scope: Scope, token: str, port: int) -> tuple[int, str] | None:
     return None
 
 
-def _values(headers: list[tuple[bytes, bytes]], name: bytes) -> list[bytes]:
-    return [value for key, value in headers if key.lower() == name]
-
-
 async def refuse(send: Send, status: int, message: str) -> None:
     """Answer the upgrade request with an HTTP error; no WebSocket is opened."""
-    body = json.dumps({"error": message}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "websocket.http.response.start", "status": status, "headers": headers})
-    await send({"type": "websocket.http.response.body", "body": body})
+    await send_json(send, status, {"error": message}, [], kind="websocket")
 
 
 @dataclass(eq=False)
