@@ -526,6 +526,10 @@ GEMINI_SETTINGS: dict[str, Any] = {
 }
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+# A TUI may leave blank cells unwritten and move the cursor over them instead: Claude Code does so
+# word by word (cursor to column N) when it believes it runs in CI (`CI` set). Such a move within
+# the line reads as one space, so the words on the screen stay words in `screen_text`.
+_CURSOR_RIGHT = re.compile(r"\x1b\[\d*C|\x1b\[(?:[2-9]|\d\d+)G")
 
 
 def make_gemini_home(home: str, settings: dict[str, Any] | None = None) -> str:
@@ -632,7 +636,8 @@ class GeminiTerminal:
     def screen_text(self, start: int = 0) -> str:
         with self._lock:
             raw = bytes(self.output[start:])
-        return _ANSI.sub("", raw.decode("utf-8", "replace")).replace("\r", "")
+        text = _CURSOR_RIGHT.sub(" ", raw.decode("utf-8", "replace"))
+        return _ANSI.sub("", text).replace("\r", "")
 
     def mark(self) -> int:
         with self._lock:
