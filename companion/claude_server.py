@@ -22,7 +22,7 @@ from mcp.server.lowlevel import Server
 
 from . import __version__, disk_text
 from . import claude_protocol as cp
-from .diffs import Outcome, Review
+from .diffs import BY_CLAUDE, Outcome, Review
 from .notifications import call_listener
 from .security import Receive, Scope, Send
 from .server import ToolError, WindowServer, string_argument
@@ -31,7 +31,6 @@ from .websocket import Connection, ReadStream, WriteStream, refusal, refuse, ser
 
 log = logging.getLogger("gemini_companion")
 
-CLAUDE = "claude"  # Review.agent of the reviews opened here
 SERVER_NAME = "gemini-companion-sublime-claude"
 
 
@@ -44,6 +43,7 @@ class ClaudeSide:
         self.on_clients_changed: Callable[[], None] | None = None
         self._last_selection: dict[str, Any] | None = None
         self._latest_selection: dict[str, Any] | None = None  # the last non-empty one, for getLatestSelection
+        self._handlers = self._tool_handlers()
         self._mcp = self._build_mcp_server()
         self._scopes: set[anyio.CancelScope] = set()
 
@@ -145,7 +145,7 @@ class ClaudeSide:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         arguments = params.arguments or {}
-        handler = self._handlers().get(params.name)
+        handler = self._handlers.get(params.name)
         try:
             if handler is None:
                 raise ToolError(f"Unknown tool {params.name!r}. Call tools/list for the tools this server offers.")
@@ -153,7 +153,7 @@ class ClaudeSide:
         except ToolError as exc:
             return types.CallToolResult(content=[types.TextContent(type="text", text=str(exc))], is_error=True)
 
-    def _handlers(self) -> dict[str, Callable[..., Any]]:
+    def _tool_handlers(self) -> dict[str, Callable[..., Any]]:
         return {
             cp.OPEN_DIFF: self._open_diff,
             cp.OPEN_FILE: self._open_file,
@@ -183,7 +183,13 @@ class ClaudeSide:
             raise ToolError(f"openDiff: {exc}") from None
         try:  # no timeout: the user may take as long as they need (the client waits too)
             outcome, text = await self.window.request_review(
-                path, proposal, _requester(ctx), None, disk, CLAUDE, lambda review: self._remember_tab(tab_name, review)
+                path,
+                proposal,
+                _requester(ctx),
+                timeout=None,
+                disk=disk,
+                agent=BY_CLAUDE,
+                on_open=lambda review: self._remember_tab(tab_name, review),
             )
         finally:
             ended = self.tabs.get(tab_name)

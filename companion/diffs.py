@@ -29,6 +29,11 @@ class Outcome(enum.Enum):
 
 DecisionSink = Callable[["Review", Outcome, "str | None"], None]
 
+# Who opened a review (`Review.agent`); each agent closes only its own reviews.
+BY_GEMINI = "gemini"  # Gemini CLI's openDiff, over HTTP
+BY_CLAUDE = "claude"  # Claude Code's openDiff, over its WebSocket
+BY_TOOL = "tool"  # the write_file tool, for the other agents
+
 _ids = itertools.count(1)
 
 
@@ -49,9 +54,7 @@ class Review:
     # What the file held when this proposal arrived, read off the editor's main thread
     # (None until the server has read it).
     disk: DiskText | None = field(default=None, repr=False)
-    # Who opened it: "gemini" (openDiff over HTTP), "claude" (Claude Code's openDiff) or "tool"
-    # (write_file). Each agent closes only its own reviews.
-    agent: str = "gemini"
+    agent: str = BY_GEMINI  # who opened it (BY_GEMINI, BY_CLAUDE or BY_TOOL)
 
     def accept(self, content: str) -> None:
         """The user accepted; `content` is the proposal as the user left it (edits included)."""
@@ -103,7 +106,7 @@ class Reviews:
         proposal: str,
         requested_by: str,
         on_decided: Callable[[Outcome, str | None], None],
-        agent: str = "tool",
+        agent: str = BY_TOOL,
     ) -> Review | None:
         """Start a review a tool waits on; None when the path already has an open review."""
         with self._lock:

@@ -26,7 +26,7 @@ log = logging.getLogger("gemini_companion")
 # window's file takes the second name: the stdio bridge (other agents) still finds it, Gemini CLI never.
 GEMINI_PREFIX = "gemini-ide-server"
 BRIDGE_ONLY_PREFIX = "sublime-companion-server"
-FILE_PATTERN = re.compile(r"^(?:gemini-ide-server|sublime-companion-server)-(\d+)-(\d+)\.json$")
+FILE_PATTERN = re.compile(rf"^(?:{GEMINI_PREFIX}|{BRIDGE_ONLY_PREFIX})-(\d+)-(\d+)\.json$")
 
 
 def node_tmpdir(environ: Mapping[str, str] | None = None, platform: str = sys.platform) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 
 from .claude_protocol import CONFIG_DIR_ENV, IDE_NAME
 from .discovery import DiscoveryError, atomic_write_private, ensure_private_dir, remove_stale
+from .workspace.reading import read_at_most
 
 log = logging.getLogger("gemini_companion")
 
@@ -106,7 +107,7 @@ def read_lock(path: str) -> dict[str, Any] | None:
             return None
         if sys.platform != "win32" and st.st_uid != os.getuid():
             return None
-        data = json.loads(os.read(fd, MAX_LOCK_BYTES + 1).decode("utf-8"))
+        data = json.loads(read_at_most(fd, MAX_LOCK_BYTES).decode("utf-8"))
     except (OSError, ValueError):
         return None
     finally:

@@ -26,7 +26,7 @@ from starlette.requests import ClientDisconnect
 from . import __version__, disk_text
 from .connections import GuardedH11Protocol
 from .context import ContextTracker
-from .diffs import Outcome, Review, ReviewBusy, Reviews
+from .diffs import BY_GEMINI, BY_TOOL, Outcome, Review, ReviewBusy, Reviews
 from .editor import Editor
 from .notifications import Broadcaster
 from .protocol import (
@@ -158,8 +158,7 @@ class WindowServer:
         if self._pruner is not None:
             self._pruner.cancel()
         for review in self.reviews.all():
-            if self._finish(review, Outcome.CLOSED):
-                await self._close_in_editor(review)
+            await self.close_review(review)
         if self.claude is not None:
             await self.claude.close()
         await self._terminate_sessions()
@@ -339,8 +338,7 @@ class WindowServer:
         except Exception as exc:
             # A replaced review was already promised to an earlier openDiff: answer that caller
             # with a rejection (nothing is written) rather than leave it waiting.
-            if self._finish(review, Outcome.REJECTED if replaced else Outcome.CLOSED):
-                await self._close_in_editor(review)
+            await self.close_review(review, Outcome.REJECTED if replaced else Outcome.CLOSED)
             log.warning("could not show the diff for %s: %r", file_path, exc)
             raise ToolError(
                 f"The editor could not show the diff for {file_path}: {exc or type(exc).__name__}. "
@@ -355,7 +353,7 @@ class WindowServer:
         except disk_text.PathRefused as exc:
             raise ToolError(f"closeDiff: {exc}") from None
         review = self.reviews.get(file_path)
-        if review is not None and review.agent != "gemini":
+        if review is not None and review.agent != BY_GEMINI:
             review = None  # another agent's review (Claude Code's, write_file's): not Gemini's to close
         content: str | None = None
         # Claim the review before awaiting the editor, so a user decision arriving meanwhile is
@@ -371,7 +369,7 @@ class WindowServer:
         requested_by: str,
         timeout: float | None,
         disk: disk_text.DiskText | None = None,
-        agent: str = "tool",
+        agent: str = BY_TOOL,
         on_open: Callable[[Review], None] | None = None,
     ) -> tuple[Outcome, str | None]:
         """Show a review that the caller waits on (write_file, Claude Code's openDiff); returns
@@ -399,17 +397,16 @@ class WindowServer:
             await asyncio.wait_for(self.editor.show_review(review), SHOW_REVIEW_TIMEOUT_SECONDS)
             return await asyncio.wait_for(asyncio.shield(decision), timeout)
         except (TimeoutError, asyncio.TimeoutError):
-            if self._finish(review, Outcome.REJECTED):
-                await self._close_in_editor(review)
+            await self.close_review(review, Outcome.REJECTED)
             return decision.result() if decision.done() else (Outcome.REJECTED, None)
         except BaseException:
-            if self._finish(review, Outcome.CLOSED):
-                await self._close_in_editor(review)
+            await self.close_review(review)
             raise
 
-    async def close_review(self, review: Review) -> bool:
-        """Close `review` without a decision (its waiting caller hears CLOSED); False if it had ended."""
-        if not self._finish(review, Outcome.CLOSED):
+    async def close_review(self, review: Review, outcome: Outcome = Outcome.CLOSED) -> bool:
+        """End `review` without the user's decision (its caller hears `outcome`) and close it in the
+        editor; False if it had already ended."""
+        if not self._finish(review, outcome):
             return False
         await self._close_in_editor(review)
         return True

@@ -52,9 +52,7 @@ def lsp_diagnostics(window: sublime.Window, path: str | None) -> dict[str, list[
         if current is None or line_match is None or not _wanted(current, path):
             continue
         line, column, kind, message, source = line_match.groups()
-        position = {"line": int(line) - 1, "character": int(column) - 1}
-        item: dict[str, Any] = {"message": message, "severity": LSP_SEVERITY[kind], "source": source or "LSP"}
-        item["range"] = {"start": position, "end": position}
+        item = _diagnostic(message, LSP_SEVERITY[kind], source or "LSP", int(line), int(column))
         found.setdefault(current, []).append(item)
     return found
 
@@ -73,10 +71,14 @@ def build_errors(window: sublime.Window, path: str | None) -> dict[str, list[dic
         file_path = os.path.normpath(file_name)
         if not _wanted(file_path, path):
             continue
-        position = {"line": max(line - 1, 0), "character": max(column - 1, 0)}
-        item = {"message": text, "severity": ERROR, "source": "build", "range": {"start": position, "end": position}}
-        found.setdefault(file_path, []).append(item)
+        found.setdefault(file_path, []).append(_diagnostic(text, ERROR, "build", line, column))
     return found
+
+
+def _diagnostic(message: str, severity: int, source: str, line: int, column: int) -> dict[str, Any]:
+    """One diagnostic in LSP shape at a point (1-based `line` and `column` in, 0-based out)."""
+    position = {"line": max(line - 1, 0), "character": max(column - 1, 0)}
+    return {"message": message, "severity": severity, "source": source, "range": {"start": position, "end": position}}
 
 
 def select_text(view: sublime.View, start_text: str, end_text: str, tries: int = 50) -> None:

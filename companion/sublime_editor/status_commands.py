@@ -11,8 +11,7 @@ import sublime_plugin
 
 from .. import doctor
 from ..discovery import node_tmpdir, workspace_path
-from ..user_paths import expand_program
-from . import settings, status, terminal
+from . import status, terminal
 from .lifecycle import library_problem, registry, upgraded
 from .windows import WindowState
 
@@ -38,8 +37,8 @@ def gather_facts(window: sublime.Window, state: WindowState | None) -> doctor.Fa
         "tmpdir": node_tmpdir(),
         "restart_needed": bool((problem := library_problem()) and problem.restart_needed),
         "upgraded": upgraded(),
-        "gemini_command": expand_program(settings.get("gemini_command", ["gemini"])),
-        "claude_command": expand_program(settings.get("claude_command", ["claude"])),
+        "gemini_command": terminal.agent_command(terminal.GEMINI),
+        "claude_command": terminal.agent_command(terminal.CLAUDE),
     }
     if state is None:
         return doctor.Facts(

@@ -42,6 +42,11 @@ AGENTS = (GEMINI, CLAUDE)
 PANEL_NAME = GEMINI.title
 
 
+def agent_command(agent: Agent) -> list[str]:
+    """The program (with `~` expanded) and arguments the user set for `agent`."""
+    return expand_program(settings.get(agent.command_setting, list(agent.default_command)))
+
+
 def agent_named(key: str | None) -> Agent | None:
     return next((agent for agent in AGENTS if agent.key == key), None)
 
@@ -107,7 +112,7 @@ def open_args(
     window: sublime.Window, handle: WindowHandle, folder: str, editor_pid: int, agent: Agent = GEMINI
 ) -> dict[str, Any]:
     """The exact `terminus_open` arguments for this window's terminal of `agent`."""
-    command = expand_program(settings.get(agent.command_setting, list(agent.default_command)))
+    command = agent_command(agent)
     args: dict[str, Any] = {
         "cmd": [_literal(part) for part in shell_command(command)],
         "cwd": _literal(folder),

@@ -64,7 +64,7 @@ def open_agent(window: sublime.Window, agent: Agent, then: Callable[[WindowState
             _when_ready(window, state, agent, then, _wait_for(agent))
         return
     if not terminal.terminus_installed():
-        program = (settings.get(agent.command_setting, list(agent.default_command)) or [agent.key])[0]
+        program = (terminal.agent_command(agent) or [agent.key])[0]
         sublime.message_dialog(
             f"Gemini Companion opens {agent.title} in a Terminus terminal, and Terminus is not installed.\n\n"
             f"Install it with “Package Control: Install Package” → Terminus, or run `{program}` in any terminal "
