@@ -188,15 +188,21 @@ def our_files(directory: str) -> Iterator[tuple[str, int, int]]:
 
     Gemini CLI ignores other users' files, and so do we: we neither connect to them nor delete them.
     """
+    for path, match in matching_files(directory, FILE_PATTERN):
+        if _owned_by_us(path):
+            yield path, int(match.group(1)), int(match.group(2))
+
+
+def matching_files(directory: str, pattern: re.Pattern[str]) -> Iterator[tuple[str, re.Match[str]]]:
+    """(path, match) of each name in `directory` that `pattern` matches; none if it cannot be listed."""
     try:
         names = os.listdir(directory)
     except OSError:
         return
     for name in names:
-        match = FILE_PATTERN.match(name)
-        path = os.path.join(directory, name)
-        if match and _owned_by_us(path):
-            yield path, int(match.group(1)), int(match.group(2))
+        match = pattern.match(name)
+        if match:
+            yield os.path.join(directory, name), match
 
 
 def _owned_by_us(path: str) -> bool:

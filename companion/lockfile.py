@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from .claude_protocol import CONFIG_DIR_ENV, IDE_NAME
-from .discovery import DiscoveryError, atomic_write_private, ensure_private_dir, remove_stale
+from .discovery import DiscoveryError, atomic_write_private, ensure_private_dir, matching_files, remove_stale
 from .workspace.reading import read_at_most
 
 log = logging.getLogger("gemini_companion")
@@ -72,15 +72,7 @@ def sweep_stale(own_editor_pid: int, directory: str | None = None) -> list[str]:
 
 def our_locks(directory: str) -> Iterator[tuple[str, int, int]]:
     """(path, pid, port) of each lock in `directory` written by a Sublime Text companion of this user."""
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return
-    for name in names:
-        match = FILE_PATTERN.match(name)
-        if not match:
-            continue
-        path = os.path.join(directory, name)
+    for path, match in matching_files(directory, FILE_PATTERN):
         data = read_lock(path)
         if data is None or data.get("ideName") != IDE_NAME:
             continue
