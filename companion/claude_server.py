@@ -39,7 +39,9 @@ class ClaudeSide:
         self.window = window
         self.token = token
         self.connections: set[Connection] = set()
-        self.tabs: dict[str, Review] = {}  # tab_name → the review it opened
+        # tab_name → the open reviews opened under it. A list: two openDiffs may share a name (the
+        # client makes names from the file name and 6 hex digits), and each stays closable by it.
+        self.tabs: dict[str, list[Review]] = {}
         self.on_clients_changed: Callable[[], None] | None = None
         self._last_selection: dict[str, Any] | None = None
         self._latest_selection: dict[str, Any] | None = None  # the last non-empty one, for getLatestSelection
@@ -192,24 +194,29 @@ class ClaudeSide:
                 on_open=lambda review: self._remember_tab(tab_name, review),
             )
         finally:
-            ended = self.tabs.get(tab_name)
-            if ended is not None and not ended.is_open:  # its review is over, however it ended
-                del self.tabs[tab_name]
+            self._forget_ended(tab_name)
         if outcome is Outcome.ACCEPTED:
             return [cp.FILE_SAVED, text if text is not None else proposal]
         return [cp.DIFF_REJECTED, tab_name]
 
     def _remember_tab(self, tab_name: str, review: Review) -> None:
-        self.tabs[tab_name] = review
+        self.tabs.setdefault(tab_name, []).append(review)
+
+    def _forget_ended(self, tab_name: str) -> None:
+        """Drop the reviews under `tab_name` that are over, however they ended."""
+        still_open = [review for review in self.tabs.get(tab_name, []) if review.is_open]
+        if still_open:
+            self.tabs[tab_name] = still_open
+        else:
+            self.tabs.pop(tab_name, None)
 
     async def _close_tab(self, ctx: ServerRequestContext[Any], arguments: dict[str, Any]) -> list[str]:
-        review = self.tabs.pop(string_argument(arguments, "tab_name"), None)
-        if review is not None:
+        for review in self.tabs.pop(string_argument(arguments, "tab_name"), []):  # every review of that name
             await self.window.close_review(review)
         return ["TAB_CLOSED"]
 
     async def _close_all(self, ctx: ServerRequestContext[Any], arguments: dict[str, Any]) -> list[str]:
-        reviews, self.tabs = list(self.tabs.values()), {}
+        reviews, self.tabs = [review for named in self.tabs.values() for review in named], {}
         closed = [review for review in reviews if await self.window.close_review(review)]
         return [f"CLOSED_{len(closed)}_DIFF_TABS"]
 

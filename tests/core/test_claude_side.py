@@ -189,6 +189,39 @@ async def test_a_rejected_or_closed_review_answers_diff_rejected_never_tab_close
         await closer.close()
 
 
+@pytest.mark.parametrize("ending", ["close_tab", "closeAllDiffTabs"])
+async def test_two_reviews_under_one_tab_name_both_stay_closable(
+    claude_window: WindowHandle, editor: ScriptedEditor, workspace: str, ending: str
+) -> None:
+    """Two openDiffs with the same tab_name (on two files): the second does not orphan the first;
+    close_tab by that name, or closeAllDiffTabs, closes both, and each caller hears DIFF_REJECTED."""
+    client = await ClaudeClient.connect(claude_window.port, claude_window.claude_token)
+    try:
+        answers: dict[str, list[str]] = {}
+        async with anyio.create_task_group() as group:
+
+            async def open_diff(name: str) -> None:
+                target = os.path.join(workspace, name)
+                arguments = {"new_file_path": target, "new_file_contents": name, "tab_name": "same"}
+                answers[name] = await client.call("openDiff", arguments)
+
+            group.start_soon(open_diff, "first.py")
+            first = await shown(editor, 1)
+            group.start_soon(open_diff, "second.py")
+            second = await shown(editor, 2)
+            if ending == "close_tab":
+                assert await client.call("close_tab", {"tab_name": "same"}) == ["TAB_CLOSED"]
+            else:
+                assert await client.call("closeAllDiffTabs") == ["CLOSED_2_DIFF_TABS"]
+        assert answers == {"first.py": ["DIFF_REJECTED", "same"], "second.py": ["DIFF_REJECTED", "same"]}
+        assert not first.is_open and not second.is_open
+        assert sorted(r.id for r in editor.closed) == sorted([first.id, second.id])
+        assert claude_window.server is not None and claude_window.server.claude is not None
+        assert claude_window.server.claude.tabs == {}
+    finally:
+        await client.close()
+
+
 async def test_a_client_that_disconnects_during_a_review_closes_it(
     claude_window: WindowHandle, editor: ScriptedEditor, workspace: str
 ) -> None:
