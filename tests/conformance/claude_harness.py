@@ -204,6 +204,9 @@ def claude_env(config: str, port: int, model_url: str) -> dict[str, str]:
             "DISABLE_TELEMETRY": "1",
             "DISABLE_ERROR_REPORTING": "1",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            # Without it, 2.1.332 installs the official plugin marketplace at start-up (downloads, a
+            # git clone); 2.1.331 already reads it (OFFLINE_SWITCHES): the run stays offline.
+            "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
             "TERM": "xterm-256color",
             "COLUMNS": "120",
             "LINES": "40",
