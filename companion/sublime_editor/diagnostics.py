@@ -5,7 +5,7 @@ Two sources, both read through Sublime's public API from output panels the user 
   system's `file_regex`/`line_regex` (`View.find_all_results_with_text`);
 - the LSP package's diagnostics while its Diagnostics panel shows ("LSP: Toggle Diagnostics
   Panel"): LSP rewrites that panel only while it is open, so a hidden one may be stale and is not
-  read. Its lines are `<file>:` then `<line>:<col> <kind> <message> \u200b<source>` (sublimelsp/LSP
+  read. Its lines are `<file>:` then `<line>:<col><kind> <message> \u200b<source>` (sublimelsp/LSP
   `plugin/core/panels.py` PanelName.Diagnostics, `types.py` PANEL_FILE_REGEX, `views.py`
   format_diagnostic_for_panel). LSP's own objects have no documented API and are never touched.
 Nothing else is invented: no source, no diagnostics. Main thread only.
@@ -23,7 +23,9 @@ BUILD_PANEL = "exec"
 ERROR = 1  # LSP DiagnosticSeverity.Error: a build result line is an error or warning we cannot tell apart
 LSP_PANEL = "diagnostics"
 LSP_FILE = re.compile(r"^(\S.*):$")
-LSP_LINE = re.compile(r"^\s+(\d+):(\d+)\s+(error|warning|info|hint)\s+(.*?)(?:\s\u200b(.*))?$")
+# format_diagnostic_for_panel writes " {:>4}:{:<4}{:<8}{}" (line, column, kind, message): the column
+# is padded to four characters with nothing after it, so from column 1000 the kind follows at once.
+LSP_LINE = re.compile(r"^\s+(\d+):(\d+)\s*(error|warning|info|hint)\s+(.*?)(?:\s\u200b(.*))?$")
 LSP_SEVERITY = {"error": 1, "warning": 2, "info": 3, "hint": 4}
 
 

@@ -229,3 +229,39 @@ def test_get_diagnostics_reads_the_lsp_packages_diagnostics_panel_only_while_it_
             ],
         }
     ]
+
+
+def lsp_panel_line(line: int, column: int, kind: str, message: str, source: str) -> str:
+    """One diagnostic as sublimelsp/LSP writes it to its Diagnostics panel (`plugin/core/views.py`
+    format_diagnostic_for_panel @ 7ffc721: `" {:>4}:{:<4}{:<8}{}"`, then `" \\u200b<source>"`)."""
+    return " {:>4}:{:<4}{:<8}{}".format(line, column, kind, message) + f" \u200b{source}"
+
+
+@pytest.mark.parametrize("column", [999, 1000, 12345])
+def test_get_diagnostics_reads_lsp_lines_whose_column_fills_its_padding(
+    companion: Companion, claude: Callable[[sublime.Window], ThreadedClaude], workspace: str, column: int
+) -> None:
+    """From column 1000 LSP's four-character column runs straight into the kind ("3:1000error")."""
+    window = control.new_window([workspace])
+    companion.load()
+    client = claude(window)
+    path = write(workspace, "wide.py", "x = 1\n")
+    panel = window.create_output_panel("diagnostics")
+    lines = [f"{path}:", lsp_panel_line(3, column, "warning", "line too long", "ruff"), ""]
+    panel.run_command("append", {"characters": "\n".join(lines)})
+    window.run_command("show_panel", {"panel": "output.diagnostics"})
+    found = json.loads(client.result(client.call("getDiagnostics", {"uri": Path(path).as_uri()}))[0])
+    position = {"line": 2, "character": column - 1}
+    assert found == [
+        {
+            "uri": Path(path).as_uri(),
+            "diagnostics": [
+                {
+                    "message": "line too long",
+                    "severity": 2,
+                    "source": "ruff",
+                    "range": {"start": position, "end": position},
+                }
+            ],
+        }
+    ]
