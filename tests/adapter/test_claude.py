@@ -234,7 +234,7 @@ def test_get_diagnostics_reads_the_lsp_packages_diagnostics_panel_only_while_it_
 def lsp_panel_line(line: int, column: int, kind: str, message: str, source: str) -> str:
     """One diagnostic as sublimelsp/LSP writes it to its Diagnostics panel (`plugin/core/views.py`
     format_diagnostic_for_panel @ 7ffc721: `" {:>4}:{:<4}{:<8}{}"`, then `" \\u200b<source>"`)."""
-    return " {:>4}:{:<4}{:<8}{}".format(line, column, kind, message) + f" \u200b{source}"
+    return f" {line:>4}:{column:<4}{kind:<8}{message} \u200b{source}"
 
 
 @pytest.mark.parametrize("column", [999, 1000, 12345])
