@@ -149,23 +149,13 @@ class GeminiCompanionContextListener(sublime_plugin.EventListener):
 class GeminiCompanionReviewListener(sublime_plugin.EventListener):
     """Save on a proposal accepts it; closing it rejects it."""
 
-    def __init__(self) -> None:
-        self._closing: dict[int, int] = {}  # proposal view id → window id
-
-    def on_pre_close(self, view: sublime.View) -> None:
-        if view.settings().get(ROLE_SETTING) == "proposal":
-            window = view.window()
-            if window is not None:
-                self._closing[view.id()] = window.id()
-
     def on_close(self, view: sublime.View) -> None:
-        window_id = self._closing.pop(view.id(), None)
+        # Found by the proposal's view id among every window's reviews, never through
+        # `view.window()`: it is None in on_close, and two ST4 regressions made it None in
+        # on_pre_close too (sublimehq/sublime_text#3463, #3516), which left the agent waiting.
         reg = registry()
-        if window_id is None or reg is None:
-            return
-        for state in reg.all():
-            if state.window.id() == window_id:
-                state.reviews.proposal_closed_by_user(view.id())
+        for state in reg.all() if reg is not None else ():
+            state.reviews.proposal_closed_by_user(view.id())
 
     def on_text_command(self, view: sublime.View, command_name: str, args: dict | None) -> tuple[str, dict] | None:
         if command_name in SAVE_COMMANDS and view.settings().get(ROLE_SETTING) == "proposal":

@@ -205,6 +205,21 @@ def test_closing_the_proposal_rejects_it(
     assert control.dialogs() == []
 
 
+def test_closing_the_proposal_rejects_it_when_on_pre_close_has_no_window(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    """Two ST4 regressions (sublimehq/sublime_text#3463, #3516) gave `view.window()` None in
+    on_pre_close: the agent must still hear the rejection at once, not at its timeout."""
+    window, client, path, view, other = setup(companion, clients, workspace)
+    open_review(client, path, "closed = True\n")
+    _, proposal = review_views(window)
+    control.pre_close_window(False)
+    assert control.close_tab(proposal)
+    assert client.wait_notification("ide/diffRejected") == {"filePath": path}
+    control.settle()
+    assert_restored(window, [other, view], view)
+
+
 def test_banner_links_accept(companion: Companion, clients: Callable[..., ThreadedClient], workspace: str) -> None:
     window, client, path, view, other = setup(companion, clients, workspace)
     open_review(client, path, "linked = 1\n")

@@ -220,6 +220,10 @@ class Host:
         self.clipboard = ""
         self.api_ready = True
         self.api_shut_down = False
+        # `view.window()` in `on_pre_close` is the view's window ([stubs] L656: "The view will still be
+        # in the window at this point"); two ST4 regressions made it None (sublimehq/sublime_text#3463,
+        # #3516, fixed since): `control.pre_close_window(False)` plays them.
+        self.pre_close_has_window = True
         self.executable_path = "/opt/sublime_text/sublime_text"
         self.version = "4213"  # the build the stubs describe
         self.data_dir = ""

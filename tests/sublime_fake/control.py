@@ -259,6 +259,12 @@ def close_window(window: sublime.Window) -> None:
     window.run_command("close_window")
 
 
+def pre_close_window(present: bool) -> None:
+    """Whether `view.window()` answers the view's window in `on_pre_close` (as documented), or None
+    as in two ST4 regressions (sublimehq/sublime_text#3463, #3516)."""
+    _main().pre_close_has_window = present
+
+
 def open_project(window: sublime.Window, project_file: str, folders: list[str]) -> None:
     """Project › Open Project… into this window: new folders, then `on_load_project`."""
     _main()

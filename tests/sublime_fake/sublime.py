@@ -1986,13 +1986,16 @@ def _close_view(view_id: int) -> None:
     host = _h()
     view = host.views[view_id]
     window = host.windows.get(view.window_id)
+    window_id = view.window_id
     handle = View(view_id)
+    if not host.pre_close_has_window:
+        view.window_id = 0  # the ST4 regressions sublimehq/sublime_text#3463, #3516
     _events().view_event("on_pre_close", view_id)
     was_active = window is not None and Window(window.id).active_view() == handle
     if window is not None and window.focused_panel_view == view_id:
         window.focused_panel_view = None
     if view.sheet_id:
-        _remove_sheet(view.window_id, view.sheet_id)
+        _remove_sheet(window_id, view.sheet_id)
         view.sheet_id = 0
     view.window_id = 0  # during on_close the view is no longer in a window
     _events().view_event("on_close", view_id)

@@ -325,6 +325,12 @@ def test_async_events_run_on_the_worker_and_on_close_has_no_window(
     assert ("on_pre_close", view.id(), window) in plugin.calls
     assert ("on_close", view.id(), None) in plugin.calls
     assert not view.is_valid()
+    # The ST4 regressions sublimehq/sublime_text#3463 and #3516: no window in on_pre_close either.
+    control.pre_close_window(False)
+    other = control.open_file(window, write(tmp_path, "b.txt", "b\n"))
+    control.close_tab(other)
+    assert ("on_pre_close", other.id(), None) in plugin.calls
+    assert window.views() == [] and not other.is_valid()
 
 
 def test_a_handler_exception_is_recorded_and_the_other_handlers_still_run(host: _state.Host, tmp_path: object) -> None:
