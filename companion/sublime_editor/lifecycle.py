@@ -19,7 +19,7 @@ from .. import doctor
 from ..context import DEFAULT_EXCLUDES, SharingPolicy
 from ..processes import editor_pid
 from ..runtime import Runtime
-from . import dependencies, direct_access, settings
+from . import context_feed, dependencies, direct_access, settings
 from .windows import WindowRegistry
 
 T = TypeVar("T")
@@ -27,8 +27,9 @@ T = TypeVar("T")
 LOGGER_NAME = "gemini_companion"
 SETTINGS_LISTENER = "gemini_companion.lifecycle"
 PREFERENCES = "Preferences.sublime-settings"  # folder_exclude_patterns / file_exclude_patterns live there
-# Folders can change with no event (drag and drop, `subl -a`, set_project_data): how often to look.
-FOLDER_POLL_MS = 1000
+# Folders can change with no event (drag and drop, `subl -a`, set_project_data), and a window can
+# close with none (sublimehq/sublime_text#5148): how often to look.
+WINDOW_POLL_MS = 1000
 # How often to look at the libraries: for missing ones to arrive, or for running ones to change.
 LIBRARY_CHECK_MS = 5000
 
@@ -101,20 +102,20 @@ def _libraries_checked(runtime: Runtime, found: dependencies.Check) -> None:
         logging.getLogger(LOGGER_NAME).warning("Gemini Companion: the libraries are installed now; starting.")
     _library_problem, _started_with = None, found.versions
     _installed = found.installed
-    _registry = WindowRegistry(runtime, sharing_policy())
+    _registry = WindowRegistry(runtime, sharing_policy(), on_open=context_feed.seed)
     _direct_access = direct_access.settings_key()
-    for window in sublime.windows():
-        _registry.open(window)
-    _poll_folders(_registry)
+    _poll_windows(_registry)  # its first look opens every window's server
     sublime.set_timeout(lambda: _watch_libraries(runtime), LIBRARY_CHECK_MS)
 
 
-def _poll_folders(registry: WindowRegistry) -> None:
-    """Once a second on the main thread, until this registry is replaced (unload, reload)."""
+def _poll_windows(registry: WindowRegistry) -> None:
+    """Once a second on the main thread, until this registry is replaced (unload, reload): a server
+    for each window that exists and none for a closed one, with its current folders."""
     if registry is not _registry:
         return
+    registry.reconcile()
     registry.sync_changed_folders()
-    sublime.set_timeout(lambda: _poll_folders(registry), FOLDER_POLL_MS)
+    sublime.set_timeout(lambda: _poll_windows(registry), WINDOW_POLL_MS)
 
 
 def _look_again(runtime: Runtime) -> None:

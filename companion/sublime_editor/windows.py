@@ -5,6 +5,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -159,14 +160,21 @@ class WindowState:
     terminal_folder: str | None = None  # where this window's agent terminals run
     last_agent: str | None = None  # "gemini" or "claude": the agent terminal the user used last (Send goes there)
     tools: WorkspaceSnapshot = field(default_factory=WorkspaceSnapshot)  # what the loop's tools read
+    paths: dict[int, str] = field(default_factory=dict)  # view id → the file it shares in the context
 
 
 class WindowRegistry:
     """Window id → its server and reviews. Used from the main thread and the async worker."""
 
-    def __init__(self, runtime: Runtime, policy: SharingPolicy | None = None) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        policy: SharingPolicy | None = None,
+        on_open: Callable[[WindowState], None] | None = None,
+    ) -> None:
         self.runtime = runtime
         self.policy = policy or SharingPolicy()
+        self.on_open = on_open  # told of every window state that opens (the context is seeded)
         self._windows: dict[int, WindowState] = {}
         self._port_owner: int | None = None  # the window whose server holds `server_port`
         self._port_release: concurrent.futures.Future[None] | None = None  # its server stopping
@@ -188,6 +196,8 @@ class WindowRegistry:
         self._windows[window.id()] = state
         self._watch(state, port)
         sublime.set_timeout(reviews.close_leftovers)  # open() may run on the async worker
+        if self.on_open is not None:
+            self.on_open(state)
         return state
 
     def _claim_port(self, window_id: int) -> int:
@@ -352,6 +362,21 @@ class WindowRegistry:
         for state in self.all():
             if state.window.is_valid() and state.window.folders() != state.handle.folders:
                 self.sync_folders(state.window)
+
+    def reconcile(self) -> None:
+        """Serve exactly the windows that exist (main thread). `on_pre_close_window` has not fired
+        on macOS and Windows since build 4126 (sublimehq/sublime_text#5148), and a window may be
+        reported closing and then stay (the user cancels a save prompt): `sublime.windows()` and
+        `Window.is_valid()` decide, never the event. Cheap: no file I/O, one API call per window."""
+        if self._closed:
+            return
+        existing = {window.id(): window for window in sublime.windows()}
+        for state in self.all():
+            if state.window.id() not in existing or not state.window.is_valid():
+                self.close(state.window)
+        for window_id, window in existing.items():
+            if window_id not in self._windows and window.is_valid():
+                self.open(window)
 
     def all(self) -> list[WindowState]:
         return list(self._windows.values())

@@ -178,3 +178,25 @@ def test_a_file_focused_while_it_loads_enters_the_context_with_its_cursor_once_l
     control.pump_until(lambda: not view.is_loading())
     context = client.wait_context(lambda c: (active(c) or {}).get("cursor") == {"line": 3, "character": 2})
     assert open_paths(context) == [path]
+
+
+def test_the_focused_file_and_its_cursor_are_shared_after_start_and_after_a_reload_without_any_click(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    # Sublime starts with files restored: the focus is set before the package has a server, and
+    # nobody clicks afterwards (the synthesised on_activated_async finds no server yet).
+    window = control.new_window([workspace])
+    other = control.open_file(window, write(workspace, "other.py", "x = 1\n"))
+    path = write(workspace, "app.py", "first\nsecond line\n")
+    view = control.open_file(window, path)
+    control.move_cursor(view, 1, 3)
+    control.settle()
+    assert window.active_view() == view and other.is_valid()
+
+    def focused_with_cursor(context: dict[str, Any]) -> bool:
+        return (active(context) or {}).get("path") == path and active(context)["cursor"] == {"line": 2, "character": 4}
+
+    companion.load(startup=True)
+    clients(window).wait_context(focused_with_cursor, 10)
+    companion.load()  # an upgrade or a save of plugin.py: a new server, still no click
+    clients(window).wait_context(focused_with_cursor, 10)

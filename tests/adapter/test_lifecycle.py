@@ -14,7 +14,7 @@ import pytest
 
 from companion.runtime import THREAD_NAME
 from tests.adapter.conftest import Companion, pkg, write
-from tests.sublime_fake import _state, control
+from tests.sublime_fake import _state, control, sublime
 
 
 def port_closed(port: int) -> bool:
@@ -158,6 +158,45 @@ def test_closing_a_window_removes_its_server_and_file_only(companion: Companion,
     assert os.path.exists(kept_handle.discovery_path)
     control.pump_until(lambda: port_closed(closed_handle.port), 20, "the closed window's server to stop")
     assert not port_closed(kept_handle.port)
+
+
+def test_a_window_closed_without_its_event_loses_its_server_discovery_and_lock_files(
+    companion: Companion, workspace: str
+) -> None:
+    # macOS and Windows since build 4126: closing a window sends no on_pre_close_window (#5148).
+    control.window_close_event(False)
+    keep = control.new_window([workspace])
+    close = control.new_window([workspace])
+    companion.load()
+    kept, closed = companion.ready(keep), companion.ready(close)
+    assert closed.lock_path and os.path.exists(closed.lock_path)
+    control.close_window(close)
+    # The once-a-second look at sublime.windows() finds it gone (bench_adapter.py times the delay).
+    control.pump_until(
+        lambda: not os.path.exists(closed.discovery_path) and not os.path.exists(closed.lock_path),
+        20,
+        "the closed window's discovery and lock files to go",
+    )
+    control.pump_until(lambda: port_closed(closed.port), 20, "the closed window's server to stop")
+    assert companion.registry().get(close) is None
+    assert os.path.exists(kept.discovery_path) and os.path.exists(kept.lock_path)
+    assert not port_closed(kept.port)
+
+
+def test_a_close_cancelled_at_the_save_prompt_keeps_the_window_served(companion: Companion, workspace: str) -> None:
+    window = control.new_window([workspace])
+    companion.load()
+    handle = companion.ready(window)
+    view = control.open_file(window, write(workspace, "a.txt", "a\n"))
+    control.type_text(view, "unsaved ")
+    control.answer_dialogs(sublime.DialogResult.CANCEL)  # "Save changes to a.txt?" → Cancel
+    control.close_window(window)  # on_pre_close_window fires first, then the prompt
+    assert window.is_valid() and view.is_valid()
+    control.settle()
+    companion.registry().reconcile()  # what the once-a-second look does (the test thread is the main thread)
+    assert companion.registry().get(window).handle is handle  # the same server, never restarted
+    assert os.path.exists(handle.discovery_path) and os.path.exists(handle.lock_path)
+    assert not port_closed(handle.port)
 
 
 def test_plugin_unloaded_stops_every_server_and_thread(companion: Companion, workspace: str) -> None:

@@ -705,7 +705,8 @@ def _hide_panel(window: sublime.Window, args: dict[str, Any]) -> None:
 def _close_window(window: sublime.Window, args: dict[str, Any]) -> None:
     """`on_pre_close_window`, then every view closes (with its events), then the window is gone."""
     host = _host()
-    window_event("on_pre_close_window", window.window_id)
+    if host.pre_close_window_fires:  # sublimehq/sublime_text#5148: never on macOS and Windows
+        window_event("on_pre_close_window", window.window_id)
     for view in window.views():
         if view.is_valid():
             view.close()

@@ -220,6 +220,9 @@ class Host:
         self.clipboard = ""
         self.api_ready = True
         self.api_shut_down = False
+        # Closing a window sends `on_pre_close_window`; not on macOS and Windows since build 4126
+        # (sublimehq/sublime_text#5148): `control.window_close_event(False)` plays that.
+        self.pre_close_window_fires = True
         # `view.window()` in `on_pre_close` is the view's window ([stubs] L656: "The view will still be
         # in the window at this point"); two ST4 regressions made it None (sublimehq/sublime_text#3463,
         # #3516, fixed since): `control.pre_close_window(False)` plays them.

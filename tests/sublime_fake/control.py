@@ -265,6 +265,12 @@ def pre_close_window(present: bool) -> None:
     _main().pre_close_has_window = present
 
 
+def window_close_event(fires: bool) -> None:
+    """Whether closing a window sends `on_pre_close_window`: on Linux it does; on macOS and Windows
+    it has not since build 4126 (sublimehq/sublime_text#5148, open)."""
+    _main().pre_close_window_fires = fires
+
+
 def open_project(window: sublime.Window, project_file: str, folders: list[str]) -> None:
     """Project › Open Project… into this window: new folders, then `on_load_project`."""
     _main()
