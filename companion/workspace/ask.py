@@ -1,4 +1,4 @@
-"""`ask_gemini`: run the user's Gemini CLI headless (`gemini -p PROMPT -o json [-m MODEL]`) in a folder.
+"""`ask_gemini`: run the user's Gemini CLI headless (`gemini --prompt=PROMPT -o json [-m MODEL]`) in a folder.
 
 The CLI prints one JSON object, `{"response": ..., "stats": ..., "error": {"type", "message"}}`
 (`JsonFormatter` in @google/gemini-cli-core); errors may come on stderr instead. A timeout or a
@@ -16,10 +16,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ..doctor import troubleshooting
 from ..user_paths import expand_program
+from .gemini_trust import TRUST_FIX, UNTRUSTED_EXIT_CODE
 from .paths import WorkspaceError
 
 _TAIL = 2000
+TROUBLESHOOTING_ENTRY = "ask_gemini-says-the-folder-is-not-trusted"  # the README's entry
 
 
 class GeminiFailed(WorkspaceError):
@@ -36,7 +39,10 @@ def command_line(gemini_command: Sequence[str], prompt: str, model: str) -> list
             f"The Gemini CLI ({program!r}) was not found on PATH. Install it (`npm install -g @google/gemini-cli`) "
             "or set the `gemini_command` setting to its full path."
         )
-    argv = [found, *gemini_command[1:], "-p", prompt, "-o", "json"]
+    # One argument, `--prompt=<text>`: as the element after `-p`, a prompt starting with `-` is
+    # parsed as options (`--version`, `--yolo`). yargs-parser gives an `=` value to the option whole
+    # (newlines, quotes and `=` included) and never reads it as a flag; proven with the real CLI.
+    argv = [found, *gemini_command[1:], f"--prompt={prompt}", "-o", "json"]
     if model:
         argv += ["-m", model]
     return argv
@@ -73,7 +79,17 @@ async def ask_gemini(gemini_command: Sequence[str], prompt: str, model: str, cwd
     except BaseException:
         await kill_tree(process)  # cancelled by the client, or the server is stopping
         raise
+    if process.returncode == UNTRUSTED_EXIT_CODE:
+        raise GeminiFailed(untrusted_message(cwd))
     return parse_output(process.returncode or 0, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace"))
+
+
+def untrusted_message(folder: str) -> str:
+    """One line instead of the CLI's own, which offers to bypass the user's trust decision."""
+    return (
+        f"Gemini CLI does not trust {folder}, so it will not answer there: {TRUST_FIX}, then ask again. "
+        f"More: {troubleshooting(TROUBLESHOOTING_ENTRY)}"
+    )
 
 
 def parse_output(returncode: int, stdout: str, stderr: str) -> str:

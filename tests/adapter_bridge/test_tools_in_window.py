@@ -242,7 +242,7 @@ def test_ask_gemini_runs_the_configured_command_and_model_in_the_windows_folder(
         assert not answer.is_error and text_of(answer) == "echo: hello"
         with open(log, encoding="utf-8") as handle:
             (run,) = [json.loads(line) for line in handle]
-        assert run["argv"] == ["-p", "hello", "-o", "json", "-m", "gemini-test-model"]
+        assert run["argv"] == ["--prompt=hello", "-o", "json", "-m", "gemini-test-model"]
         assert os.path.realpath(run["cwd"]) == os.path.realpath(workspace)
         slow = call_tool(client, "ask_gemini", {"prompt": "hang"})
         assert slow.is_error and "within 2 s (setting `ask_gemini_timeout_seconds`)" in text_of(slow)

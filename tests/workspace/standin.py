@@ -16,7 +16,7 @@ import sys
 SCRIPT = r"""
 import json, os, subprocess, sys, time
 argv = sys.argv[1:]
-prompt = argv[argv.index("-p") + 1] if "-p" in argv else ""
+prompt = next((a[len("--prompt="):] for a in argv if a.startswith("--prompt=")), "")
 log = os.environ.get("STANDIN_LOG")
 if log:
     with open(log, "a") as f:

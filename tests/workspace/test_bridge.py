@@ -133,7 +133,7 @@ async def test_ask_gemini_runs_the_cli_on_path_in_the_workspace_and_returns_its_
     assert not answer.is_error and text_of(answer) == "echo: What does main.py do?"
     with open(log) as handle:
         first = json.loads(handle.readline())
-    assert first["argv"] == ["-p", "What does main.py do?", "-o", "json", "-m", "gemini-2.5-flash"]
+    assert first["argv"] == ["--prompt=What does main.py do?", "-o", "json", "-m", "gemini-2.5-flash"]
     assert os.path.realpath(first["cwd"]) == workspace
     assert (
         failed.is_error and text_of(failed) == "The Gemini CLI failed (exit code 1): Quota exceeded for model gemini-x"
