@@ -5,12 +5,17 @@ outbox drained by its own task, so a slow client never delays the others, and me
 queued while its stream is briefly down (the client reconnects it) wait instead of being lost.
 The current context goes out as soon as a session's stream opens. Every payload is validated
 against the wire schema before it is queued.
+
+What waits for a closed (or never opened) stream is bounded: a session that never opens one would
+otherwise keep every `ide/diffAccepted` with its full content for its whole life (40 accepted
+5 MB files: +235 MB, never released). See `ClientSession.hold`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +23,7 @@ from typing import Any
 import mcp_types
 from mcp.server.session import ServerSession
 
-from .protocol import CONTEXT_UPDATE
+from .protocol import CONTEXT_UPDATE, DIFF_ACCEPTED, DIFF_REJECTED
 from .wire import InvalidNotification, validated_params
 
 log = logging.getLogger("gemini_companion")
@@ -26,6 +31,11 @@ log = logging.getLogger("gemini_companion")
 # A notification sent before the SDK has attached the stream's writer is silently dropped; the
 # writer attaches within the same few loop iterations as the 200, so wait this long first.
 STREAM_SETTLE_SECONDS = 0.005
+# Outcomes a session without an open stream keeps (the newest). Gemini CLI waits on one diff at a
+# time (a global mutex released when that diff resolves: reference/gemini-cli-contract.md §6), so
+# only the newest outcomes can still answer it; older ones would only hold their content.
+MAX_HELD_OUTCOMES = 4
+OUTCOMES = (DIFF_ACCEPTED, DIFF_REJECTED)
 
 
 class IdeNotification(mcp_types.Notification[dict[str, Any] | None, str]):
@@ -50,10 +60,36 @@ class ClientSession:
     client_name: str = "client"
     session: ServerSession | None = None
     stream_open: asyncio.Event = field(default_factory=asyncio.Event)
-    outbox: asyncio.Queue[tuple[str, dict[str, Any]]] = field(default_factory=asyncio.Queue)
+    outbox: deque[tuple[str, dict[str, Any]]] = field(default_factory=deque)
+    queued: asyncio.Event = field(default_factory=asyncio.Event)  # the outbox has something
     pump: asyncio.Task[None] | None = None
     stream_generation: int = 0
     sent: int = 0
+
+    def put(self, method: str, params: dict[str, Any]) -> None:
+        self.outbox.append((method, params))
+        if not self.stream_open.is_set():
+            self.hold()
+        self.queued.set()
+
+    def hold(self) -> None:
+        """Keep only what a stream opened later can still use, in order: no context update (the
+        opening stream is sent the current one) and the newest MAX_HELD_OUTCOMES outcomes. An
+        outcome no diff waits for is harmless (the CLI logs "No resolver found"), so none is merged."""
+        kept: list[tuple[str, dict[str, Any]]] = []
+        outcomes = 0
+        for method, params in reversed(self.outbox):
+            if method == CONTEXT_UPDATE or (method in OUTCOMES and outcomes >= MAX_HELD_OUTCOMES):
+                continue
+            outcomes += method in OUTCOMES
+            kept.append((method, params))
+        if len(kept) < len(self.outbox):
+            log.debug(
+                "session %s has no stream: dropped %d notifications no stream can use",
+                self.session_id[:8],
+                len(self.outbox) - len(kept),
+            )
+            self.outbox = deque(reversed(kept))
 
 
 class Broadcaster:
@@ -102,6 +138,7 @@ class Broadcaster:
         if entry is not None:
             entry.stream_generation += 1
             entry.stream_open.clear()
+            entry.hold()
             self._clients_changed()
 
     def forget(self, session_id: str) -> None:
@@ -132,7 +169,7 @@ class Broadcaster:
         wire = validated_params(method, params)
         for entry in self._sessions.values():
             if entry.session is not None:
-                entry.outbox.put_nowait((method, wire))
+                entry.put(method, wire)
 
     def _queue_initial_context(self, entry: ClientSession) -> None:
         try:
@@ -140,12 +177,16 @@ class Broadcaster:
         except InvalidNotification as exc:
             log.error("not sending a context update that Gemini CLI would reject: %s", exc)
             return
-        entry.outbox.put_nowait((CONTEXT_UPDATE, params))
+        entry.put(CONTEXT_UPDATE, params)
 
     async def _drain(self, entry: ClientSession) -> None:
         while True:
-            method, params = await entry.outbox.get()
+            await entry.queued.wait()
             await entry.stream_open.wait()
+            if not entry.outbox:
+                entry.queued.clear()
+                continue
+            method, params = entry.outbox.popleft()
             assert entry.session is not None
             try:
                 await entry.session.send_notification(IdeNotification(method=method, params=params))  # type: ignore[arg-type]

@@ -42,7 +42,7 @@ async def session_without_stream(http: httpx2.AsyncClient, window: WindowHandle)
         "jsonrpc": "2.0",
         "id": 1,
         "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "quiet", "version": "0"}},
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
     }
     response = await http.post(window.url, json=init, headers=raw_headers(window))
     session = response.headers["mcp-session-id"]
