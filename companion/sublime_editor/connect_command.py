@@ -4,10 +4,13 @@ The view is read-only scratch text the user copies from. It shows the real paths
 runs the stdio bridge (setting `bridge_python`, else `python3`/`python` on PATH), the folder or
 `.sublime-package` file this package runs from (put on PYTHONPATH so `-m companion` imports; Python
 imports it from the zip too), the window's folder, and for Claude Code's HTTP transport the
-window's URL and token. The token appears here because the user asked for this view, and nowhere
-else (never in logs). A background thread checks that the Python can import the bridge and the
-view is updated with the answer; the views are closed when the package unloads (their token and
-port are stale by then).
+window's URL. The token is never in the view's text: Sublime's hot exit saves a scratch view's
+text into the session (a project's `.sublime-workspace`, often inside the repository), and a
+fixed `auth_token` stays valid. The line shows it masked, and a link below it copies the whole
+command to the clipboard; the token lives only in that link's callback. A background thread checks
+that the Python can import the bridge and the view is updated with the answer; the views are
+closed when the package unloads, and views a restart brought back are closed when the window's
+server starts (`review_ui.WindowReviews.close_leftovers`): their port and token are stale.
 """
 
 from __future__ import annotations
@@ -29,8 +32,11 @@ from ..discovery import node_tmpdir
 from ..user_paths import expand_path
 from . import direct_access, settings
 from .lifecycle import registry
+from .review_ui import CONNECT_SETTING
 
-VIEW_SETTING = "gemini_companion.connect"
+VIEW_SETTING = CONNECT_SETTING
+COPY_LINKS = "gemini_companion.connect.copy"
+TOKEN_MASK = "<token: see Copy below>"
 VIEW_NAME = "Gemini Companion: Connect Another Agent"
 CHECK_TIMEOUT_SECONDS = 30.0
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -67,6 +73,13 @@ class ConnectInfo:
 
     def join(self, argv: list[str]) -> str:
         return subprocess.list2cmdline(argv) if self.platform == "windows" else shlex.join(argv)
+
+    def http_command(self, token: str) -> str:
+        """Claude Code's `mcp add` over HTTP with `token` in its header (the real one only goes to the clipboard)."""
+        return self.join([
+            "claude", "mcp", "add", "--transport", "http", self.server_name, str(self.url),
+            "--header", f"Authorization: Bearer {token}",
+        ])  # fmt: skip
 
 
 def find_python() -> tuple[str | None, str]:
@@ -140,11 +153,7 @@ def connect_text(info: ConnectInfo) -> str:
     if info.url is None or info.token is None:
         lines += ["   This window's server is not running; see Gemini Companion: Status and Troubleshooting."]
     else:
-        command = [
-            "claude", "mcp", "add", "--transport", "http", info.server_name, info.url,
-            "--header", f"Authorization: Bearer {info.token}",
-        ]  # fmt: skip
-        lines += ["   " + info.join(command), ""]
+        lines += ["   " + info.http_command(TOKEN_MASK), ""]
         if not (info.port_fixed and info.token_fixed):
             parts = (("the port (server_port)", info.port_fixed), ("the token (auth_token)", info.token_fixed))
             changing = " and ".join(what for what, fixed in parts if not fixed)
@@ -155,8 +164,8 @@ def connect_text(info: ConnectInfo) -> str:
             ]
         lines += [
             "",
-            "   This line contains this window's secret token: whoever has it can read these folders and",
-            "   propose changes while Sublime Text runs. Do not share it; this view is the only place it is shown.",
+            "   Copy puts the command with this window's secret token in the clipboard: whoever has the token",
+            "   can read these folders and propose changes while Sublime Text runs. Do not share it.",
         ]
     lines += [
         "",
@@ -242,6 +251,8 @@ def show(window: sublime.Window) -> sublime.View:
     view.set_read_only(True)
     view.sel().clear()
     view.sel().add(sublime.Region(0, 0))
+    _copy_links[view.id()] = sublime.PhantomSet(view, COPY_LINKS)
+    _render_copy_link(view, info)
     if info.python is not None:
         python = info.python
 
@@ -263,6 +274,30 @@ def _update(view: sublime.View, info: ConnectInfo) -> None:
     view.run_command("gemini_companion_replace_text", {"text": connect_text(info)})
     view.set_read_only(True)
     view.set_scratch(True)
+    _render_copy_link(view, info)
+
+
+_copy_links: dict[int, sublime.PhantomSet] = {}  # Connect view id → its Copy link
+
+
+def _render_copy_link(view: sublime.View, info: ConnectInfo) -> None:
+    """The Copy link under the masked command; its HTML holds no token, only its callback does."""
+    phantoms = _copy_links.get(view.id())
+    token = info.token
+    masked = view.find(TOKEN_MASK, 0, sublime.FindFlags.LITERAL)
+    if phantoms is None:
+        return
+    if token is None or masked.a < 0:  # find() answers Region(-1, -1) when nothing matches
+        phantoms.update([])
+        return
+
+    def copy(href: str) -> None:
+        sublime.set_clipboard(info.http_command(token))
+        sublime.status_message("Gemini Companion: the command with the token is in the clipboard")
+
+    content = '<body id="gemini-companion-connect"><a href="copy">Copy this command with the token</a></body>'
+    region = sublime.Region(view.line(masked).b)
+    phantoms.update([sublime.Phantom(region, content, sublime.PhantomLayout.BLOCK, on_navigate=copy)])
 
 
 def close_views() -> None:
@@ -271,6 +306,7 @@ def close_views() -> None:
         for view in window.views():
             if view.settings().get(VIEW_SETTING):
                 view.close()
+    _copy_links.clear()
 
 
 class GeminiCompanionConnectAgentCommand(sublime_plugin.WindowCommand):

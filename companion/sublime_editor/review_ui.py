@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from sublime_types import WindowLayout
 
 REVIEW_SETTING = "gemini_companion.review"
+# The Connect Another Agent view (connect_command): a restart brings it back like a review view.
+CONNECT_SETTING = "gemini_companion.connect"
 ROLE_SETTING = "gemini_companion.role"
 BANNER_KEY = "gemini_companion.banner"
 SPLIT_LAYOUT: WindowLayout = {"cols": [0.0, 0.5, 1.0], "rows": [0.0, 1.0], "cells": [[0, 0, 1, 1], [1, 0, 2, 1]]}
@@ -145,12 +147,15 @@ class WindowReviews:
             self._dispose(entry)
 
     def close_leftovers(self) -> None:
-        """Close review views no live review owns: Sublime restores scratch views with their settings
-        after a restart (hot exit; Terminus relies on it), but the agent that asked is gone, and a
-        save there would accept nothing. Main thread."""
+        """Close review views no live review owns, and Connect views: Sublime restores scratch views
+        with their settings and text after a restart (hot exit; Terminus relies on it), but the agent
+        that asked is gone, a save there would accept nothing, and a Connect view's port and token
+        belong to a server that no longer runs. Main thread, when the window's server starts."""
         live = {view.id() for entry in self.open.values() for view in (entry.proposal, entry.current) if view}
         for view in self.window.views():
-            if view.settings().get(REVIEW_SETTING) is not None and view.id() not in live:
+            view_settings = view.settings()
+            ours = view_settings.get(REVIEW_SETTING) is not None or view_settings.get(CONNECT_SETTING)
+            if ours and view.id() not in live:
                 view.close()
 
     def detach(self) -> None:

@@ -25,7 +25,7 @@ from tests.adapter_bridge.conftest import (
     text_of,
     write,
 )
-from tests.sublime_fake import control, sublime
+from tests.sublime_fake import _session, control, sublime
 from tests.workspace.standin import install
 
 PACKAGE_SETTINGS = "Gemini Companion.sublime-settings"
@@ -82,13 +82,19 @@ def test_connect_view_shows_real_paths_and_the_token_only_there(
     bridge_line = shlex.split(line_starting(content, "claude mcp add sublime-workspace -e"))
     assert bridge_line[bridge_line.index("--") + 1 :] == [sys.executable, *entry["args"]]
     assert f"PYTHONPATH={REPO_ROOT}" in bridge_line
+    # The token is never in the text (hot exit saves it): masked, and Copy puts it in the clipboard.
     http_line = shlex.split(line_starting(content, "claude mcp add --transport http"))
     assert http_line[5:] == [
         "sublime-workspace",
         handle.url,
         "--header",
-        f"Authorization: Bearer {handle.token}",
+        "Authorization: Bearer <token: see Copy below>",
     ]
+    assert handle.token not in content
+    assert all(handle.token not in p["content"] for p in control.phantoms(view))
+    control.click_link(view, "copy")
+    copied = shlex.split(sublime.get_clipboard())
+    assert copied == [*http_line[:8], f"Authorization: Bearer {handle.token}"]
     assert "the port (server_port) and the token (auth_token) change every time" in content
     # The only place the token appears: not in the console (debug logging on), status bar or context.
     control.settle()
@@ -212,3 +218,63 @@ def test_through_the_bridge_every_escape_is_refused_and_ask_gemini_answers(
 
     answer = client.call_tool("ask_gemini", {"prompt": "hello"})
     assert not answer.is_error and text_of(answer) == "echo: hello", text_of(answer)
+
+
+def everything_shown() -> str:
+    """Every view's and panel's text, settings, status and phantoms, and every window's settings and
+    project data: all that the package could have written into the editor."""
+    host = control.host()
+    parts: list[Any] = [
+        host.settings[w.settings_id].values for w in host.windows.values() if w.settings_id in host.settings
+    ]
+    parts += [w.project_data for w in host.windows.values()]
+    for view in host.views.values():
+        parts += [host.buffers[view.buffer_id].text if view.buffer_id in host.buffers else "", view.status]
+        parts += [host.settings[view.settings_id].values if view.settings_id in host.settings else {}]
+        parts += [phantom[2] for phantom in view.phantoms.values()]
+    return json.dumps(parts, default=str)
+
+
+def test_hot_exit_saves_the_connect_view_without_the_token(editor: Any, workspace: str, tmp_path: Any) -> None:
+    """Sublime's hot exit writes scratch views' text into the session, a project window's into its
+    `.sublime-workspace` (often inside the repository): neither may hold the token."""
+    companion = Companion(os.path.join(str(tmp_path), "tmp", "gemini", "ide"))
+    control.user_settings(PACKAGE_SETTINGS, {"bridge_python": sys.executable, "auth_token": "t" * 32})
+    project = os.path.join(workspace, "app.sublime-project")
+    window = control.new_window([workspace], project_file=project)
+    plain = control.new_window([workspace])
+    companion.load()
+    handle = companion.ready(window)
+    companion.ready(plain)
+    assert handle.token == "t" * 32  # a fixed token stays valid after a restart
+    checked(connect_view(window))
+    checked(connect_view(plain))
+    control.settle()
+    assert handle.token not in everything_shown(), "a buffer, panel, setting, status or phantom holds the token"
+    written = control.exit_editor()
+    assert os.path.join(workspace, "app.sublime-workspace") in written and len(written) == 2
+    for path in written:
+        buffers = _session.saved_buffers(path)
+        connect = [b for b in buffers if b["settings"].get("gemini_companion.connect")]
+        assert len(connect) == 1 and "Connect Another Agent" in connect[0]["contents"]  # its text is saved
+        with open(path, encoding="utf-8") as saved:
+            assert handle.token not in saved.read()
+    assert companion.discovery_files() == {} and control.violations() == [] and control.errors() == []
+
+
+def test_connect_views_a_restart_brings_back_are_closed_when_the_window_starts(
+    companion: Companion, workspace: str
+) -> None:
+    """Restored from an earlier run (hot exit), their port and token are stale."""
+    window = control.new_window([workspace])
+    mine = window.new_file()
+    restored = control.restore_views(
+        window,
+        [{"file": None, "scratch": True, "name": "Gemini Companion: Connect Another Agent",
+          "settings": {"gemini_companion.connect": True}, "contents": "claude mcp add --transport http …\n"}],
+    )  # fmt: skip
+    companion.load()
+    companion.ready(window)
+    control.settle()
+    assert not restored[0].is_valid()
+    assert window.views() == [mine]

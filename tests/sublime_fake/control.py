@@ -23,7 +23,7 @@ import types
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from . import _plugin_host, _state, sublime, sublime_plugin
+from . import _plugin_host, _session, _state, sublime, sublime_plugin
 
 T = TypeVar("T")
 
@@ -215,11 +215,31 @@ def unload_plugin(module_name: str = PLUGIN_MODULE) -> None:
     _plugin_host.unload_plugin(module_name)
 
 
-def exit_editor() -> None:
-    """Sublime quits: the API shuts down, `on_exit` runs, the worker stops (no plugin_unloaded)."""
+def exit_editor() -> list[str]:
+    """Sublime quits: hot exit saves every window's views (`_session`), the API shuts down, `on_exit`
+    runs, the worker stops (no plugin_unloaded). Returns the session and workspace files written."""
     _main()
+    written = _session.write(_state.host())
     _plugin_host.on_exit()
     _state.host().worker.stop()
+    return written
+
+
+def restore_views(window: sublime.Window, buffers: list[dict[str, Any]]) -> list[sublime.View]:
+    """The next start brings the saved buffers back into `window`, with their settings and text
+    (`_session.saved_buffers(path)` reads them from a file `exit_editor` wrote)."""
+    _main()
+    views: list[sublime.View] = []
+    for saved in buffers:
+        view = window.open_file(saved["file"]) if saved.get("file") else window.new_file()
+        view.set_scratch(bool(saved.get("scratch")))
+        view.set_name(saved.get("name", ""))
+        for key, value in saved.get("settings", {}).items():
+            view.settings().set(key, value)
+        if "contents" in saved and not saved.get("file"):
+            view.run_command("append", {"characters": saved["contents"], "force": True})
+        views.append(view)
+    return views
 
 
 def listener_count() -> int:
