@@ -12,6 +12,8 @@ import re
 import sys
 from dataclasses import dataclass, field, replace
 
+from .workspace.gemini_trust import TRUST_FIX, FolderTrust, folder_trust
+
 # Where the package and the libraries the default Package Control channel lacks are registered
 # (repository.json in the project); users add it with "Package Control: Add Repository".
 PROJECT_URL = "https://github.com/gemini-companion/sublime-gemini-companion"
@@ -260,6 +262,8 @@ class Facts:
     lock_problem: str = ""  # why the lock file could not be written
     claude_clients: list[str] = field(default_factory=list)
     claude_command: list[str] = field(default_factory=list)
+    # Gemini CLI's trust of the folder ask_gemini runs in (the first), as its files say; None: not read
+    gemini_trust: FolderTrust | None = None
 
 
 def shared_folders(mine: list[str], others: list[list[str]]) -> list[str]:
@@ -281,7 +285,18 @@ def with_disk_facts(facts: Facts) -> Facts:
         broken_libraries=broken_libraries(),
         discovery=DiscoveryCheck.of(facts.discovery.path) if facts.discovery.path else facts.discovery,
         lock=DiscoveryCheck.of(facts.lock.path) if facts.lock.path else facts.lock,
+        gemini_trust=_ask_folder_trust(facts.workspace_path),
     )
+
+
+def _ask_folder(workspace_path: str) -> str:
+    """The folder ask_gemini runs in: the window's first."""
+    return workspace_path.split(os.pathsep)[0] if workspace_path else ""
+
+
+def _ask_folder_trust(workspace_path: str) -> FolderTrust | None:
+    folder = _ask_folder(workspace_path)
+    return folder_trust(folder) if folder else None
 
 
 def library_versions(names: tuple[str, ...] = LIBRARIES) -> dict[str, str | None]:
@@ -400,6 +415,20 @@ def _agents_lines(facts: Facts) -> list[str]:
     ]
 
 
+def _gemini_trust_lines(facts: Facts) -> list[str]:
+    """Whether headless Gemini CLI, and so `ask_gemini`, will run in the window's first folder."""
+    trust, folder = facts.gemini_trust, _ask_folder(facts.workspace_path)
+    if trust is None or not folder:
+        return []
+    if trust.trusted:
+        return [f"- Gemini CLI trusts {folder}, where ask_gemini runs ({trust.reason})"]
+    state = "does not trust" if trust.trusted is False else "has not been told to trust"
+    return [
+        f"- Gemini CLI {state} {folder} ({trust.reason}): ask_gemini fails there until you {TRUST_FIX}."
+        + _more("ask_gemini-says-the-folder-is-not-trusted")
+    ]
+
+
 def report(facts: Facts) -> str:
     lines = [
         "# Gemini Companion: Status and Troubleshooting",
@@ -425,6 +454,7 @@ def report(facts: Facts) -> str:
         "- Last context sent (paths only): " + (", ".join(facts.last_context) if facts.last_context else "none"),
         f"- Terminus: {'installed' if facts.terminus_installed else 'not installed'}",
         f"- Gemini CLI command: {' '.join(facts.gemini_command) if facts.gemini_command else '(default: gemini)'}",
+        *_gemini_trust_lines(facts),
         *_agents_lines(facts),
         "- Libraries: " + ", ".join(f"{name} {version or 'MISSING'}" for name, version in facts.libraries.items()),
         "",
