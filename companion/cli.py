@@ -133,9 +133,15 @@ def run_serve(
         print(f"error: the companion could not start: {start_failure(exc, port)}", file=sys.stderr)
         return 1
     print(f"Gemini Companion listening on {handle.url}", flush=True)
-    print(f"Discovery file: {handle.discovery_path}", flush=True)
+    if handle.discovery_path:
+        print(f"Discovery file: {handle.discovery_path}", flush=True)
     print(f"Workspace: {folder}  (diff policy: {policy})", flush=True)
-    print("Run `gemini` in that folder (once: `/ide enable`).", flush=True)
+    if handle.discovery_path:
+        print("Run `gemini` in that folder (once: `/ide enable`).", flush=True)
+    else:
+        print(
+            f"warning: Gemini CLI cannot find this companion: {handle.discovery_problem}", file=sys.stderr, flush=True
+        )
     if handle.lock_path:
         print(f"Claude Code lock file: {handle.lock_path}", flush=True)
         print(
@@ -149,8 +155,13 @@ def run_serve(
             pass
     finally:
         runtime.stop()
-        removed = "the discovery file and the lock file were" if handle.lock_path else "the discovery file was"
-        print(f"Stopped; {removed} removed.", flush=True)
+        files = [
+            f"the {name} file"
+            for name, path in (("discovery", handle.discovery_path), ("lock", handle.lock_path))
+            if path
+        ]
+        removed = f"; {' and '.join(files)} {'were' if len(files) > 1 else 'was'} removed" if files else ""
+        print(f"Stopped{removed}.", flush=True)
     if editor.prompting:
         # The prompt thread is blocked reading stdin; a normal exit would wait for stdin's lock at
         # shutdown and abort ("Fatal Python error: could not acquire lock ... stdin"). Everything is

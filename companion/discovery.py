@@ -17,6 +17,7 @@ import socket
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
+from .private_dirs import UnsafeFolder, check_above, check_own
 from .processes import create_time, pid_alive
 from .protocol import IDE_INFO
 
@@ -58,22 +59,29 @@ def workspace_path(folders: Sequence[str]) -> str:
 
 
 def ensure_private_dir(path: str) -> None:
-    """Create the folder 0700 (each missing level), and narrow it to 0700 if it is ours."""
+    """Create the folder 0700 (each missing level), and narrow it to 0700 (it is ours).
+
+    Raises UnsafeFolder, before anything is created in it, for a folder another user owns or can
+    replace (see private_dirs)."""
     parent = os.path.dirname(path)
     if parent and parent != path and not os.path.isdir(parent):
         ensure_private_dir(parent)  # makedirs would create missing parents with mode 0777 & ~umask
+    check_above(path)
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:
         pass
-    if sys.platform != "win32":
-        st = os.stat(path)
-        if st.st_uid == os.getuid() and st.st_mode & 0o077:
-            os.chmod(path, 0o700)
+    check_own(path)
+    if sys.platform != "win32" and os.stat(path).st_mode & 0o077:
+        os.chmod(path, 0o700)
 
 
 class DiscoveryError(OSError):
     """The discovery file cannot be written; the message names the folder and what to do."""
+
+
+class FolderRefused(DiscoveryError):
+    """The folder for a token-bearing file is not safe (see private_dirs); nothing was written."""
 
 
 def write(
@@ -96,6 +104,13 @@ def write(
     try:
         ensure_private_dir(directory)
         atomic_write_private(path, json.dumps(payload, indent=2).encode("utf-8"))
+    except UnsafeFolder as exc:
+        raise FolderRefused(
+            f"Refused to write the discovery file in {exc.folder}: {exc.reason}. Another user could swap their own "
+            "file in for this window's, so Gemini CLI is not told about this window. Remove that folder (its owner "
+            "or an administrator can), or start Sublime Text (or `serve`) and `gemini` with TMPDIR set to a "
+            "folder of your own, then reload the package."
+        ) from exc
     except OSError as exc:
         raise DiscoveryError(
             f"Cannot write the discovery file in {directory} ({exc.strerror or exc}). Gemini CLI finds this "

@@ -260,6 +260,7 @@ class Facts:
     serves_claude: bool = False
     lock: DiscoveryCheck = field(default_factory=lambda: DiscoveryCheck(""))  # Claude Code's lock file
     lock_problem: str = ""  # why the lock file could not be written
+    discovery_problem: str = ""  # why the discovery file was not written (its folder was refused)
     claude_clients: list[str] = field(default_factory=list)
     claude_command: list[str] = field(default_factory=list)
     # Gemini CLI's trust of the folder ask_gemini runs in (the first), as its files say; None: not read
@@ -334,7 +335,9 @@ def problems(facts: Facts) -> list[str]:
             "then reload the package (or restart Sublime Text)." + _more("the-package-is-inactive")
         )
     found += claude_problems(facts)
-    if facts.server_state == "listening" and not facts.discovery.exists:
+    if facts.discovery_problem:
+        found.append(facts.discovery_problem + _more("security"))
+    elif facts.server_state == "listening" and not facts.discovery.exists:
         found.append(
             "The discovery file is missing, so Gemini CLI cannot find this window. Reload the package; "
             "if it stays missing, check that the temporary folder is writable." + _more("gemini-cli-does-not-connect")

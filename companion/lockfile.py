@@ -20,7 +20,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from .claude_protocol import CONFIG_DIR_ENV, IDE_NAME
-from .discovery import DiscoveryError, atomic_write_private, ensure_private_dir, matching_files, remove_stale
+from .discovery import (
+    DiscoveryError,
+    FolderRefused,
+    atomic_write_private,
+    ensure_private_dir,
+    matching_files,
+    remove_stale,
+)
+from .private_dirs import UnsafeFolder
 from .workspace.reading import read_at_most
 
 log = logging.getLogger("gemini_companion")
@@ -53,6 +61,14 @@ def write(editor_pid: int, port: int, folders: Sequence[str], token: str, direct
     try:
         ensure_private_dir(directory)
         atomic_write_private(path, json.dumps(payload(editor_pid, folders, token)).encode("utf-8"))
+    except UnsafeFolder as exc:
+        raise FolderRefused(
+            f"Refused to write Claude Code's lock file in {exc.folder}: {exc.reason}. Another user could swap their "
+            "own lock in for this window's and see (and answer) every change Claude Code proposes, so Claude Code "
+            "is not told about this window. Remove that folder (its owner or an administrator can), or start "
+            f"Sublime Text (or `serve`) and `claude` with {CONFIG_DIR_ENV} set to a folder of your own, then "
+            "reload the package."
+        ) from exc
     except OSError as exc:
         raise DiscoveryError(
             f"Cannot write Claude Code's lock file in {directory} ({exc.strerror or exc}). Claude Code finds "

@@ -66,6 +66,8 @@ class WindowHandle:
         self.claude_token = ""
         self.lock_path = ""  # Claude Code's lock file, when serves_claude
         self.lock_problem = ""  # why the lock file could not be written (the doctor shows it)
+        self.lock_refused = False  # ... because its folder is not safe (private_dirs): the status bar says so
+        self.discovery_problem = ""  # why the discovery file was not written: its folder is not safe
         self.closed = False
         # Snapshots for the editor's status bar and doctor view (replaced whole, so any thread may read).
         self.connected_clients: list[str] = []
@@ -278,7 +280,7 @@ class Runtime:
                 await server.stop()
                 return
             handle.server, handle.port, handle.token = server, server.port, server.token
-            handle.discovery_path = self._write_discovery(handle)
+            self._claim_discovery(handle)
             if server.claude is not None:
                 handle.claude_token = server.claude.token
                 self._claim_lock(handle)
@@ -305,21 +307,34 @@ class Runtime:
             self.editor_pid, handle.port, handle.folders, handle.token, self.discovery_directory, handle.serves_gemini
         )
 
+    def _claim_discovery(self, handle: WindowHandle) -> None:
+        """Write the discovery file; a refused folder leaves Claude Code served and is reported.
+        Any other failure is the window's (raised)."""
+        try:
+            handle.discovery_path = self._write_discovery(handle)
+            handle.discovery_problem = ""
+        except discovery.FolderRefused as exc:
+            handle.discovery_path = _withdrawn(handle.discovery_path)
+            handle.discovery_problem = str(exc)
+            log.warning("%s", exc)
+
     def _claim_lock(self, handle: WindowHandle) -> None:
         """Write Claude Code's lock file; a failure leaves Gemini CLI served and is reported."""
         try:
             handle.lock_path = lockfile.write(
                 self.editor_pid, handle.port, handle.folders, handle.claude_token, self.lock_directory
             )
-            handle.lock_problem = ""
+            handle.lock_problem, handle.lock_refused = "", False
         except discovery.DiscoveryError as exc:
-            handle.lock_problem = str(exc)
+            handle.lock_problem, handle.lock_refused = str(exc), isinstance(exc, discovery.FolderRefused)
+            if handle.lock_refused:
+                handle.lock_path = _withdrawn(handle.lock_path)
             log.warning("%s", exc)
 
     async def _set_folders(self, handle: WindowHandle, folders: list[str]) -> None:
         handle.folders = folders
         if handle.server is not None and not handle.closed:
-            handle.discovery_path = self._write_discovery(handle)
+            self._claim_discovery(handle)
             if handle.serves_claude:
                 self._claim_lock(handle)
 
@@ -355,6 +370,13 @@ class Runtime:
         thread.join(timeout)
         if thread.is_alive():
             log.warning("the companion's loop thread did not stop within %.1f s", timeout)
+
+
+def _withdrawn(path: str) -> str:
+    """Remove our file at `path` (written before its folder turned unsafe); returns "" (no file)."""
+    if path:
+        discovery.remove(path)
+    return ""
 
 
 def _remember_paths(handle: WindowHandle, params: dict[str, Any]) -> None:

@@ -12,18 +12,21 @@ STATUS_KEY = "gemini_companion"
 
 def status_text(state: WindowState) -> str:
     """`Gemini ● · Claude ○`: each agent the window serves, connected (●, with a count when several)
-    or waiting (○); one word for the whole window while it starts, failed or is paused."""
+    or waiting (○), or refused (✕ unsafe folder: its file was not written, the doctor says why); one
+    word for the whole window while it starts, failed or is paused."""
     handle = state.handle
     if not handle.ready.done() or handle.ready.exception() is not None:
         return "Gemini ✕" if handle.ready.done() else "Gemini …"
-    agents = [("Gemini", handle.connected_clients)] if handle.serves_gemini else []
-    agents += [("Claude", handle.claude_clients)] if handle.serves_claude else []
+    agents = [("Gemini", handle.connected_clients, bool(handle.discovery_problem))] if handle.serves_gemini else []
+    agents += [("Claude", handle.claude_clients, handle.lock_refused)] if handle.serves_claude else []
     if handle.context.paused:  # both agents see nothing while paused
-        return " · ".join(name for name, _ in agents or [("Gemini", [])]) + " ⏸ paused"
-    return " · ".join(_agent_state(name, len(clients)) for name, clients in agents) or "Gemini ○"
+        return " · ".join(name for name, _, _ in agents or [("Gemini", [], False)]) + " ⏸ paused"
+    return " · ".join(_agent_state(name, len(clients), refused) for name, clients, refused in agents) or "Gemini ○"
 
 
-def _agent_state(name: str, count: int) -> str:
+def _agent_state(name: str, count: int, refused: bool = False) -> str:
+    if refused and count == 0:  # no client can find the window: its file's folder was refused
+        return f"{name} ✕ unsafe folder"
     if count == 0:
         return f"{name} ○"
     return f"{name} ●" if count == 1 else f"{name} ● {count}"

@@ -74,6 +74,7 @@ def gather_facts(window: sublime.Window, state: WindowState | None) -> doctor.Fa
         serves_claude=handle.serves_claude,
         lock=doctor.DiscoveryCheck(handle.lock_path),
         lock_problem=handle.lock_problem,
+        discovery_problem=handle.discovery_problem,
         claude_clients=list(handle.claude_clients),
         **common,  # type: ignore[arg-type]
     )
