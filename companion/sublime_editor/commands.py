@@ -61,11 +61,11 @@ class GeminiCompanionNextChangeCommand(sublime_plugin.WindowCommand):
 class GeminiCompanionSaveReviewCommand(sublime_plugin.TextCommand):
     """What Save does in a proposal view: accept the review."""
 
-    def run(self, edit: sublime.Edit) -> None:
+    def run(self, edit: sublime.Edit, seen: int | None = None) -> None:
         reviews = _reviews(self.view.window())
         entry = reviews.for_view(self.view) if reviews is not None else None
         if reviews is not None and entry is not None:
-            reviews.accept(entry)
+            reviews.accept(entry, seen)
 
 
 class GeminiCompanionReplaceTextCommand(sublime_plugin.TextCommand):

@@ -15,7 +15,11 @@ from .lifecycle import registry, shutdown
 from .review_ui import ROLE_SETTING
 from .windows import WindowState
 
-SAVE_COMMANDS = ("save", "prompt_save_as", "save_all")
+# Commands that save the view, ours to turn into Accept on a proposal. `lsp_save` is LSP's: its key
+# binding replaces Ctrl+S / Cmd+S where a language server serves the view, runs code actions and
+# formatting on save, then the native `save` (sublimelsp/LSP @ 7ffc721 `Default.sublime-keymap`
+# L239–244, `plugin/save_command.py` LspSaveCommand): rewritten here, LSP never edits a proposal.
+SAVE_COMMANDS = ("save", "prompt_save_as", "save_all", "lsp_save")
 
 
 def _reconcile() -> None:
@@ -100,7 +104,8 @@ class GeminiCompanionReviewListener(sublime_plugin.EventListener):
 
     def on_text_command(self, view: sublime.View, command_name: str, args: dict | None) -> tuple[str, dict] | None:
         if command_name in SAVE_COMMANDS and view.settings().get(ROLE_SETTING) == "proposal":
-            return ("gemini_companion_save_review", {})
+            # The text as the user saw it when they asked: Accept sends nothing that changed since.
+            return ("gemini_companion_save_review", {"seen": view.change_count()})
         return None
 
     def on_window_command(

@@ -30,6 +30,12 @@ REVIEW_SETTING = "gemini_companion.review"
 CONNECT_SETTING = "gemini_companion.connect"
 ROLE_SETTING = "gemini_companion.role"
 BANNER_KEY = "gemini_companion.banner"
+# Per-view settings that make other packages leave our views alone. LSP attaches (and runs its
+# on-save code actions and formatting) only on views it deems regular, and a view with `repl` set is
+# not (sublimelsp/LSP @ 7ffc721 `plugin/documents.py` is_regular_view L115–133); its formatting on
+# save is also off per view with `lsp_format_on_save` (`plugin/formatting.py` FormatOnSaveTask L95–99,
+# `plugin/code_actions.py` format_on_save_enabled L272–274).
+LEAVE_ALONE = {"repl": True, "lsp_format_on_save": False}
 SPLIT_LAYOUT: WindowLayout = {"cols": [0.0, 0.5, 1.0], "rows": [0.0, 1.0], "cells": [[0, 0, 1, 1], [1, 0, 2, 1]]}
 
 
@@ -94,6 +100,7 @@ class ReviewViews:
     closing: bool = False
     accepting: bool = False  # an Accept waits for the disk check (worker thread)
     changed_on_disk: bool = False  # the file changed after the proposal arrived; the left side shows it
+    changed_underneath: bool = False  # the proposal changed between the user's Accept and its sending
     banner: sublime.PhantomSet | None = field(default=None, repr=False)
 
     def proposal_text(self) -> str:
@@ -165,13 +172,22 @@ class WindowReviews:
 
     # -- called by commands and listeners (the user's decisions) --
 
-    def accept(self, entry: ReviewViews) -> None:
+    def accept(self, entry: ReviewViews, seen: int | None = None) -> None:
         """Accept with the user's edits, unless the file changed on disk since the left side was
         shown: then the left side shows the new text and the user decides again. The file is read
         on a thread of its own: never here, and not on the async worker every package shares
-        (a 16 MiB file takes tens of milliseconds to read and hash)."""
+        (a 16 MiB file takes tens of milliseconds to read and hash).
+
+        `seen` is the proposal's change count when the user asked (default: now). What is sent must
+        be what the user saw: if another package changed the proposal since (an on-save formatter,
+        a late code action), it is shown again instead."""
         if entry.accepting:
             return
+        seen = entry.proposal.change_count() if seen is None else seen
+        if entry.proposal.change_count() != seen:
+            self._show_again(entry)
+            return
+        entry.changed_underneath = False
         content = entry.proposal_text()
         baseline = entry.review.disk
         if entry.current_text.from_unsaved_buffer or baseline is None:
@@ -182,16 +198,19 @@ class WindowReviews:
 
         def check_disk() -> None:
             now = disk_text.read(path)
-            sublime.set_timeout(lambda: self._accept_if_unchanged(entry, content, baseline, now))
+            sublime.set_timeout(lambda: self._accept_if_unchanged(entry, content, baseline, now, seen))
 
         threading.Thread(target=check_disk, name="gemini-companion-disk-check", daemon=True).start()
 
     def _accept_if_unchanged(
-        self, entry: ReviewViews, content: str, baseline: disk_text.DiskText, now: disk_text.DiskText
+        self, entry: ReviewViews, content: str, baseline: disk_text.DiskText, now: disk_text.DiskText, seen: int
     ) -> None:
         entry.accepting = False
         if self.open.get(entry.review.id) is not entry or not entry.review.is_open:
             return  # rejected, closed or replaced meanwhile
+        if entry.proposal.change_count() != seen:
+            self._show_again(entry)
+            return
         if not disk_text.changed(baseline, now):
             self._finish_accept(entry, content)
             return
@@ -200,6 +219,14 @@ class WindowReviews:
         self._refresh_current(entry)
         self._render_banner(entry)
         sublime.status_message(f"{os.path.basename(entry.review.file_path)} changed on disk: review it again")
+
+    def _show_again(self, entry: ReviewViews) -> None:
+        """The proposal changed after the user accepted it: nothing is sent; they look again."""
+        entry.changed_underneath = True
+        self._render_banner(entry)
+        self.window.focus_view(entry.proposal)
+        name = os.path.basename(entry.review.file_path)
+        sublime.status_message(f"The proposal for {name} changed after you accepted it: check it, then accept again")
 
     def _finish_accept(self, entry: ReviewViews, content: str) -> None:
         self._dispose(entry)
@@ -266,6 +293,8 @@ class WindowReviews:
             view.assign_syntax(syntax)
         view.settings().set(REVIEW_SETTING, review.id)
         view.settings().set(ROLE_SETTING, role)
+        for key, value in LEAVE_ALONE.items():
+            view.settings().set(key, value)
         view.run_command("append", {"characters": text, "force": True, "scroll_to_end": False})
         view.sel().clear()
         view.sel().add(sublime.Region(0, 0))
@@ -340,6 +369,11 @@ def banner_html(entry: ReviewViews) -> str:
         notes.append(
             '<span class="warning">The file changed on disk since this proposal arrived; the left side '
             "now shows it. Check the change again, then Accept.</span>"
+        )
+    if entry.changed_underneath:
+        notes.append(
+            '<span class="warning">This side changed after you accepted it (another package may have edited '
+            "it): nothing was sent. Check it, then Accept again.</span>"
         )
     if entry.current_text.not_shown:
         notes.append(

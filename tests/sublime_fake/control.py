@@ -408,6 +408,13 @@ def context_holds(view: sublime.View, context: dict[str, Any]) -> bool:
     )
 
 
+def _keys(binding: dict[str, Any]) -> list[str]:
+    """A binding's keys as pressed: "primary" is Ctrl on Linux and Windows, Cmd (super) on macOS
+    (https://www.sublimetext.com/docs/key_bindings.html, "primary")."""
+    primary = "super" if sublime.platform() == "osx" else "ctrl"
+    return [str(k).replace("primary+", f"{primary}+") for k in binding.get("keys", [])]
+
+
 def press_keys(view: sublime.View, keys: str) -> str:
     """The user presses `keys` in `view`: the newest binding whose contexts all hold runs (through the
     input focus), else Sublime's default binding. Returns the command that ran."""
@@ -416,7 +423,7 @@ def press_keys(view: sublime.View, keys: str) -> str:
     window = view.window()
     assert window is not None
     for binding in reversed(key_bindings()):
-        if binding.get("keys") == [keys] and all(context_holds(view, c) for c in binding.get("context", [])):
+        if _keys(binding) == [keys] and all(context_holds(view, c) for c in binding.get("context", [])):
             window.run_command(binding["command"], binding.get("args"))
             return str(binding["command"])
     if keys not in DEFAULT_BINDINGS:
