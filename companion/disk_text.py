@@ -48,6 +48,18 @@ class DiskText:
     stamp: Stamp | None = None
     # Why `text` is not the file's content (too large, binary, unreadable); None when it is.
     not_shown: str | None = None
+    # Other hard links to the file (st_nlink - 1). The file is written in place, so they change too,
+    # and they may lie outside the workspace: the review says so (other_links_note).
+    other_links: int = 0
+
+
+def other_links_note(count: int) -> str:
+    """What a review says of a file with `count` other hard links (none: "")."""
+    if count <= 0:
+        return ""
+    if count == 1:
+        return "This file has 1 other link (a hard link, maybe outside the workspace); accepting changes it too."
+    return f"This file has {count} other links (hard links, maybe outside the workspace); accepting changes them too."
 
 
 def changed(before: DiskText, now: DiskText) -> bool:
@@ -105,14 +117,16 @@ def read(path: str, limit: int = MAX_SHOWN_BYTES) -> DiskText:
     finally:
         os.close(fd)
     stamp = Stamp(info.st_size, hashlib.sha256(data).hexdigest())
+    links = max(info.st_nlink - 1, 0)
     if len(data) > limit:
         size = max(info.st_size, len(data))
-        return DiskText("", True, stamp, f"it is {size / 2**20:.0f} MiB, more than the {limit / 2**20:.0f} MiB shown")
+        too_large = f"it is {size / 2**20:.0f} MiB, more than the {limit / 2**20:.0f} MiB shown"
+        return DiskText("", True, stamp, too_large, links)
     try:
         text, _ = decode(data, os.path.basename(path))
     except BinaryFile:
-        return DiskText("", True, stamp, "it is a binary file")
-    return DiskText(text, True, stamp)
+        return DiskText("", True, stamp, "it is a binary file", links)
+    return DiskText(text, True, stamp, other_links=links)
 
 
 def _kind(mode: int) -> str:

@@ -149,7 +149,8 @@ def unified_diff(file_path: str, proposal: str, disk: DiskText | None = None) ->
         tofile=f"{os.path.basename(file_path)} (proposed)",
     )
     text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-    return visible(text or f"(no changes to {file_path})\n")
+    links = disk_text.other_links_note(disk.other_links)
+    return visible((text or f"(no changes to {file_path})\n") + (f"{links}\n" if links else ""))
 
 
 # C0 and C1 controls except tab and line feed, DEL, and the bidirectional overrides and isolates

@@ -384,6 +384,9 @@ def banner_html(entry: ReviewViews) -> str:
         notes.append(
             '<span class="warning">The file has unsaved changes in Sublime; they are what the left side shows.</span>'
         )
+    links = disk_text.other_links_note(review.disk.other_links if review.disk is not None else 0)
+    if links:  # counted where the server read the file, off this thread
+        notes.append(f'<span class="warning">{html.escape(links)}</span>')
     if review.revision > 1:
         notes.append(f"Updated proposal ({review.revision}); undo brings back your edits to the earlier one.")
     notes.append("Edit this side freely: Save accepts it, closing it rejects it.")
