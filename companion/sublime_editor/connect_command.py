@@ -287,7 +287,7 @@ def _render_copy_link(view: sublime.View, info: ConnectInfo) -> None:
     masked = view.find(TOKEN_MASK, 0, sublime.FindFlags.LITERAL)
     if phantoms is None:
         return
-    if token is None or masked.a < 0:  # find() answers Region(-1, -1) when nothing matches
+    if token is None or not masked:  # a miss: Region(-1, -1), or None in build 3's API
         phantoms.update([])
         return
 

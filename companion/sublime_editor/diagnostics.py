@@ -90,11 +90,13 @@ def select_text(view: sublime.View, start_text: str, end_text: str, tries: int =
         if tries > 0 and view.is_valid():
             sublime.set_timeout(lambda: select_text(view, start_text, end_text, tries - 1), 20)
         return
+    # A miss is Region(-1, -1) in build 4's API and was None in build 3's: both are falsy (the
+    # region is empty), and a match of a non-empty text never is.
     start = view.find(start_text, 0, sublime.FindFlags.LITERAL)
-    if start.a < 0:
+    if not start:
         return
     end = view.find(end_text, start.b, sublime.FindFlags.LITERAL) if end_text else start
-    region = sublime.Region(start.a, end.b if end.a >= 0 else start.b)
+    region = sublime.Region(start.a, end.b if end else start.b)
     view.sel().clear()
     view.sel().add(region)
     view.show_at_center(region)

@@ -265,3 +265,32 @@ def test_get_diagnostics_reads_lsp_lines_whose_column_fills_its_padding(
             ],
         }
     ]
+
+
+@pytest.mark.parametrize("miss", [sublime.Region(-1, -1), None], ids=["region_minus_one", "none"])
+def test_open_file_selects_from_start_text_to_end_text_and_ignores_text_it_cannot_find(
+    companion: Companion, claude: Callable[[sublime.Window], ThreadedClaude], workspace: str, miss: Any
+) -> None:
+    """What `View.find` answers on a miss is Region(-1, -1) in build 4 and was None in build 3's
+    API reference; either way a text that is not there selects nothing and fails nothing."""
+    control.find_miss(miss)
+    window = control.new_window([workspace])
+    companion.load()
+    client = claude(window)
+    path = write(workspace, "app.py", "import os\n\ndef main():\n    return 1\n")
+    found = client.result(client.call("openFile", {"filePath": path, "startText": "def main", "endText": "1"}))
+    assert found == [f"Opened file: {path}"]
+    view = control.pump_until(lambda: window.find_open_file(path), 30, "the file to open")
+    control.pump_until(lambda: not view.is_loading() and view.sel()[0] != sublime.Region(0, 0), 30, "the selection")
+    assert view.substr(view.sel()[0]) == "def main():\n    return 1"
+    other = write(workspace, "other.py", "x = 2\n")
+    missed = client.result(client.call("openFile", {"filePath": other, "startText": "nowhere", "endText": ""}))
+    assert missed == [f"Opened file: {other}"]
+    other_view = control.pump_until(lambda: window.find_open_file(other), 30, "the other file to open")
+    control.settle()
+    assert list(other_view.sel()) == [sublime.Region(0, 0)] and window.active_view() == other_view
+    halfway = client.result(client.call("openFile", {"filePath": path, "startText": "import", "endText": "nowhere"}))
+    assert halfway == [f"Opened file: {path}"]
+    control.settle()
+    assert view.substr(view.sel()[0]) == "import"  # no end found: the start text alone
+    assert control.errors() == []

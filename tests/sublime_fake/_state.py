@@ -227,6 +227,7 @@ class Host:
         # in the window at this point"); two ST4 regressions made it None (sublimehq/sublime_text#3463,
         # #3516, fixed since): `control.pre_close_window(False)` plays them.
         self.pre_close_has_window = True
+        self.find_miss_is_none = False  # View.find on no match: Region(-1, -1), or None (control.find_miss)
         self.executable_path = "/opt/sublime_text/sublime_text"
         self.version = "4213"  # the build the stubs describe
         self.data_dir = ""

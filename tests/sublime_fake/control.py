@@ -291,6 +291,11 @@ def window_close_event(fires: bool) -> None:
     _main().pre_close_window_fires = fires
 
 
+def find_miss(answer: sublime.Region | None) -> None:
+    """What `View.find` answers when nothing matches: `Region(-1, -1)` (the default) or None."""
+    _main().find_miss_is_none = answer is None
+
+
 def open_project(window: sublime.Window, project_file: str, folders: list[str]) -> None:
     """Project › Open Project… into this window: new folders, then `on_load_project`."""
     _main()

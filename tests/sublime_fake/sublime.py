@@ -1532,7 +1532,11 @@ class View:
         text = self._text()
         regex = re.escape(pattern) if flags & FindFlags.LITERAL else pattern
         match = re.compile(regex, re.IGNORECASE if flags & FindFlags.IGNORECASE else 0).search(text, start_pt)
-        return Region(match.start(), match.end()) if match else Region(-1)
+        if match:
+            return Region(match.start(), match.end())
+        # No match: Region(-1, -1), or None as build 3's API reference documented ("or None if it
+        # can't be found"); the 4213 stubs only say "The first Region matching": both are played.
+        return None if _h().find_miss_is_none else Region(-1)  # type: ignore[return-value]
 
     def find_all_results(self) -> list[tuple[str, int, int]]:
         return [(name, line, column) for name, line, column, _text in self.find_all_results_with_text()]
