@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +25,8 @@ from .review_ui import WindowReviews
 from .workspace_tools import WorkspaceSnapshot, read_settings
 
 log = logging.getLogger("gemini_companion")
+SAVE_WAIT_SECONDS = 5.0  # how long a save from code may take to finish (a dialog, a slow disk)
+SAVE_LOOK_SECONDS = 0.02  # how often a save still under way is looked at
 
 
 class SublimeEditor:
@@ -57,21 +61,24 @@ class SublimeEditor:
         if self.reviews.detached:
             return False
 
-        def write() -> bool:
+        def write() -> sublime.View | None:
             view = self._open_view(path)
             if view is None or view.is_loading() or view.is_read_only():
-                return False  # the caller writes the file itself; Sublime reloads an unmodified view
+                return None  # the caller writes the file itself; Sublime reloads an unmodified view
             wanted = text.replace("\r\n", "\n")
             # One undoable edit, saved with the view's own line endings and encoding.
             view.run_command("gemini_companion_replace_text", {"text": wanted})
             if view.substr(sublime.Region(0, view.size())) != wanted:
                 raise RuntimeError("the text could not be put into its open view")
             view.run_command("save")
-            if view.is_valid() and view.is_dirty():
-                raise RuntimeError("Sublime Text did not save its open view (see the editor for why)")
-            return True
+            return view
 
-        return await on_main(write)
+        view = await on_main(write)
+        if view is None:
+            return False
+        if await self._saved(view) is False:
+            raise RuntimeError("Sublime Text did not save its open view (see the editor for why)")
+        return True
 
     async def keep_unwritten(self, path: str, text: str, reason: str) -> bool:
         def keep() -> None:
@@ -125,15 +132,27 @@ class SublimeEditor:
         if self.reviews.detached:
             return None
 
-        def save() -> bool | None:
+        def save() -> sublime.View | None:
             view = self._open_view(path)
-            if view is None:
-                return None
-            if view.is_dirty():
+            if view is not None and view.is_dirty():
                 view.run_command("save")
-            return view.is_valid() and not view.is_dirty()
+            return view
 
-        return await on_main(save)
+        view = await on_main(save)
+        return None if view is None else await self._saved(view) is True
+
+    async def _saved(self, view: sublime.View) -> bool | None:
+        """Whether the view's save has finished. Nothing documents whether `save` run from code has
+        finished when `run_command` returns (Sublime's own Ctrl+S passes `"async": true`, and LSP
+        passes it on): a view still dirty is looked at again on later main-thread turns, from this
+        loop, until SAVE_WAIT_SECONDS have passed; only then the save counts as failed. None: the
+        view was closed meanwhile."""
+        deadline = time.monotonic() + SAVE_WAIT_SECONDS
+        while True:
+            clean = await on_main(lambda: not view.is_dirty() if view.is_valid() else None)
+            if clean is not False or time.monotonic() >= deadline or self.reviews.detached:
+                return clean
+            await asyncio.sleep(SAVE_LOOK_SECONDS)
 
     async def diagnostics(self, path: str | None) -> dict[str, list[dict[str, Any]]]:
         if self.reviews.detached:

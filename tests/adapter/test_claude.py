@@ -294,3 +294,23 @@ def test_open_file_selects_from_start_text_to_end_text_and_ignores_text_it_canno
     control.settle()
     assert view.substr(view.sel()[0]) == "import"  # no end found: the start text alone
     assert control.errors() == []
+
+
+@pytest.mark.parametrize("later", [False, True], ids=["saved_on_return", "saved_on_a_later_turn"])
+def test_save_document_reports_the_save_whether_it_finishes_on_return_or_later(
+    companion: Companion, claude: Callable[[sublime.Window], ThreadedClaude], workspace: str, later: bool
+) -> None:
+    """No source says whether `save` run from code has written the file when run_command returns:
+    either way Claude Code hears it was saved, and the file holds the text."""
+    control.save_finishes_later(later)
+    window = control.new_window([workspace])
+    companion.load()
+    client = claude(window)
+    path = write(workspace, "app.py", "x = 1\n")
+    view = control.open_file(window, path)
+    control.type_text(view, "# edited\n")
+    answer = json.loads(client.result(client.call("saveDocument", {"filePath": path}))[0])
+    assert answer["success"] is True and answer["saved"] is True
+    assert not view.is_dirty()
+    with open(path, encoding="utf-8") as handle:
+        assert handle.read() == "# edited\nx = 1\n"

@@ -573,6 +573,9 @@ def _append(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> Non
 
 
 def _save(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
+    if _host().save_finishes_later:  # `control.save_finishes_later(True)`: written on a later turn
+        sublime.set_timeout(lambda: _save_view(view) if view.is_valid() else None)
+        return
     _save_view(view)
 
 

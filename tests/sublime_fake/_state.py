@@ -228,6 +228,9 @@ class Host:
         # #3516, fixed since): `control.pre_close_window(False)` plays them.
         self.pre_close_has_window = True
         self.find_miss_is_none = False  # View.find on no match: Region(-1, -1), or None (control.find_miss)
+        # Whether `save` run from code has written the file when run_command returns: no source says
+        # (Sublime's own Ctrl+S passes "async": true); `control.save_finishes_later(True)` plays "not yet".
+        self.save_finishes_later = False
         self.executable_path = "/opt/sublime_text/sublime_text"
         self.version = "4213"  # the build the stubs describe
         self.data_dir = ""

@@ -291,6 +291,12 @@ def window_close_event(fires: bool) -> None:
     _main().pre_close_window_fires = fires
 
 
+def save_finishes_later(later: bool) -> None:
+    """Whether the `save` command writes the file on a later main-thread turn instead of before
+    `run_command` returns (no source settles which: both are played)."""
+    _main().save_finishes_later = later
+
+
 def find_miss(answer: sublime.Region | None) -> None:
     """What `View.find` answers when nothing matches: `Region(-1, -1)` (the default) or None."""
     _main().find_miss_is_none = answer is None
