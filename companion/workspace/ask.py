@@ -20,6 +20,7 @@ from ..doctor import troubleshooting
 from ..user_paths import expand_program
 from .gemini_trust import TRUST_FIX, UNTRUSTED_EXIT_CODE
 from .paths import WorkspaceError
+from .windows_shim import NotResolved, direct_argv
 
 _TAIL = 2000
 TROUBLESHOOTING_ENTRY = "ask_gemini-says-the-folder-is-not-trusted"  # the README's entry
@@ -29,7 +30,7 @@ class GeminiFailed(WorkspaceError):
     pass
 
 
-def command_line(gemini_command: Sequence[str], prompt: str, model: str) -> list[str]:
+def command_line(gemini_command: Sequence[str], prompt: str, model: str, platform: str = sys.platform) -> list[str]:
     if not gemini_command:
         raise GeminiFailed('The gemini_command setting is empty; set it to the Gemini CLI program (e.g. "gemini").')
     program = expand_program(gemini_command)[0]
@@ -42,10 +43,22 @@ def command_line(gemini_command: Sequence[str], prompt: str, model: str) -> list
     # One argument, `--prompt=<text>`: as the element after `-p`, a prompt starting with `-` is
     # parsed as options (`--version`, `--yolo`). yargs-parser gives an `=` value to the option whole
     # (newlines, quotes and `=` included) and never reads it as a flag; proven with the real CLI.
-    argv = [found, *gemini_command[1:], f"--prompt={prompt}", "-o", "json"]
+    argv = [*_launcher(found, platform), *gemini_command[1:], f"--prompt={prompt}", "-o", "json"]
     if model:
         argv += ["-m", model]
     return argv
+
+
+def _launcher(program: str, platform: str) -> list[str]:
+    """`program`, or on Windows what its npm batch shim runs: cmd.exe must never read the prompt."""
+    try:
+        return direct_argv(program, platform)
+    except NotResolved as exc:
+        raise GeminiFailed(
+            f"ask_gemini will not pass a prompt to {program}: Windows runs a batch file through cmd.exe, which "
+            f"could read the prompt as commands, and {exc}. Set the `gemini_command` setting to "
+            '["node", "<folder `npm root -g` prints>/@google/gemini-cli/bundle/gemini.js"] or to a gemini.exe.'
+        ) from None
 
 
 async def ask_gemini(gemini_command: Sequence[str], prompt: str, model: str, cwd: str, timeout: float) -> str:
