@@ -249,7 +249,9 @@ def test_hot_exit_saves_the_connect_view_without_the_token(editor: Any, workspac
     assert handle.token == "t" * 32  # a fixed token stays valid after a restart
     checked(connect_view(window))
     checked(connect_view(plain))
+    assert control.run_from_palette(window, "gemini_companion_status")  # the doctor's report, too
     control.settle()
+    assert [v for v in window.views() if v.settings().get("gemini_companion.doctor")]
     assert handle.token not in everything_shown(), "a buffer, panel, setting, status or phantom holds the token"
     written = control.exit_editor()
     assert os.path.join(workspace, "app.sublime-workspace") in written and len(written) == 2
