@@ -125,9 +125,11 @@ def test_the_shipped_read_limit_is_100_kb_for_files_and_unsaved_buffers(companio
         client.close()
 
 
+@pytest.mark.parametrize("later", [False, True], ids=["saved_on_return", "saved_on_a_later_turn"])
 def test_write_file_review_names_the_client_and_accepting_saves_the_open_buffer_undoably(
-    companion: Companion, workspace: str
+    companion: Companion, workspace: str, later: bool
 ) -> None:
+    control.save_finishes_later(later)  # whether `save` from code has written the file on return: both
     path = write(workspace, "app.py", "def f():\r\n    return 1\r\n")
     window = control.new_window([workspace])
     companion.load()
