@@ -2,10 +2,11 @@
 
 uvicorn (wsproto) does the framing, the size cap and the close handshake; the `mcp` SDK parses and
 serialises every JSON-RPC message (`jsonrpc_message_adapter`, `model_dump_json`); this module only
-moves one message per text frame between them. The guard refuses, before the upgrade, what the
-HTTP side refuses: a wrong path, any `Origin` (a web page), a `Host` other than 127.0.0.1 or
-localhost on our port, a missing or wrong token (compared in constant time), and a client that
-does not offer the `mcp` subprotocol.
+moves one message per text frame between them, answering itself what `request_ids` refuses (not
+JSON, not a message object, an invalid id, an id already in flight on this connection). The guard
+refuses, before the upgrade, what the HTTP side refuses: a wrong path, any `Origin` (a web page),
+a `Host` other than 127.0.0.1 or localhost on our port, a missing or wrong token (compared in
+constant time), and a client that does not offer the `mcp` subprotocol.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from typing import Any
 import anyio
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.shared.message import SessionMessage
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
 from .claude_protocol import AUTH_HEADER, SUBPROTOCOL, WEBSOCKET_PATH
+from .request_ids import InFlight, Refused, read_message
 from .security import Receive, Scope, Send, header_values, loopback_hosts, send_json
 
 log = logging.getLogger("gemini_companion")
@@ -29,6 +31,7 @@ log = logging.getLogger("gemini_companion")
 ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
 WriteStream = MemoryObjectSendStream[SessionMessage]
 Serve = Callable[[ReadStream, WriteStream], Awaitable[None]]
+ONE_SESSION = ""  # a WebSocket is one MCP session: its request ids are unique within the connection
 OUTBOX_LIMIT = 256  # notifications queued for one slow client before the oldest are dropped
 
 
@@ -87,6 +90,17 @@ class Connection:
         return initialized and not self.initialized.is_set()
 
 
+def _settled(in_flight: InFlight, found: types.RequestId | None) -> ServerMessageMetadata | None:
+    """For a request: frees its id if the SDK settles it without an answer (the client cancelled it)."""
+    if found is None:
+        return None
+
+    async def release() -> None:
+        in_flight.release(ONE_SESSION, found)
+
+    return ServerMessageMetadata(on_request_unanswered=release)
+
+
 async def serve_connection(connection: Connection, receive: Receive, send: Send, serve: Serve) -> None:
     """Accept the upgrade, then run `serve(read, write)` (an MCP server) until either side ends."""
     if (await receive())["type"] != "websocket.connect":  # ASGI's first event; anything else: gone already
@@ -95,6 +109,7 @@ async def serve_connection(connection: Connection, receive: Receive, send: Send,
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
     lock = anyio.Lock()  # replies and notifications share the socket: one frame at a time
+    in_flight = InFlight()
 
     async def send_text(message: SessionMessage) -> None:
         text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
@@ -110,17 +125,23 @@ async def serve_connection(connection: Connection, receive: Receive, send: Send,
                 data = event.get("text")
                 if data is None:
                     data = (event.get("bytes") or b"").decode("utf-8", "replace")
-                try:
-                    message = types.jsonrpc_message_adapter.validate_json(data, by_name=False)
-                except Exception as exc:  # the SDK answers a parse error without stopping the session
-                    await read_writer.send(exc)
+                try:  # the SDK would read a bad id as a notification, and answer nothing it cannot parse
+                    message = read_message(data)
+                    found = message.id if isinstance(message, types.JSONRPCRequest) else None
+                    if found is not None:
+                        in_flight.claim(ONE_SESSION, found)
+                except Refused as refused:  # answered here; the connection goes on serving
+                    await send_text(SessionMessage(refused.error))
                     continue
                 connection.observe(message)
-                await read_writer.send(SessionMessage(message))
+                await read_writer.send(SessionMessage(message, metadata=_settled(in_flight, found)))
 
     async def write_replies() -> None:
         async with write_reader:
             async for message in write_reader:
+                reply = message.message
+                if isinstance(reply, types.JSONRPCResponse | types.JSONRPCError) and reply.id is not None:
+                    in_flight.release(ONE_SESSION, reply.id)  # before it leaves: the client may reuse the id at once
                 await send_text(message)
 
     async def write_notifications() -> None:

@@ -54,6 +54,35 @@ def test_an_invalid_id_is_answered_with_a_json_rpc_error(waiting: Target, reques
     assert call(waiting, http, session, {"jsonrpc": "2.0", "id": 2, "method": "ping"}).status == 200
 
 
+@pytest.mark.parametrize(
+    ("body", "status", "answer_id", "code"),
+    [
+        # The SDK keeps the last of duplicate members, and so do the rules (only `id` and `method`
+        # are read from the body; the SDK parses it whole).
+        (b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping", "id": 3}', 200, 3, None),
+        (b'{"jsonrpc": "2.0", "id": 3, "method": "ping", "id": {"a": 1}}', 400, None, -32600),
+        (b'{"jsonrpc": "2.0", "\\u0069d": 1.5, "method": "ping"}', 400, None, -32600),  # an escaped "id"
+        (b'{"jsonrpc": "2.0", "id": 4, "method": "ping", "params": {"id": {"a": 1}}}', 200, 4, None),
+        (b'[{"jsonrpc": "2.0", "id": 5, "method": "ping"}]', 400, None, -32600),  # a batch, as on the WebSocket
+        (b'{"jsonrpc": "2.0", "id": 6, "method": "ping"', 400, None, -32700),
+    ],
+    ids=["last id valid", "last id invalid", "escaped key", "id in params", "batch", "not JSON"],
+)
+def test_the_id_read_is_the_one_the_sdk_reads(
+    waiting: Target, body: bytes, status: int, answer_id: object, code: int | None
+) -> None:
+    http = RawHttp(waiting.port, timeout=10)
+    session = waiting.new_session(http)
+    reply = call(waiting, http, session, body)
+    assert reply.status == status, reply
+    answer = reply.json()
+    assert isinstance(answer, dict) and answer["id"] == answer_id, answer
+    if code is None:
+        assert "result" in answer, answer
+    else:
+        assert answer["error"]["code"] == code, answer
+
+
 def test_a_duplicate_id_in_flight_is_refused_and_the_first_request_still_gets_its_answer(waiting: Target) -> None:
     first_http, second_http = RawHttp(waiting.port, timeout=60), RawHttp(waiting.port, timeout=10)
     session = waiting.new_session(first_http)
