@@ -58,6 +58,7 @@ else:
         GeminiCompanionSendFileCommand,
         GeminiCompanionSendPathsCommand,
         GeminiCompanionSendSelectionCommand,
+        GeminiCompanionTerminalFocusListener,
     )
     from .companion.sublime_editor.workspace_listener import GeminiCompanionWorkspaceListener
 
@@ -76,6 +77,7 @@ __all__ = [
     "GeminiCompanionSendPathsCommand",
     "GeminiCompanionSendSelectionCommand",
     "GeminiCompanionStatusCommand",
+    "GeminiCompanionTerminalFocusListener",
     "GeminiCompanionToggleSharingCommand",
     "GeminiCompanionWorkspaceListener",
     "plugin_loaded",

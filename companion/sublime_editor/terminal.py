@@ -59,8 +59,29 @@ def tag_for(window: sublime.Window, agent: Agent = GEMINI) -> str:
     return f"{agent.tag_prefix}-{window.id()}"
 
 
+# The agent terminal each window focused last, in the order the main thread saw focus move (window
+# id -> view id; a file focused since removes it). An `_async` activation runs later, on the shared
+# worker, possibly after the user has opened the other agent: it must not undo that choice.
+_focused: dict[int, int] = {}
+
+
+def note_focus(view: sublime.View, window: sublime.Window) -> Agent | None:
+    """Main thread, as `view` gets the focus: the agent whose terminal it is, remembered as the
+    window's focused one (None for any other view)."""
+    tag = view.settings().get("terminus_view.tag")
+    agent = next((agent for agent in AGENTS if tag == tag_for(window, agent)), None)
+    if agent is not None:
+        _focused[window.id()] = view.id()
+    else:
+        _focused.pop(window.id(), None)
+    return agent
+
+
 def agent_of_terminal(view: sublime.View, window: sublime.Window) -> Agent | None:
-    """The agent whose terminal of `window` this view is (any run), else None."""
+    """The agent whose terminal of `window` this view is (any run), while it is still the terminal
+    the window focused last; else None."""
+    if _focused.get(window.id()) != view.id():
+        return None
     tag = view.settings().get("terminus_view.tag")
     return next((agent for agent in AGENTS if tag == tag_for(window, agent)), None)
 
@@ -145,6 +166,32 @@ def find_terminal(window: sublime.Window, editor_pid: int, agent: Agent = GEMINI
         ):
             return view
     return None
+
+
+# Terminus draws a terminal for the first time only after it has registered it and spawned its
+# process, and that first render sets this setting (randy3k/Terminus @ 403d10e: render.py L150–154
+# runs `terminus_show_cursor`, whose `scroll_to_cursor` sets it, L319–322 and L354–361). The view's
+# other settings, its tag included, exist a moment earlier, while Terminus does not know the
+# terminal yet (commands.py L540–562: `terminus_initialize_view`, then `Terminal.start`, terminal.py
+# L206–233), and `terminus_open` erases this one when it reuses a view (commands.py L468–472).
+LIVE_SETTING = "terminus_view.viewport_y"
+
+
+def live_terminal(window: sublime.Window, editor_pid: int, agent: Agent = GEMINI) -> sublime.View | None:
+    """The window's terminal of `agent` once Terminus runs it and can type into it, else None."""
+    view = find_terminal(window, editor_pid, agent)
+    return view if view is not None and view.settings().has(LIVE_SETTING) else None
+
+
+def type_into(view: sublime.View, text: str) -> None:
+    """Type `text` at the prompt of the terminal shown by `view` (a live terminal).
+
+    `terminus_paste_text` on the terminal's own view, rather than `terminus_send_string` with its
+    tag: that one looks tags up in the active window only (`Terminal.from_tag`,
+    `current_window_only=True`, terminal.py L53–65) and otherwise types into the calling window's
+    most recent terminal (commands.py L974–1061), which may be another agent's. `bracketed` false
+    is what `terminus_send_string` passes by default (commands.py L1093, L1110–1111)."""
+    view.run_command("terminus_paste_text", {"text": text, "bracketed": False})
 
 
 def focus_terminal(window: sublime.Window, view: sublime.View, agent: Agent = GEMINI) -> None:

@@ -1,9 +1,10 @@
 """Commands: open Gemini CLI or Claude Code in Terminus, and send selections, files and folders to
 the agent the user used last in this window (or the one they pick).
 
-Gemini CLI gets the mention typed at its prompt (`@path#L3-5 `). Claude Code gets an `at_mentioned`
-notification, which its prompt turns into the same mention; it needs a connected Claude Code, so
-a mention for one that is still starting waits until it has connected.
+Gemini CLI gets the mention typed at its prompt (`@path#L3-5 `) once its terminal is live. Claude
+Code gets an `at_mentioned` notification, which its prompt turns into the same mention; it needs a
+connected Claude Code, so a mention for one that is still starting waits until it has connected.
+A terminal that is opening is never opened again: what is sent waits for it (`terminal_launch`).
 """
 
 from __future__ import annotations
@@ -17,16 +18,15 @@ import sublime_plugin
 
 from ..claude_protocol import IDE_NAME
 from ..workspace.paths import is_inside
-from . import settings, terminal
+from . import settings, terminal, terminal_launch
 from .lifecycle import registry
 from .terminal import CLAUDE, GEMINI, Agent
+from .terminal_launch import POLL_MS, TERMINAL_WAIT_MS
 from .windows import WindowState
 
 log = logging.getLogger("gemini_companion")
 
-TERMINAL_WAIT_MS = 10_000
 CLAUDE_CONNECT_WAIT_MS = 30_000  # Claude Code connects within a second or two of its start
-POLL_MS = 200
 
 Lines = tuple[int, int]  # first and last line, 1-based, inclusive
 Mention = tuple[str, "Lines | None"]  # a path, and its lines (None: the whole file or folder)
@@ -56,12 +56,15 @@ def open_agent(window: sublime.Window, agent: Agent, then: Callable[[WindowState
         )
         return
     state.last_agent = agent.key
-    editor_pid = state.handle.runtime.editor_pid
-    existing = terminal.find_terminal(window, editor_pid, agent)
-    if existing is not None:
-        terminal.focus_terminal(window, existing, agent)
+    existing = terminal.find_terminal(window, state.handle.runtime.editor_pid, agent)
+    pending = terminal_launch.opening(state, agent)
+    # Running, or Terminus has not had the shared worker yet to open it: another terminus_open with
+    # its tag would kill the one that is starting.
+    if existing is not None or (pending is not None and not pending.worker_free):
+        if existing is not None:
+            terminal.focus_terminal(window, existing, agent)
         if then is not None:
-            _when_ready(window, state, agent, then, _wait_for(agent))
+            _deliver(window, state, agent, then)
         return
     if not terminal.terminus_installed():
         program = (terminal.agent_command(agent) or [agent.key])[0]
@@ -107,9 +110,19 @@ def _launch(
     editor_pid = state.handle.runtime.editor_pid
     args = terminal.open_args(window, state.handle, folder, editor_pid, agent)
     log.debug("opening %s in Terminus: %s in %s (port %s)", agent.title, args["cmd"], folder, state.handle.port)
-    window.run_command("terminus_open", args)
+    terminal_launch.open_terminal(state, agent, args)
     if then is not None:
+        _deliver(window, state, agent, then)
+
+
+def _deliver(window: sublime.Window, state: WindowState, agent: Agent, then: Callable[[WindowState], None]) -> None:
+    """Run `then` once `agent` can take it: after its opening terminal is live, if one is opening
+    (unless Claude Code is already connected: it takes mentions over its connection)."""
+    pending = terminal_launch.opening(state, agent)
+    if pending is None or (agent is CLAUDE and state.handle.claude_clients):
         _when_ready(window, state, agent, then, _wait_for(agent))
+    else:
+        terminal_launch.when_live(pending, lambda live: _when_ready(window, live, agent, then, _wait_for(agent)))
 
 
 def _wait_for(agent: Agent) -> int:
@@ -119,7 +132,7 @@ def _wait_for(agent: Agent) -> int:
 def _ready(window: sublime.Window, state: WindowState, agent: Agent) -> bool:
     if agent is CLAUDE:
         return bool(state.handle.claude_clients)
-    return terminal.find_terminal(window, state.handle.runtime.editor_pid, agent) is not None
+    return terminal.live_terminal(window, state.handle.runtime.editor_pid, agent) is not None
 
 
 def _when_ready(
@@ -134,15 +147,21 @@ def _when_ready(
             "Gemini Companion: Claude Code did not connect to this window; nothing was sent (in Claude Code, run /ide)."
         )
     else:
-        sublime.status_message("Gemini Companion: the Gemini CLI terminal did not open; nothing was sent.")
+        sublime.status_message(
+            "Gemini Companion: the Gemini CLI terminal did not start, so nothing was sent. Terminus' error is in "
+            "the console (View › Show Console); fix it, then send again."
+        )
 
 
 def _type(state: WindowState, text: str) -> None:
+    """Type `text` into the window's live Gemini CLI terminal (`_ready` saw it on this turn)."""
     window = state.window
-    window.run_command("terminus_send_string", {"string": text + " ", "tag": terminal.tag_for(window)})
-    view = terminal.find_terminal(window, state.handle.runtime.editor_pid)
-    if view is not None:
-        terminal.focus_terminal(window, view)
+    view = terminal.live_terminal(window, state.handle.runtime.editor_pid)
+    if view is None:  # it finished on this very turn
+        sublime.status_message("Gemini Companion: the Gemini CLI terminal has closed; nothing was sent.")
+        return
+    terminal.type_into(view, text + " ")
+    terminal.focus_terminal(window, view)
 
 
 def _mention_to_claude(state: WindowState, mentions: list[Mention]) -> None:
@@ -251,6 +270,19 @@ class GeminiCompanionSendPathsCommand(sublime_plugin.WindowCommand):
 
     def is_enabled(self, paths: list[str] | None = None, agent: str | None = None) -> bool:
         return bool(paths)
+
+
+class GeminiCompanionTerminalFocusListener(sublime_plugin.EventListener):
+    """The agent whose terminal the user focuses becomes the one Send goes to."""
+
+    def on_activated(self, view: sublime.View) -> None:
+        # On the main thread, in the order focus really moved: an `_async` activation of the other
+        # agent's terminal can run after the user opened this one (the shared worker was late).
+        window = view.window()
+        agent = terminal.note_focus(view, window) if window is not None else None
+        state = _state(window)
+        if agent is not None and state is not None:
+            state.last_agent = agent.key
 
 
 def _send_or_choose(window: sublime.Window, agent: str | None, mentions: list[Mention]) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -61,10 +62,21 @@ def terminals_started(terminus: types.ModuleType) -> list[Any]:
 
 
 def open_cli(window: sublime.Window, terminus: types.ModuleType, timeout: float = 30) -> Any:
-    """The user runs "Gemini Companion: Open Gemini CLI" from the palette; the terminal that starts."""
+    """The user runs "Gemini Companion: Open Gemini CLI" from the palette; its terminal, once live."""
+    return open_agent(window, terminus, "gemini_companion_open_cli", f"gemini-companion-{window.id()}", timeout)
+
+
+def open_agent(window: sublime.Window, terminus: types.ModuleType, command: str, tag: str, timeout: float = 30) -> Any:
+    """The user runs `command` from the palette; the terminal it starts with `tag` (not one another
+    Send started), once Terminus has drawn it (its first render sets `terminus_view.viewport_y`)."""
     before = len(terminus.started)
-    assert control.run_from_palette(window, "gemini_companion_open_cli")
-    return control.pump_until(lambda: terminus.started[before:] and terminus.started[before], timeout)
+    assert control.run_from_palette(window, command)
+
+    def started() -> Any:
+        mine = [t for t in terminus.started[before:] if t.tag == tag]
+        return mine[-1] if mine and mine[-1].view.settings().has("terminus_view.viewport_y") else None
+
+    return control.pump_until(started, timeout, f"the terminal {tag} to be live")
 
 
 def cli_command() -> list[str]:
@@ -98,3 +110,52 @@ def container_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Inside this container the real IdeClient needs SSH_CONNECTION (else it dials host.docker.internal);
     set in the "plugin host" environment, which Terminus children inherit."""
     monkeypatch.setenv("SSH_CONNECTION", os.environ.get("SSH_CONNECTION") or "workflow 0 127.0.0.1 0")
+
+
+class Hold:
+    """One long callback of another package on Sublime's one shared async worker (a slow `*_async`
+    handler or `set_timeout_async` callback: sublime_text#6936, sublime_lib#90): whatever is queued
+    behind it, Terminus' `terminus_open` included, waits until `release()`."""
+
+    def __init__(self) -> None:
+        self.inside = threading.Event()
+        self._release = threading.Event()
+        sublime.set_timeout_async(self._run)
+
+    def _run(self) -> None:
+        self.inside.set()
+        self._release.wait()
+
+    def wait_inside(self) -> Hold:
+        assert self.inside.wait(30), "the shared worker never reached the other package's callback"
+        return self
+
+    def release(self) -> None:
+        self._release.set()
+
+
+class BusyWorker:
+    """Other packages keeping the shared worker busy; every hold ends with the test."""
+
+    def __init__(self) -> None:
+        self.holds: list[Hold] = []
+
+    def queue(self) -> Hold:
+        """A hold queued behind what the worker has now; it starts when they are done."""
+        self.holds.append(Hold())
+        return self.holds[-1]
+
+    def hold(self) -> Hold:
+        """A hold that has the worker now."""
+        return self.queue().wait_inside()
+
+    def release(self) -> None:
+        for hold in self.holds:
+            hold.release()
+
+
+@pytest.fixture
+def busy_worker(editor: _state.Host) -> Iterator[BusyWorker]:
+    worker = BusyWorker()
+    yield worker
+    worker.release()

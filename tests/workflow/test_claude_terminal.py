@@ -17,15 +17,13 @@ from tests.adapter.conftest import Companion, write
 from tests.adapter.test_claude import ThreadedClaude
 from tests.conformance.claude_harness import API_KEY, ClaudeTerminal, ModelStandIn, claude_binary, make_config
 from tests.sublime_fake import control, sublime
-from tests.workflow.conftest import SETTINGS, open_cli, status_of
+from tests.workflow.conftest import SETTINGS, open_agent, open_cli, status_of
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="the pty harness is POSIX")
 
 
 def open_claude(window: sublime.Window, terminus: types.ModuleType) -> Any:
-    before = len(terminus.started)
-    assert control.run_from_palette(window, "gemini_companion_open_claude")
-    return control.pump_until(lambda: terminus.started[before:] and terminus.started[before], 30)
+    return open_agent(window, terminus, "gemini_companion_open_claude", f"gemini-companion-claude-{window.id()}")
 
 
 @pytest.fixture

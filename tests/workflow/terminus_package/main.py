@@ -11,8 +11,23 @@ arguments the way Terminus does before spawning (`terminus/commands.py::Terminus
   active window) kills it and reuses its view;
 * the child's environment is the host's `os.environ` updated with the passed `env`, in which
   Terminus forces `TERM_PROGRAM=Terminus-Sublime` and `TERMINUS_SUBLIME=1` and adds `TERM`/`LANG`;
-* `terminus_send_string` finds the terminal by tag, else any terminal of the window, and fails
-  ("no terminal found" / "process is terminated") like Terminus.
+* a terminal starts in three steps, as in Terminus: the view gets its settings (`terminus_view.tag`,
+  `terminus_view.args`, the caller's `view_settings`: `commands.py` L463–537,
+  `TerminusInitializeViewCommand`), then the `Terminal` is registered under the view's id and its
+  process spawned (`terminal.py` L201–241, `Terminal.start`, run by `TerminusActivateCommand` right
+  after the settings, `commands.py` L540–562), then its renderer draws the screen for the first
+  time, which sets `terminus_view.viewport_y` (`render.py` L126–154 run `terminus_show_cursor`, whose
+  `scroll_to_cursor` sets it on a later main-thread turn, L311–322 and L354–361). A test can hold
+  terminals between the first two steps (`hold_starts`, `release_starts()`): the moment in which a
+  terminal's settings exist and Terminus does not know it yet;
+* `Terminal.from_tag(tag)` only finds a terminal of the **active** window (`current_window_only`
+  defaults to true, `terminal.py` L53–65); `terminus_send_string` then falls back to the calling
+  window's most recent terminal, then to any terminal panel or tab of it (`commands.py` L974–1061,
+  `TerminusFindTerminalMixin.find_terminal`, shortened here to those three looks), and fails ("no
+  terminal found" / "process is terminated") like Terminus;
+* `terminus_paste_text` types into the terminal of its own view and does nothing when that view
+  has no registered terminal (`commands.py` L827–844); it is what `terminus_send_string` runs on
+  the terminal it found (L1110–1111).
 
 Nothing is spawned: each `Terminal` records what would run (`cmd`, `cwd`, `env`) and what was typed
 into it; a test runs the command itself when it wants the process. Terminus does its view work on
@@ -25,6 +40,7 @@ from __future__ import annotations
 import copy
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +65,11 @@ class Terminal:
     alive: bool = True
     typed: list[str] = field(default_factory=list)
 
+    @property
+    def window(self) -> sublime.Window | None:
+        """The window the view is in now (Terminus' `Terminal.window`, terminal.py L77–84)."""
+        return self.view.window() if self.view.is_valid() else None
+
     def finish(self) -> None:
         """The process exits (the user quits gemini); with auto_close false the view stays."""
         self.alive = False
@@ -61,16 +82,43 @@ class Terminal:
                 self.view.close()
 
 
-terminals: dict[int, Terminal] = {}  # view id -> its terminal
+terminals: dict[int, Terminal] = {}  # view id -> its terminal (Terminus' Terminal._terminals)
 started: list[Terminal] = []  # every process started, in order
+recent: dict[int, int] = {}  # window id -> view id of its most recent terminal (RecencyManager)
+hold_starts = False  # a test's switch: terminals wait between their view settings and their start
+held: list[Callable[[], None]] = []
 
 
-def from_tag(tag: str) -> Terminal | None:
-    window = sublime.active_window()
+def from_tag(tag: str, current_window_only: bool = True) -> Terminal | None:
+    """terminal.py L53–65: with `current_window_only`, a terminal of another window is not found."""
     for terminal in terminals.values():
-        if terminal.tag == tag and terminal.view.is_valid() and terminal.window_id == window.id():
-            return terminal
+        if terminal.tag == tag:
+            if not current_window_only:
+                return terminal
+            window = terminal.window
+            if window is not None and window == sublime.active_window():
+                return terminal
     return None
+
+
+def release_starts() -> None:
+    """The held terminals start (on this main-thread turn, one after another)."""
+    while held:
+        held.pop(0)()
+
+
+def _find_terminal(window: sublime.Window, tag: str | None) -> Terminal | None:
+    """`TerminusFindTerminalMixin.find_terminal`: by tag (active window only), else the window's
+    most recent terminal, else a terminal panel of the window, else a terminal tab of it."""
+    terminal = from_tag(tag) if tag else None
+    if terminal is not None:
+        return terminal
+    recent_view = recent.get(window.id())
+    if recent_view in terminals and terminals[recent_view].window == window:
+        return terminals[recent_view]
+    panels = [t for t in terminals.values() if t.window == window and t.show_in_panel]
+    tabs = [t for t in terminals.values() if t.window == window and not t.show_in_panel]
+    return (panels + tabs)[0] if panels or tabs else None
 
 
 def _check_strings(what: str, value: Any) -> None:
@@ -131,6 +179,8 @@ class TerminusOpenCommand(sublime_plugin.WindowCommand):
         if not sys.platform.startswith("win"):
             settings = sublime.load_settings("Terminus.sublime-settings")
             _env.setdefault("TERM", settings.get("unix_term", "linux"))
+            if _env["TERM"] not in ["linux", "xterm", "xterm-16color", "xterm-256color"]:
+                raise Exception("{} is not supported.".format(_env["TERM"]))  # commands.py L137–138
             _env.setdefault("LANG", os.environ.get("LANG") or settings.get("unix_lang", "en_US.UTF-8"))
         _env.update(env)
         if "PROMPT_TOOLKIT_COLOR_DEPTH" not in os.environ and "PROMPT_TOOLKIT_COLOR_DEPTH" not in _env:
@@ -172,8 +222,10 @@ class TerminusOpenCommand(sublime_plugin.WindowCommand):
                 view = window.create_output_panel(name) if show_in_panel else window.new_file()
             for hook in pre_window_hooks or []:
                 window.run_command(*hook)
+            # terminus_initialize_view: the view's settings, before Terminus knows the terminal.
             view_settings_ = view.settings()
             view_settings_.erase("terminus_view.finished")
+            view_settings_.erase("terminus_view.viewport_y")
             view_settings_.set("terminus_view", True)
             # Terminus keeps the arguments in the view's settings (terminus_activate's, which carry
             # the env), and Sublime writes a tab's settings to the session file.
@@ -184,16 +236,42 @@ class TerminusOpenCommand(sublime_plugin.WindowCommand):
             for key, value in (view_settings or {}).items():  # "honor settings specified in API"
                 view_settings_.set(key, value)
             view.set_scratch(True)
-            view.set_name(str(sublime.expand_variables(title, st_vars)) if title else DEFAULT_TITLE)
             terminal = Terminal(view, window_id, tag, cmd_to_run, cwd, child_env, passed, bool(show_in_panel), name)
-            terminals[view.id()] = terminal
-            started.append(terminal)
-            if show_in_panel:
-                window.run_command("show_panel", {"panel": f"output.{name}"})
-            if focus:
-                window.focus_view(view)
+
+            def start() -> None:  # Terminal.start, then the rest of run_async
+                if not view.is_valid():
+                    return
+                _start(terminal)
+                if show_in_panel:
+                    window.run_command("show_panel", {"panel": f"output.{name}"})
+                if focus:
+                    window.focus_view(view)
+
+            if hold_starts:
+                held.append(start)
+            else:
+                sublime.set_timeout(start)
 
         sublime.set_timeout(on_main)
+
+
+def _start(terminal: Terminal) -> None:
+    """Terminal.start: registered under its view's id, the process spawned, made the window's
+    recent terminal; its first render then sets `terminus_view.viewport_y` on a later turn."""
+    terminals[terminal.view.id()] = terminal
+    started.append(terminal)
+    window = terminal.window
+    if window is not None:
+        recent[window.id()] = terminal.view.id()
+    title = terminal.passed.get("title")
+    st_vars = window.extract_variables() if window is not None else {}
+    terminal.view.set_name(str(sublime.expand_variables(title, st_vars)) if title else DEFAULT_TITLE)
+
+    def first_render() -> None:
+        if terminals.get(terminal.view.id()) is terminal:
+            terminal.view.settings().set("terminus_view.viewport_y", 0.0)
+
+    sublime.set_timeout(first_render)
 
 
 class TerminusSendStringCommand(sublime_plugin.WindowCommand):
@@ -202,24 +280,34 @@ class TerminusSendStringCommand(sublime_plugin.WindowCommand):
     def run(self, string: str, tag: str | None = None, visible_only: bool = False, bracketed: bool = False) -> None:
         if not isinstance(string, str):
             raise TypeError(f"string must be a string, not {string!r}")
-        terminal = from_tag(tag) if tag else None
-        if terminal is None:  # Terminus falls back to the window's most recent (or any) terminal
-            terminal = next(
-                (t for t in terminals.values() if t.window_id == self.window.id() and t.view.is_valid()), None
-            )
+        terminal = _find_terminal(self.window, tag)
         if terminal is None:
             raise Exception("no terminal found")
         if not terminal.alive:
             raise Exception("process is terminated")
         if terminal.show_in_panel:
             self.window.run_command("show_panel", {"panel": f"output.{terminal.panel_name}"})
-        terminal.typed.append(string)
+        terminal.view.run_command("terminus_paste_text", {"text": string, "bracketed": bracketed})
+
+
+class TerminusPasteTextCommand(sublime_plugin.TextCommand):
+    """Type `text` into this view's terminal; nothing when the view has none (yet)."""
+
+    def run(self, edit: sublime.Edit, text: str, bracketed: bool = True) -> None:
+        terminal = terminals.get(self.view.id())
+        if terminal is None:
+            return
+        # Gemini CLI and Claude Code turn bracketed paste on; Terminus then wraps the text in the
+        # paste markers (commands.py L834–844), which the stand-in leaves out of what it records.
+        terminal.typed.append(text)
 
 
 def restart() -> None:
     """Sublime Text restarts: every terminal process is gone; the views come back from the session
     with their settings (a panel's do not: Sublime does not restore output panels)."""
     terminals.clear()
+    recent.clear()
+    held.clear()
 
 
 def reactivate(view: sublime.View) -> Terminal | None:
@@ -240,11 +328,24 @@ def reactivate(view: sublime.View) -> Terminal | None:
     assert window is not None
     child_env = {**os.environ, **args["env"]}
     terminal = Terminal(view, window.id(), args.get("tag"), args["cmd"], args["cwd"], child_env, args, False, None)
-    terminals[view.id()] = terminal
-    started.append(terminal)
+    view_settings.erase("terminus_view.viewport_y")  # terminus_activate initializes the view again
+    _start(terminal)
     return terminal
 
 
+class TerminusCoreEventListener(sublime_plugin.EventListener):
+    def on_activated_async(self, view: sublime.View) -> None:
+        """A terminal the user focuses becomes its window's recent one (event_listeners.py L17–35)."""
+        terminal = terminals.get(view.id())
+        window = terminal.window if terminal is not None else None
+        if window is not None:
+            recent[window.id()] = view.id()
+
+
 def plugin_unloaded() -> None:
+    global hold_starts
     terminals.clear()
     started.clear()
+    recent.clear()
+    held.clear()
+    hold_starts = False
