@@ -117,12 +117,17 @@ class WindowServer:
         )
         inner = RequestIds(_StreamWatcher(_HandshakeEraOnly(sdk_app), self), MAX_BODY_BYTES)
         app = RequestGuard(inner, self.token, self.port, websocket=self.claude)
+        websocket: dict[str, Any] = {"ws": "none"}
+        if self.claude is not None:
+            from . import ws_protocol  # the WebSocket stack is imported only when Claude Code is served
+
+            websocket = ws_protocol.uvicorn_options()  # wsproto, guarded like the HTTP connections
         config = uvicorn.Config(
             app,
             lifespan="on",
             loop="none",
             http=GuardedH11Protocol,  # h11 with a connection cap and a request-head deadline
-            ws="wsproto" if self.claude is not None else "none",
+            **websocket,
             ws_max_size=MAX_BODY_BYTES,  # a frame over the cap closes the connection (1009)
             ws_per_message_deflate=False,  # no compression: nothing to inflate past the cap
             log_config=None,
@@ -152,6 +157,7 @@ class WindowServer:
 
     async def stop(self) -> None:
         """Stop serving; returns within about a second even while clients hold their streams."""
+        self._stop_accepting()
         self.context.set_listener(None)
         if self._debounce is not None:
             self._debounce.cancel()
@@ -173,6 +179,17 @@ class WindowServer:
                 await asyncio.gather(self._serve_task, return_exceptions=True)
             except Exception as exc:
                 log.debug("server on port %s ended with %r", self.port, exc)
+
+    def _stop_accepting(self) -> None:
+        """Before any connection is closed: a client reconnects at once (Claude Code within 2-10 ms)
+        and would be accepted, initialized and cut again ~100 ms later, when uvicorn stops."""
+        if self._uvicorn is None:
+            return
+        for listener in self._uvicorn.servers:
+            listener.close()  # new connections are refused; the open ones stay until closed below
+        for connection in list(self._uvicorn.server_state.connections):
+            if isinstance(connection, GuardedH11Protocol) and not connection.busy():
+                connection.shutdown()  # an idle keep-alive connection would carry a new initialize
 
     async def _terminate_sessions(self) -> None:
         # An open GET stream never ends by itself, and uvicorn waits for open connections:
