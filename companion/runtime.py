@@ -29,6 +29,16 @@ log = logging.getLogger("gemini_companion")
 
 T = TypeVar("T")
 THREAD_NAME = "gemini-companion-loop"
+# How long a new loop thread waits for the previous one (a reload) to finish stopping its servers
+# before it starts its own: they may want the same `server_port`, and its files must go first.
+PREVIOUS_LOOP_WAIT = 10.0
+
+
+class LoopThread(threading.Thread):
+    """The loop's thread; `stopping` is read by the next runtime's thread, which may come from a
+    reloaded copy of this module (so it is looked up by name, never by class)."""
+
+    stopping = False
 
 
 class RuntimeStopped(RuntimeError):
@@ -125,7 +135,6 @@ class Runtime:
         self._thread: threading.Thread | None = None
         self._stop_requested: asyncio.Event | None = None
         self._stopped = False
-        self._loop_ready = threading.Event()
         self.windows: list[WindowHandle] = []
         self._opening: set[asyncio.Task[Any]] = set()  # servers still starting (loop thread only)
         self._unready: set[WindowHandle] = set()  # windows whose `ready` has no answer yet (under _lock)
@@ -139,7 +148,7 @@ class Runtime:
                 raise self._ended_because or RuntimeStopped("this runtime was stopped")
             if self._thread is not None:
                 return
-            self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
+            self._thread = LoopThread(target=self._run, name=THREAD_NAME, daemon=True)
             self._thread.start()
 
     def _run(self) -> None:
@@ -166,6 +175,7 @@ class Runtime:
     async def _main(self) -> None:
         asyncio.get_running_loop().set_exception_handler(AcceptErrorLog())
         self._stop_requested = asyncio.Event()
+        _wait_for_stopping_loops()
         if callable(self._editor_pid_source):
             try:
                 self.editor_pid = self._editor_pid_source()
@@ -179,9 +189,11 @@ class Runtime:
         with self._lock:
             self._loop = asyncio.get_running_loop()
             pending, self._pending = self._pending, []
-        self._loop_ready.set()
+            stop_asked = self._stopped  # stop() came before there was a loop to tell
         for callback in pending:
             callback()
+        if stop_asked:
+            self._stop_requested.set()
         await self._stop_requested.wait()
         if self._opening:  # let servers that are binding finish, so they stop cleanly instead of being cancelled
             await asyncio.wait(self._opening, timeout=1.0)
@@ -356,20 +368,41 @@ class Runtime:
 
     # -- shutdown --
 
-    def stop(self, timeout: float = 3.0) -> None:
-        """Stop every window server, delete their discovery files and end the loop thread."""
+    def stop(self, timeout: float | None = 3.0) -> None:
+        """Stop every window server, delete their discovery and lock files and end the loop thread.
+
+        Waits up to `timeout` seconds for that; with None it only asks and returns at once: Sublime's
+        main thread must not wait for a loop that may be busy. The loop thread then finishes on its
+        own, and the next runtime's loop thread waits for it before it serves (a reload)."""
         with self._lock:
             if self._stopped:
                 return
             self._stopped = True  # refuse new work; what was already queued still runs
-            thread = self._thread
-        if thread is None:
+            thread, loop, stop_requested = self._thread, self._loop, self._stop_requested
+        if not isinstance(thread, LoopThread):
             return
-        if self._loop_ready.wait(timeout) and self._loop is not None and self._stop_requested is not None:
-            self._loop.call_soon_threadsafe(self._stop_requested.set)
+        thread.stopping = True
+        if loop is not None and stop_requested is not None:  # else _main sees _stopped when it has a loop
+            try:
+                loop.call_soon_threadsafe(stop_requested.set)
+            except RuntimeError:
+                pass  # the loop thread already ended on its own (an error)
+        if timeout is None:
+            return
         thread.join(timeout)
         if thread.is_alive():
             log.warning("the companion's loop thread did not stop within %.1f s", timeout)
+
+
+def _wait_for_stopping_loops() -> None:
+    """On a new loop thread: let the loop threads of stopped runtimes (before a reload) finish
+    first, so their ports are free and their files gone before this one serves."""
+    current = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread.name == THREAD_NAME and thread is not current and getattr(thread, "stopping", False):
+            thread.join(PREVIOUS_LOOP_WAIT)
+            if thread.is_alive():
+                log.warning("the previous loop thread did not stop within %.0f s; starting anyway", PREVIOUS_LOOP_WAIT)
 
 
 def _withdrawn(path: str) -> str:

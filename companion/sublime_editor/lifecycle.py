@@ -186,7 +186,11 @@ def shutdown(api_alive: bool = True, keep_settings_listeners: bool = False) -> N
         else:
             registry.forget_all()
     if runtime is not None:
-        runtime.stop()
+        # The main thread never waits for the loop (it may be busy for seconds: a disable, upgrade or
+        # reload would freeze the UI); the loop thread stops the servers and deletes the files on its
+        # own, and a reloaded package's loop thread waits for it. At exit the process ends next, so
+        # only there is it waited for (the API, and with it the UI, is already gone).
+        runtime.stop(timeout=None if api_alive else 3.0)
     remove_logging()
 
 

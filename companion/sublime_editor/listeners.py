@@ -68,7 +68,7 @@ class GeminiCompanionContextListener(sublime_plugin.EventListener):
 
     def on_new_window_async(self, window: sublime.Window) -> None:
         # Opened on the main thread, where the poll's reconcile opens windows too (one thread, so a
-        # window never gets two servers); LSP's `on_new_window_async` does the same (boot.py).
+        # window never gets two servers); LSP's `on_new_window_async` does the same (boot.py @ 0194086).
         sublime.set_timeout(_reconcile)
 
     def on_pre_close_window(self, window: sublime.Window) -> None:
@@ -83,9 +83,11 @@ class GeminiCompanionContextListener(sublime_plugin.EventListener):
             reg.sync_folders(window)
 
     def on_post_window_command(self, window: sublime.Window, command_name: str, args: dict | None) -> None:
+        # After every window command, on the main thread: only the folders are compared (Add Folder,
+        # Remove Folder show at once); nothing else is read unless they changed.
         reg = registry()
         if reg is not None:
-            reg.sync_folders(window)
+            reg.sync_if_folders_changed(window)
 
     def on_exit(self) -> None:
         shutdown(api_alive=False)  # "after the API has shut down": no API calls here

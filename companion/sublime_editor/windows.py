@@ -375,12 +375,19 @@ class WindowRegistry:
             state.handle.folders = list(folders)
             state.handle.set_folders(folders)
 
+    def sync_if_folders_changed(self, window: sublime.Window) -> None:
+        """Only `window.folders()` is compared with what the server has; the settings and the
+        project (`project_data()`, large in a big project) are read again only when they differ.
+        Their other changes have their own events (settings listeners, project load and save)."""
+        state = self.get(window)
+        if state is not None and window.is_valid() and window.folders() != state.handle.folders:
+            self.sync_folders(window)
+
     def sync_changed_folders(self) -> None:
         """Catch folder changes no event reports (drag and drop, `subl -a`, another package's
         set_project_data): `window.folders()` per window, compared with what the server has."""
         for state in self.all():
-            if state.window.is_valid() and state.window.folders() != state.handle.folders:
-                self.sync_folders(state.window)
+            self.sync_if_folders_changed(state.window)
 
     def reconcile(self) -> None:
         """Serve exactly the windows that exist (main thread). `on_pre_close_window` has not fired

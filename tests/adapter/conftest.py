@@ -164,6 +164,11 @@ class ThreadedClient:
             deadline_pumps += 1
 
 
+def loop_threads() -> list[threading.Thread]:
+    """The companion's loop threads still running (a stopped one ends on its own, shortly)."""
+    return [t for t in threading.enumerate() if t.name == "gemini-companion-loop"]
+
+
 @pytest.fixture
 def editor(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[_state.Host]:
     tmpdir = os.path.join(str(tmp_path), "tmp")
@@ -180,7 +185,8 @@ def companion(editor: _state.Host, tmp_path: Any) -> Iterator[Companion]:
     """The package, loaded by the test; unloaded at the end, which must leave no discovery file."""
     instance = Companion(os.path.join(str(tmp_path), "tmp", "gemini", "ide"))
     yield instance
-    instance.unload()
+    instance.unload()  # returns at once; the loop thread stops the servers and deletes the files
+    control.pump_until(lambda: not loop_threads(), 30, "the loop thread to end after unloading")
     control.settle()
     assert instance.discovery_files() == {}
     locks = os.path.join(str(tmp_path), "claude", "ide")

@@ -146,6 +146,38 @@ def test_folders_changed_without_any_event_reach_the_discovery_file_within_secon
     control.pump_until(lambda: companion.discovery_of(window)["workspacePath"] == expected, 10, expected)
 
 
+def test_a_window_command_that_changes_no_folder_reads_neither_the_project_nor_the_settings(
+    companion: Companion, workspace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    window = control.new_window([workspace])
+    companion.load()
+    companion.ready(window)
+    control.settle()
+    reads: list[str] = []
+    project_data, settings_get = sublime.Window.project_data, sublime.Settings.get
+
+    def counted_project_data(self: sublime.Window) -> Any:
+        if threading.current_thread() is threading.main_thread():  # the test thread plays Sublime's
+            reads.append("project_data")
+        return project_data(self)
+
+    def counted_get(self: sublime.Settings, key: str, default: Any = None) -> Any:
+        if threading.current_thread() is threading.main_thread():
+            reads.append(key)
+        return settings_get(self, key, default)
+
+    monkeypatch.setattr(sublime.Window, "project_data", counted_project_data)
+    monkeypatch.setattr(sublime.Settings, "get", counted_get)
+    window.run_command("show_panel", {"panel": "console"})  # on_post_window_command, main thread
+    window.run_command("hide_panel")
+    assert reads == []  # a large project's data is not copied after every command
+    added = os.path.join(workspace, "added")
+    os.makedirs(added)
+    control.add_folder(window, added)  # a command that changes the folders still shows at once
+    assert "project_data" in reads
+    control.pump_until(lambda: companion.discovery_of(window)["workspacePath"] == os.pathsep.join([workspace, added]))
+
+
 def test_closing_a_window_removes_its_server_and_file_only(companion: Companion, workspace: str) -> None:
     keep = control.new_window([workspace])
     close = control.new_window()
@@ -203,10 +235,10 @@ def test_plugin_unloaded_stops_every_server_and_thread(companion: Companion, wor
     windows = [control.new_window([workspace]), control.new_window()]
     companion.load()
     ports = [companion.ready(w).port for w in windows]
-    companion.unload()
+    companion.unload()  # returns at once: the loop thread stops the servers on its own
+    control.pump_until(lambda: not [t for t in threading.enumerate() if t.name == THREAD_NAME], 30, "the loop")
     assert companion.discovery_files() == {}
-    assert not [t for t in threading.enumerate() if t.name == pkg("runtime").THREAD_NAME]
-    assert all(port_closed(port) for port in ports)  # unloading waited for the servers to stop
+    assert all(port_closed(port) for port in ports)
 
 
 def test_on_exit_leaves_no_discovery_file_and_makes_no_api_call(

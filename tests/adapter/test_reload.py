@@ -12,7 +12,7 @@ from typing import Any
 import psutil
 import websockets
 
-from tests.adapter.conftest import Companion, write
+from tests.adapter.conftest import Companion, loop_threads, write
 from tests.hostile.conftest import RawStreamClient
 from tests.sublime_fake import control, sublime
 
@@ -30,10 +30,6 @@ def listening_ports() -> set[int]:
 def open_fds() -> int:
     process = psutil.Process()
     return process.num_fds() if hasattr(process, "num_fds") else process.num_handles()
-
-
-def loop_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "gemini-companion-loop"]
 
 
 def settings_callbacks() -> int:
@@ -126,7 +122,7 @@ def test_two_hundred_reloads_with_a_client_connected_leak_no_thread_socket_file_
 
     companion.unload()
     control.settle()
-    assert loop_threads() == []
+    control.pump_until(lambda: loop_threads() == [], 30, "the loop thread to end on its own")
     assert threading.active_count() == threads_before
     assert listening_ports() - ports_before == set()
     assert companion.discovery_files() == {}
@@ -135,3 +131,35 @@ def test_two_hundred_reloads_with_a_client_connected_leak_no_thread_socket_file_
     assert not [h for h in logging.getLogger("gemini_companion").handlers if getattr(h, "_gemini_companion", False)]
     assert os.listdir(companion.discovery_dir) == []
     assert lock_files(tmp_path) == []
+
+
+def test_unloading_never_waits_for_a_busy_loop_thread_and_a_reload_takes_over_once_it_is_free(
+    companion: Companion, workspace: str, tmp_path: Any, capsys: Any
+) -> None:
+    window = control.new_window([workspace])
+    companion.load()
+    old = companion.ready(window)
+    busy, release = threading.Event(), threading.Event()
+
+    async def hold_the_loop() -> None:  # a handler that blocks the loop thread (a slow disk, a bug)
+        busy.set()
+        release.wait(60)
+
+    old.runtime.submit(hold_the_loop)
+    try:
+        assert busy.wait(30)
+        companion.unload()  # a disable, upgrade or reload: plugin_unloaded on the main thread
+        assert "did not stop" not in capsys.readouterr().out  # it did not sit waiting for the loop
+        assert old.runtime._thread.is_alive() and os.path.exists(old.discovery_path)  # the loop still holds them
+        companion.plugin = control.load_plugin()  # the package comes back while the old loop is still busy
+        control.settle()
+        assert len(loop_threads()) == 2
+        release.set()
+        new = companion.ready(window)
+        # The new loop thread waited for the old one: its files were gone before the new server's appeared.
+        assert list(companion.discovery_files()) == [os.path.basename(new.discovery_path)]
+        assert lock_files(tmp_path) == [f"{new.port}.lock"]
+        assert old.port not in listening_ports() and new.port in listening_ports()
+        control.pump_until(lambda: len(loop_threads()) == 1, 30, "the old loop thread to end")
+    finally:
+        release.set()  # a failed assertion must not leave the loop held
