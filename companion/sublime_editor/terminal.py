@@ -125,8 +125,12 @@ def _account_shell() -> str | None:
 
 
 def _literal(text: str) -> str:
-    """`text` as Terminus must take it: it expands `$VAR` / `${VAR}` in `cmd` and `cwd`, `\\$` is a `$`."""
-    return text.replace("$", "\\$")
+    """`text` as Terminus must take it to end up with `text`. It runs `cmd` and `cwd` through
+    `sublime.expand_variables` (randy3k/Terminus @ 403d10e, `commands.py` L116, L163), whose snippet
+    syntax reads `$VAR` / `${VAR}` as variables, `\\$` as a `$` and `\\\\` as one backslash: a UNC
+    folder `\\\\server\\share` would arrive as `\\server\\share` (sublimehq/sublime_text#4826,
+    SublimeTextIssues/Core#1878), not a folder, and Terminus would run in the home folder (L171–174)."""
+    return text.replace("\\", "\\\\").replace("$", "\\$")
 
 
 def open_args(

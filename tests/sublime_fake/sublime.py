@@ -337,14 +337,17 @@ def decode_value(data: str) -> Value:
         raise ValueError(str(exc)) from exc
 
 
-_VARIABLE = re.compile(r"\\\$|\$\{(\w+)(?::([^}]*))?\}|\$(\w+)")
+# Snippet syntax: `\$` is a `$`, and `\\` a single backslash, which halves the two that start a
+# Windows UNC path (sublimehq/sublime_text#4826, a duplicate of SublimeTextIssues/Core#1878:
+# `expand_variables(r"\\192.168.1.2", {})` gives `\192.168.1.2`); any other backslash stays.
+_VARIABLE = re.compile(r"\\\\|\\\$|\$\{(\w+)(?::([^}]*))?\}|\$(\w+)")
 
 
 def expand_variables(value: ValueLike, variables: dict[str, str]) -> Value:
     def expand_text(text: str) -> str:
         def replace(match: re.Match[str]) -> str:
-            if match.group(0) == "\\$":
-                return "$"
+            if match.group(0) in ("\\$", "\\\\"):
+                return match.group(0)[1]
             name = match.group(1) or match.group(3)
             if name in variables:
                 return variables[name]

@@ -477,3 +477,11 @@ def test_build_results_are_parsed_with_the_panels_regexes_like_the_exec_command_
         ("/abs/b.py", 1, 1, "other"),
     ]
     assert panel.find_all_results()[0] == (os.path.join(str(tmp_path), "a.py"), 3, 5)
+
+
+def test_expand_variables_reads_two_backslashes_as_one_like_sublime() -> None:
+    """sublimehq/sublime_text#4826 (SublimeTextIssues/Core#1878): a UNC path loses a backslash;
+    `\\$` is a `$`; any other backslash and the variables' values are left as they are."""
+    assert sublime.expand_variables(r"\\192.168.1.2", {}) == r"\192.168.1.2"
+    assert sublime.expand_variables(r"C:\a\b ${x} \$y", {"x": r"\\s\h"}) == r"C:\a\b \\s\h $y"
+    assert sublime.expand_variables([r"\\\\s\\h"], {}) == [r"\\s\h"]

@@ -274,3 +274,37 @@ def test_a_gemini_command_under_the_home_folder_is_expanded_before_it_is_quoted(
     terminal = open_cli(window, terminus)
     program = os.path.expanduser("~/.local/bin/gemini")
     assert shlex.split(terminal.cmd[-1]) == [program, "--model", "pro"] and not program.startswith("~")
+
+
+def test_a_folder_whose_name_has_double_backslashes_is_where_the_terminal_runs(
+    companion: Companion, terminus: types.ModuleType, tmp_path: Any
+) -> None:
+    """Terminus expands `cwd` and `cmd` with Sublime's snippet syntax, where `\\\\` is one backslash
+    (the fake's `expand_variables`, as sublimehq/sublime_text#4826). On Linux and macOS a folder
+    may be named like a UNC path; the terminal must run in it, not in the home folder."""
+    folder = os.path.join(str(tmp_path), "\\\\server\\share\\x $HOME")
+    os.makedirs(folder)
+    control.user_settings(SETTINGS, {"gemini_command": [os.path.join(folder, "gemini")]})
+    window = control.new_window([folder])
+    companion.load()
+    companion.ready(window)
+    terminal = open_cli(window, terminus)
+    assert terminal.cwd == folder
+    assert terminal.cmd[-1] == shlex.join([os.path.join(folder, "gemini")])
+    assert terminal.env["GEMINI_CLI_IDE_WORKSPACE_PATH"] == folder  # env is not expanded by Terminus
+
+
+def test_a_unc_folder_and_program_reach_terminus_intact(companion: Companion, workspace: str) -> None:
+    r"""A Windows window on `\\server\share\x` (a UNC path) running `\\server\tools\gemini.cmd`:
+    what Terminus gets back from `expand_variables` is exactly those paths."""
+    unc, program = "\\\\server\\share\\x", "\\\\server\\tools\\gemini.cmd"
+    control.user_settings(SETTINGS, {"gemini_command": [program, "--flag=$1"]})
+    window = control.new_window([workspace])
+    companion.load()
+    handle = companion.ready(window)
+    terminal = pkg("sublime_editor.terminal")
+    args = terminal.open_args(window, handle, unc, handle.runtime.editor_pid)
+    variables = window.extract_variables()
+    assert sublime.expand_variables(args["cwd"], variables) == unc
+    expanded = sublime.expand_variables(args["cmd"], variables)
+    assert expanded == terminal.shell_command([program, "--flag=$1"])
