@@ -2,6 +2,7 @@
 """The two everyday commands, each installing what it needs (pinned) on first run.
 
     python3 dev.py serve [--diff-policy prompt|accept|reject] [--workspace DIR]
+    python3 dev.py chat --workspace DIR [--diff-policy ...] [--prompt TEXT] (--agent gemini|claude | -- COMMAND ...)
     python3 dev.py test                      everything CI runs (below)
     python3 dev.py test [pytest arguments]   lint, types and pytest on this machine's Python only
     python3 dev.py test --on 3.14|3.10 [pytest arguments]   pytest on that Python only
@@ -31,13 +32,25 @@ import time
 ROOT = os.path.dirname(os.path.abspath(__file__))
 CONFORMANCE = os.path.join(ROOT, "tests", "conformance")
 # The real clients the conformance tests drive: Gemini CLI (pinned, and the oldest supported) and Claude Code.
-NODE_PROJECTS = (CONFORMANCE, os.path.join(CONFORMANCE, "oldest"), os.path.join(CONFORMANCE, "claude"))
+NODE_PROJECTS = (
+    CONFORMANCE,
+    os.path.join(CONFORMANCE, "oldest"),
+    os.path.join(CONFORMANCE, "claude"),
+    os.path.join(CONFORMANCE, "acp_claude"),  # claude-agent-acp, for the ACP chat tests (tests/acp)
+)
 MIN_PYTHON = (3, 10)
 SUBLIME_PYTHON = (3, 14)
 
 # The suites that cover what a pip install offers (the bridge and the headless companion): the
 # Sublime adapter, the fake Sublime and the packaging tools need Sublime's Python.
-PIP_SUITES = ["tests/core", "tests/workspace", "tests/hostile", "tests/conformance", "tests/packaging/test_wheel.py"]
+PIP_SUITES = [
+    "tests/core",
+    "tests/workspace",
+    "tests/hostile",
+    "tests/conformance",
+    "tests/acp",
+    "tests/packaging/test_wheel.py",
+]
 
 # Inside the Python 3.14 root: only pytest runs there (ruff and pyright already ran on the host).
 INNER = "DEV_PY_INNER_VENV"
@@ -49,9 +62,9 @@ def main(argv: list[str]) -> int:
     if argv and argv[0] in ("-h", "--help", "help"):
         print(__doc__)
         return 0
-    if not argv or argv[0] not in ("serve", "test"):
+    if not argv or argv[0] not in ("serve", "chat", "test"):
         if argv:
-            print(f"dev.py: unknown command {argv[0]!r}; the commands are serve and test.", file=sys.stderr)
+            print(f"dev.py: unknown command {argv[0]!r}; the commands are serve, chat and test.", file=sys.stderr)
         print(__doc__, file=sys.stderr)
         return 2
     command, rest = argv[0], argv[1:]
@@ -59,12 +72,12 @@ def main(argv: list[str]) -> int:
         # Inside the Python 3.14 root, where this folder is shared with the host: never touch the
         # host's environments, whatever the command (the suite runs `dev.py serve` too).
         python = ensure_venv(os.environ[INNER], sys.executable, "dev.txt")
-        if command == "serve":
-            return run_until_done([python, "-m", "companion", "serve", *rest])
+        if command in ("serve", "chat"):
+            return run_until_done([python, "-m", "companion", command, *rest])
         return run_pytest(python, rest)
-    if command == "serve":
+    if command in ("serve", "chat"):
         python = ensure_venv(".venv", find_python(), "runtime.txt")
-        return run_until_done([python, "-m", "companion", "serve", *rest])
+        return run_until_done([python, "-m", "companion", command, *rest])
     if rest[:1] == ["--on"]:
         if len(rest) < 2 or rest[1] not in ("3.14", "3.10"):
             print("dev.py: --on takes 3.14 or 3.10.", file=sys.stderr)

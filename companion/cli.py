@@ -1,5 +1,6 @@
 """`python -m companion serve`: the companion without Sublime, on the current folder.
-`python -m companion bridge`: the stdio bridge to a window's workspace tools (for Claude Desktop)."""
+`python -m companion bridge`: the stdio bridge to a window's workspace tools (for Claude Desktop).
+`python -m companion chat`: a chat with an ACP agent in the terminal (companion/acp/terminal.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import threading
 from collections.abc import Sequence
 
 from . import pywin32_path
+from .acp.terminal import add_chat_command, run_chat_command
 from .headless import POLICIES, HeadlessEditor
 from .runtime import Runtime
 from .workspace.settings import TOOL_NAMES, WorkspaceToolSettings, tool_factory
@@ -81,7 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--port", type=port_number, help="the window server on this port (token from its discovery file)"
     )
     bridge.add_argument("--debug", action="store_true", help="verbose logging on stderr")
+    add_chat_command(commands, POLICIES)
     args = parser.parse_args(argv)
+    if args.command == "chat":
+        pywin32_path.make_importable()
+        return run_chat_command(args)
     if args.command == "bridge":
         pywin32_path.make_importable()  # the bridge imports mcp, which imports pywin32 on Windows
         try:

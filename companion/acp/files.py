@@ -1,0 +1,80 @@
+"""`fs/read_text_file` and `fs/write_text_file` for an agent: inside the window's folders only
+(the workspace tools' path policy: fd-based, no symlink escapes), reading what the user sees (the
+unsaved buffer), writing only what the user accepted in a review."""
+
+from __future__ import annotations
+
+import asyncio
+
+from .. import disk_text
+from ..disk_text import DiskText
+from ..editor import Editor
+from ..workspace.paths import PathPolicy, Resolved, WorkspaceError
+from ..workspace.reading import read_text
+from ..workspace.writing import existing_format, write_atomically
+from .review_gate import AcceptedEdit
+
+READ_LIMIT_BYTES = disk_text.MAX_SHOWN_BYTES
+EDITOR_TIMEOUT_SECONDS = 30
+
+
+class FsRefused(Exception):
+    """The agent's fs request is refused; the message (sent to the agent) says why."""
+
+
+class AgentFiles:
+    def __init__(self, policy: PathPolicy, editor: Editor) -> None:
+        self.policy = policy
+        self.editor = editor
+
+    async def resolve(self, path: str) -> Resolved:
+        try:
+            return await asyncio.to_thread(self.policy.resolve, path, kind="file", must_exist=False)
+        except WorkspaceError as exc:
+            raise FsRefused(str(exc)) from None
+
+    async def unsaved_text(self, target: Resolved) -> str | None:
+        for path in dict.fromkeys((target.requested, target.path)):
+            try:
+                text = await asyncio.wait_for(self.editor.unsaved_text(path), EDITOR_TIMEOUT_SECONDS)
+            except Exception:
+                return None
+            if text is not None:
+                return text
+        return None
+
+    async def current(self, target: Resolved) -> DiskText:
+        """What the user sees now: the unsaved buffer, else the disk."""
+        unsaved = await self.unsaved_text(target)
+        if unsaved is not None:
+            return DiskText(unsaved, exists=True)
+        return await asyncio.to_thread(disk_text.read, target.path)
+
+    async def read(self, path: str, line: int | None, limit: int | None) -> str:
+        """The text (from `line`, 1-based, at most `limit` lines); "" for a missing file in the
+        workspace: an error there makes Gemini CLI's write tool fail (gemini-cli#9280)."""
+        target = await self.resolve(path)
+        unsaved = await self.unsaved_text(target)
+        if unsaved is None and not target.exists:
+            return ""
+        try:
+            result = await asyncio.to_thread(read_text, target, unsaved, READ_LIMIT_BYTES, path)
+        except WorkspaceError as exc:
+            raise FsRefused(str(exc)) from None
+        if line is None and limit is None:
+            return result.text
+        lines = result.text.splitlines(keepends=True)
+        start = max((line or 1) - 1, 0)
+        return "".join(lines[start : None if limit is None else start + max(limit, 0)])
+
+    async def write_accepted(self, target: Resolved, edit: AcceptedEdit) -> None:
+        """Write the text the user accepted: through the open buffer when there is one, else to disk."""
+        try:
+            if target.exists and await asyncio.wait_for(
+                self.editor.write_through_buffer(target.path, edit.final), EDITOR_TIMEOUT_SECONDS
+            ):
+                return
+            fmt = await asyncio.to_thread(existing_format, target, target.requested)
+            await asyncio.to_thread(write_atomically, self.policy, target, edit.final, fmt, target.requested)
+        except WorkspaceError as exc:
+            raise FsRefused(f"the accepted change could not be written: {exc}") from None

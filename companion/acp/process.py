@@ -1,0 +1,237 @@
+"""The agent's process: started without a shell, framed as one JSON message a line on stdout, its
+stderr tail kept for error messages, and stopped with everything it started.
+
+`AgentStdio` is the SDK's message-level transport seam (`send`/`receive`/`close`): the SDK does the
+JSON-RPC; this only frames lines and keeps a misbehaving agent from hurting us: lines that are not
+JSON objects are skipped and counted, a line over MAX_LINE_BYTES ends the chat (its message could
+be a response we wait on, so skipping it could hang), and a flood yields to the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import os
+import signal
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..workspace.ask import _kill_one, _new_group  # the same process group and kill as ask_gemini
+
+MAX_LINE_BYTES = 64 * 1024 * 1024  # Gemini sends whole file texts in a diff: generous, but bounded
+_READ_LIMIT = 1024 * 1024  # StreamReader chunk limit; longer lines are read in pieces
+_STDERR_TAIL = 40  # lines
+_YIELD_EVERY = 64  # messages read back to back before letting the loop run other work
+STOP_GRACE_SECONDS = 2.0
+
+
+class AgentStopped(Exception):
+    """The agent's stdout ended or broke the framing; the message says why."""
+
+
+class AgentProcess:
+    """One running agent and its stdio."""
+
+    def __init__(self, process: asyncio.subprocess.Process, exited: asyncio.Event, argv: Sequence[str]) -> None:
+        self.process = process
+        # Set when the process itself ends. `process.wait()` also waits for its pipes to close,
+        # which a child holding them (Gemini CLI relaunches itself) can delay forever.
+        self.exited = exited
+        self.argv = list(argv)
+        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
+        self.skipped_lines = 0  # stdout lines that were not JSON objects
+        self.first_skipped = ""
+        self.framing_error: str | None = None  # why reading stopped, when it was not a plain EOF
+        self.stdout_closed = asyncio.Event()
+        self._stderr_task = asyncio.ensure_future(self._collect_stderr())
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def stderr_text(self) -> str:
+        return "\n".join(self.stderr_tail).strip()
+
+    async def _collect_stderr(self) -> None:
+        stream = self.process.stderr
+        if stream is None:
+            return
+        while True:
+            try:
+                line = await stream.readline()
+            except ValueError:  # a line over the limit: keep its start
+                line = await stream.read(_READ_LIMIT)
+            except Exception:
+                return
+            if not line:
+                return
+            self.stderr_tail.append(line.decode("utf-8", "replace").rstrip()[:1000])
+
+    async def stop(self, known: Sequence[Any] = ()) -> None:
+        """Close stdin (agents exit on EOF), then terminate, then kill the whole tree: its
+        descendants now, those `known` earlier (psutil processes: a child orphaned by a crash is no
+        longer under the agent) and, on POSIX, its process group."""
+        tree = [*known, *await asyncio.to_thread(descendants, self.pid)]
+        stdin = self.process.stdin
+        if stdin is not None and not stdin.is_closing():
+            stdin.close()
+        if not await self._exited(STOP_GRACE_SECONDS / 2):
+            try:
+                self.process.terminate()
+            except ProcessLookupError:
+                pass
+            await self._exited(STOP_GRACE_SECONDS)
+        await asyncio.to_thread(_kill_all, self.pid, self.process.returncode is None, tree)
+        await self._exited(5)
+        self._stderr_task.cancel()
+
+    async def _exited(self, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(self.exited.wait(), timeout)
+        except (TimeoutError, asyncio.TimeoutError):
+            return False
+        return True
+
+    async def wait_exit(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for the process to end; True when it has."""
+        return await self._exited(timeout)
+
+
+async def start(argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> AgentProcess:
+    """Start the agent (raises OSError when it cannot run) in its own process group, so a Ctrl-C
+    meant for us reaches it only as our session/cancel, and stopping it is targeted."""
+    loop = asyncio.get_running_loop()
+    exited = asyncio.Event()
+    # asyncio.create_subprocess_exec, with a protocol that also says when the process itself ends.
+    transport, protocol = await loop.subprocess_exec(
+        lambda: _Protocol(exited, _READ_LIMIT, loop),
+        *argv,
+        cwd=cwd,
+        env=dict(env),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        **_new_group(),
+    )
+    return AgentProcess(asyncio.subprocess.Process(transport, protocol, loop), exited, argv)
+
+
+class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
+    def __init__(self, exited: asyncio.Event, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self._exited = exited
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        self._exited.set()
+
+
+class AgentStdio:
+    """The SDK's Transport over the agent's stdin/stdout (newline-delimited JSON)."""
+
+    def __init__(self, agent: AgentProcess) -> None:
+        self.agent = agent
+        self._read_in_a_row = 0
+
+    async def send(self, message: dict[str, Any]) -> None:
+        stdin = self.agent.process.stdin
+        if stdin is None or stdin.is_closing():
+            raise ConnectionError("the agent's input is closed")
+        stdin.write((json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8"))
+        await stdin.drain()
+
+    async def receive(self) -> dict[str, Any] | None:
+        while True:
+            line = await self._read_line()
+            if line is None:
+                self.agent.stdout_closed.set()
+                return None
+            self._read_in_a_row += 1
+            if self._read_in_a_row >= _YIELD_EVERY:  # a flood must not starve Ctrl-C and the UI
+                self._read_in_a_row = 0
+                await asyncio.sleep(0)
+            text = line.strip()
+            if not text:
+                continue
+            message = _json_object(text)
+            if message is None:
+                self.agent.skipped_lines += 1
+                if not self.agent.first_skipped:
+                    self.agent.first_skipped = text[:200].decode("utf-8", "replace")
+                continue
+            return message
+
+    async def close(self) -> None:
+        stdin = self.agent.process.stdin
+        if stdin is not None and not stdin.is_closing():
+            stdin.close()
+
+    async def _read_line(self) -> bytes | None:
+        stdout = self.agent.process.stdout
+        assert stdout is not None
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            try:
+                chunk = await stdout.readuntil(b"\n")
+            except asyncio.LimitOverrunError as exc:
+                chunk = await stdout.readexactly(exc.consumed)
+            except asyncio.IncompleteReadError as exc:
+                return b"".join([*chunks, exc.partial]) if chunks or exc.partial else None
+            except (OSError, ValueError) as exc:
+                self.agent.framing_error = f"its output could not be read ({exc})"
+                return None
+            size += len(chunk)
+            if size > MAX_LINE_BYTES:
+                self.agent.framing_error = (
+                    f"it sent a line of more than {MAX_LINE_BYTES // 2**20} MiB on stdout, more than a chat accepts"
+                )
+                return None
+            chunks.append(chunk)
+            if chunk.endswith(b"\n"):
+                return b"".join(chunks)
+
+
+def _json_object(text: bytes) -> dict[str, Any] | None:
+    if not text.startswith(b"{"):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def descendants(pid: int) -> list[Any]:
+    """The processes `pid` started (psutil), or [] without psutil or once it is gone."""
+    try:
+        import psutil
+
+        return psutil.Process(pid).children(recursive=True)
+    except Exception:
+        return []
+
+
+def _kill_all(pid: int, running: bool, tree: list[Any]) -> None:
+    """Kill the agent (when still `running`), its process group (POSIX: it leads its own session)
+    and the psutil processes of `tree` still alive; wait for them to go."""
+    if running:
+        _kill_one(pid)
+    if hasattr(os, "killpg"):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass  # the group is empty: everyone already left
+    try:
+        import psutil
+    except Exception:
+        return
+    alive = []
+    for proc in tree:
+        try:
+            proc.kill()
+            alive.append(proc)
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=3)

@@ -1,0 +1,104 @@
+"""Every edit an agent asks permission for goes through the window's review (`Reviews` and the
+Editor port); what the user accepted is kept until the agent writes, so the user's version wins."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from ..diffs import Outcome, Review, Reviews
+from ..disk_text import DiskText
+from ..editor import Editor
+
+log = logging.getLogger(__name__)
+
+BY_ACP = "acp"  # Review.agent for reviews an ACP chat opened
+SHOW_TIMEOUT_SECONDS = 30  # the editor shows a review in a main-thread tick; this only catches a stuck one
+
+
+class ReviewOpen(Exception):
+    """The file already has an open review; the message says to finish it first."""
+
+
+@dataclass
+class AcceptedEdit:
+    """An edit the user accepted and the agent has not written yet."""
+
+    tool_call_id: str
+    path: str  # the real path (workspace policy)
+    proposal: str  # what the agent proposed
+    final: str  # what the user accepted (their edits included)
+
+    @property
+    def edited(self) -> bool:
+        return self.final != self.proposal
+
+
+class ReviewGate:
+    """The open reviews of one chat and the accepted edits waiting for the agent's write."""
+
+    def __init__(self, editor: Editor, agent_name: str, reviews: Reviews | None = None) -> None:
+        self.editor = editor
+        self.agent_name = agent_name
+        self.reviews = reviews if reviews is not None else Reviews(self._decided_from_any_thread)
+        self.accepted: dict[str, AcceptedEdit] = {}  # by real path
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def review(self, path: str, before: DiskText, proposal: str) -> tuple[Outcome, str | None]:
+        """Show the proposal against `before` and wait for the user's decision; a cancelled call
+        closes the review (its outcome is then CLOSED, never an accept)."""
+        self._loop = asyncio.get_running_loop()
+        decision: asyncio.Future[tuple[Outcome, str | None]] = self._loop.create_future()
+
+        def decided(outcome: Outcome, content: str | None) -> None:
+            if not decision.done():
+                decision.set_result((outcome, content))
+
+        review = self.reviews.open_exclusive(path, proposal, self.agent_name, decided, BY_ACP)
+        if review is None:
+            raise ReviewOpen(f"a review of {path} is already open; finish it, then ask the agent again")
+        review.disk = before
+        try:
+            await asyncio.wait_for(self.editor.show_review(review), SHOW_TIMEOUT_SECONDS)
+            return await asyncio.shield(decision)
+        except BaseException:
+            await self.close(review)
+            raise
+
+    async def close(self, review: Review) -> None:
+        if not self.reviews.finish(review, Outcome.CLOSED):
+            return
+        if review.on_decided is not None:
+            review.on_decided(Outcome.CLOSED, None)
+        try:
+            await asyncio.wait_for(self.editor.close_review(review), SHOW_TIMEOUT_SECONDS)
+        except Exception as exc:
+            log.warning("the editor could not close the review of %s: %r", review.file_path, exc)
+
+    async def close_all(self) -> None:
+        for review in self.reviews.all():
+            await self.close(review)
+
+    def _decided_from_any_thread(self, review: Review, outcome: Outcome, content: str | None) -> None:
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        loop.call_soon_threadsafe(self._decide, review, outcome, content)
+
+    def _decide(self, review: Review, outcome: Outcome, content: str | None) -> None:
+        if self.reviews.finish(review, outcome) and review.on_decided is not None:
+            review.on_decided(outcome, content)
+
+    def on_accepted(self, edit: AcceptedEdit) -> None:
+        self.accepted[edit.path] = edit
+
+    def take(self, path: str) -> AcceptedEdit | None:
+        """The accepted edit of `path`, once: a second write of it is not covered by the review."""
+        return self.accepted.pop(path, None)
+
+    def take_by_tool_call(self, tool_call_id: str) -> AcceptedEdit | None:
+        for path, edit in list(self.accepted.items()):
+            if edit.tool_call_id == tool_call_id:
+                return self.accepted.pop(path)
+        return None

@@ -1,0 +1,366 @@
+"""One chat with an ACP agent: the SDK's ClientSideConnection over the agent's stdio, on an asyncio
+loop. The only module that imports the SDK (`acp`), so it loads on the first chat, never at start-up.
+
+The agent's requests: `session/request_permission` for an edit opens a review (review_gate.py),
+others go to the ChatView; `fs/*` go to files.py. A turn has no timeout (the user cancels it);
+starting does (`start_timeout`), so an agent that never answers gets a clear message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from acp import RequestError, text_block
+from acp.client.connection import ClientSideConnection
+from acp.interfaces import Client
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    DeniedOutcome,
+    FileSystemCapabilities,
+    Implementation,
+    PermissionOption,
+    ReadTextFileResponse,
+    RequestPermissionResponse,
+    ToolCallUpdate,
+    WriteTextFileResponse,
+)
+
+from .. import __version__
+from ..diffs import Outcome
+from ..editor import Editor
+from ..workspace.paths import PathPolicy
+from . import process
+from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command
+from .edits import NotRebuildable, edit_path, is_edit, proposed_text
+from .files import AgentFiles, FsRefused
+from .review_gate import AcceptedEdit, ReviewGate, ReviewOpen
+from .view import ChatView, Choice
+
+log = logging.getLogger(__name__)
+
+PROTOCOL_VERSION = 1  # what every agent we know answers (reference acp.md §1)
+START_TIMEOUT_SECONDS = 60.0  # initialize and session/new: an agent's first start may install or index
+EXIT_GRACE_SECONDS = 2.0  # after the agent's process ends, its last lines may still be in the pipe
+_AUTH_WORDS = ("auth", "api key", "login", "log in")
+
+
+class ChatFailed(Exception):
+    """The chat cannot go on; the message is one line saying why and what to do."""
+
+
+class ChatSession:
+    """A chat with one agent in one workspace; also the SDK's Client (its callbacks below)."""
+
+    def __init__(
+        self,
+        spec: AgentSpec,
+        folders: Sequence[str],
+        editor: Editor,
+        view: ChatView,
+        env: Mapping[str, str] | None = None,
+        start_timeout: float = START_TIMEOUT_SECONDS,
+    ) -> None:
+        self.spec = spec
+        self.folders = [os.path.abspath(f) for f in folders]
+        self.view = view
+        self.env = agent_environment(env)
+        self.start_timeout = start_timeout
+        self.gate = ReviewGate(editor, spec.name)
+        self.files = AgentFiles(PathPolicy(self.folders), editor)
+        self.agent: process.AgentProcess | None = None
+        self.session_id = ""
+        self.mode: str | None = None
+        self._conn: ClientSideConnection | None = None
+        self._notes: list[str] = []  # told to the agent with the next prompt
+        self._kinds: dict[str, str] = {}  # tool call id -> kind (updates may omit it)
+        self._asked: set[str] = set()  # tool call ids that went through a permission request
+        self._asking: set[asyncio.Task[Any]] = set()
+        self._tree: list[Any] = []  # the agent's descendants seen once it answered (psutil processes)
+        self._watcher: asyncio.Task[None] | None = None
+
+    # -- lifecycle --
+
+    async def start(self) -> None:
+        """Start the agent, initialize, open a session in a reviewing mode; ChatFailed on failure."""
+        try:
+            argv = resolve_command(self.spec, self.env)
+        except AgentNotFound as exc:
+            raise ChatFailed(str(exc)) from None
+        try:
+            self.agent = await process.start(argv, self.folders[0], self.env)
+        except OSError as exc:
+            raise ChatFailed(
+                f"{self.spec.name} could not be started ({argv[0]}: {exc.strerror or exc}); "
+                "check the command, or give the full path of its program."
+            ) from None
+        self._conn = ClientSideConnection(cast(Client, self), process.AgentStdio(self.agent))
+        self._watcher = asyncio.ensure_future(self._watch_exit())
+        capabilities = ClientCapabilities(
+            fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=False
+        )
+        info = Implementation(name="gemini-companion", title="Gemini Companion", version=__version__)
+        await self._starting("initialize", self._conn.initialize(PROTOCOL_VERSION, capabilities, info))
+        self._tree = await asyncio.to_thread(process.descendants, self.agent.pid)
+        session = await self._starting(
+            "session/new", self._conn.new_session(cwd=self.folders[0], mcp_servers=[], **self.spec.session_meta)
+        )
+        self.session_id = session.session_id
+        self._tree += await asyncio.to_thread(process.descendants, self.agent.pid)  # session/new may start more
+        self.mode = session.modes.current_mode_id if session.modes else None
+        await self._to_review_mode(session.modes)
+
+    async def _to_review_mode(self, modes: Any) -> None:
+        wanted = self.spec.review_mode
+        if not wanted or modes is None or modes.current_mode_id == wanted:
+            return
+        if wanted not in [m.id for m in modes.available_modes]:
+            raise ChatFailed(
+                f"{self.spec.name} offers no {wanted!r} mode, so its edits would not be reviewed; "
+                "update the agent, or pick another one."
+            )
+        assert self._conn is not None
+        await self._starting("session/set_mode", self._conn.set_session_mode(self.session_id, wanted))
+        self.mode = wanted
+
+    async def _starting(self, what: str, request: Any) -> Any:
+        try:
+            return await asyncio.wait_for(request, self.start_timeout)
+        except (TimeoutError, asyncio.TimeoutError):
+            raise ChatFailed(
+                f"{self.spec.name} did not answer {what} within {self.start_timeout:g} s{self._output_note()}; "
+                "check that the command starts an ACP agent."
+            ) from None
+        except (ConnectionError, RequestError) as exc:
+            raise ChatFailed(await self._failure(exc, what)) from None
+
+    async def close(self) -> None:
+        """End the chat: close open reviews, the connection, and the agent with all it started."""
+        for task in list(self._asking):
+            task.cancel()
+        await self.gate.close_all()
+        if self._conn is not None:
+            try:
+                await asyncio.wait_for(self._conn.close(), 5)
+            except Exception as exc:
+                log.debug("closing the connection: %r", exc)
+        if self.agent is not None:
+            await self.agent.stop(self._tree)
+        if self._watcher is not None:
+            self._watcher.cancel()
+
+    async def _watch_exit(self) -> None:
+        """An agent whose process ended while a child still holds its stdout would leave a request
+        waiting forever: once the process is gone, its last lines get a moment, then the chat ends."""
+        assert self.agent is not None and self._conn is not None
+        await self.agent.exited.wait()
+        try:
+            await asyncio.wait_for(self.agent.stdout_closed.wait(), EXIT_GRACE_SECONDS)
+        except (TimeoutError, asyncio.TimeoutError):
+            await self._conn.close()
+
+    # -- prompts --
+
+    async def prompt(self, text: str) -> str:
+        """Send one prompt and wait for the turn to end; returns the stop reason."""
+        if self._conn is None:
+            raise ChatFailed("the chat has not started")
+        blocks: list[Any] = [text_block(note) for note in self._notes] + [text_block(text)]
+        self._notes = []
+        try:
+            response = await self._conn.prompt(self.session_id, blocks)
+        except (ConnectionError, RequestError) as exc:
+            raise ChatFailed(await self._failure(exc, "the prompt")) from None
+        return str(response.stop_reason)
+
+    async def cancel(self) -> None:
+        """session/cancel; permission requests still open are answered `cancelled` (the protocol
+        requires it) and their reviews closed."""
+        for task in list(self._asking):
+            task.cancel()
+        if self._conn is not None and self.session_id:
+            try:
+                await self._conn.cancel(self.session_id)
+            except ConnectionError:
+                pass
+
+    # -- why it failed, in one line --
+
+    async def _failure(self, exc: BaseException, what: str) -> str:
+        if isinstance(exc, RequestError):
+            message = str(exc.args[0] if exc.args else exc) or "no message"
+            if any(word in message.lower() for word in _AUTH_WORDS):
+                return f"{self.spec.name} needs a login ({message}): {self.spec.login_hint}."
+            return f"{self.spec.name} answered {what} with an error ({exc.code}: {message}): a protocol error."
+        agent = self.agent
+        assert agent is not None
+        await agent.wait_exit(EXIT_GRACE_SECONDS)
+        if agent.framing_error:
+            why = f"stopped: {agent.framing_error}"
+        elif agent.process.returncode is not None:
+            why = f"exited (exit code {agent.process.returncode}) during {what}"
+        else:
+            why = f"closed its output during {what}"
+        return (
+            f"{self.spec.name} {why}{self._output_note()}. Start a new chat; if it happens again, "
+            "run the agent in a terminal to see why."
+        )
+
+    def _output_note(self) -> str:
+        agent = self.agent
+        if agent is None:
+            return ""
+        parts = []
+        if agent.skipped_lines:
+            parts.append(f"it printed {agent.skipped_lines} non-ACP line(s) on stdout, first: {agent.first_skipped!r}")
+        tail = agent.stderr_text().splitlines()[-3:]
+        if tail:
+            parts.append("its stderr ends: " + " / ".join(line.strip() for line in tail)[-500:])
+        return f" ({'; '.join(parts)})" if parts else ""
+
+    # -- the SDK's Client: requests and notifications from the agent --
+
+    async def request_permission(
+        self, options: list[PermissionOption], session_id: str, tool_call: ToolCallUpdate, **kwargs: Any
+    ) -> RequestPermissionResponse:
+        call = tool_call.model_dump(mode="json", by_alias=True, exclude_none=True)
+        self._asked.add(call["toolCallId"])
+        choices = [Choice(o.option_id, o.name, str(o.kind)) for o in options]
+        task = asyncio.ensure_future(self._decide(call, choices))
+        self._asking.add(task)
+        try:
+            await asyncio.wait([task])
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            self._asking.discard(task)
+        option_id = None if task.cancelled() else task.result()
+        if option_id is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=option_id))
+
+    async def _decide(self, call: dict[str, Any], choices: list[Choice]) -> str | None:
+        kind = call.get("kind") or self._kinds.get(call["toolCallId"])
+        if not is_edit(call, kind):
+            return await self.view.choose(str(call.get("title") or kind or "a tool"), choices)
+        reject = _pick(choices, "reject_once", "reject_always")
+        path = edit_path(call)
+        if path is None:
+            self.view.notice(f"Rejected an edit by {self.spec.name}: it names no file, so it cannot be reviewed.")
+            return reject
+        try:
+            target = await self.files.resolve(path)
+            before = await self.files.current(target)
+            if before.not_shown is not None:
+                raise NotRebuildable(f"the file's current text cannot be shown: {before.not_shown}")
+            proposal = proposed_text(call, before.text)
+            outcome, accepted = await self.gate.review(target.path, before, proposal)
+        except (FsRefused, NotRebuildable, ReviewOpen) as exc:
+            self.view.notice(f"Rejected {self.spec.name}'s edit of {path}: {exc}.")
+            return reject
+        if outcome is not Outcome.ACCEPTED:
+            return reject
+        allow = _pick(choices, "allow_once")
+        if allow is None:
+            self.view.notice(f"{self.spec.name} offers no one-time allow for {path}; the edit was not allowed.")
+            return None
+        self.gate.on_accepted(AcceptedEdit(call["toolCallId"], target.path, proposal, accepted or proposal))
+        return allow
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        data = update.model_dump(mode="json", by_alias=True, exclude_none=True)
+        what = data.get("sessionUpdate")
+        if what in ("agent_message_chunk", "agent_thought_chunk"):
+            content = data.get("content") or {}
+            text = content.get("text") if content.get("type") == "text" else None
+            if text is None:
+                return
+            meta = (data.get("_meta") or {}).get("claudeCode") or {}
+            if meta.get("kind") == "informational":
+                self.view.notice(text)
+            elif what == "agent_message_chunk":
+                self.view.agent_text(text)
+            else:
+                self.view.thought(text)
+        elif what in ("tool_call", "tool_call_update"):
+            await self._tool_call(data)
+        elif what == "current_mode_update":
+            self.mode = data.get("currentModeId", self.mode)
+
+    async def _tool_call(self, call: dict[str, Any]) -> None:
+        call_id = call["toolCallId"]
+        if call.get("kind"):
+            self._kinds[call_id] = call["kind"]
+        kind = self._kinds.get(call_id, "other")
+        status = call.get("status", "")
+        self.view.tool_call(call_id, str(call.get("title") or ""), kind, status)
+        if status == "failed":
+            self.gate.take_by_tool_call(call_id)
+        if status != "completed":
+            return
+        accepted = self.gate.take_by_tool_call(call_id)
+        if accepted is not None:
+            if accepted.edited:  # the agent wrote its own proposal (Claude): now the user's version
+                await self._write_users_version(accepted)
+        elif call_id not in self._asked and is_edit(call, kind):
+            path = edit_path(call) or "a file"
+            self.view.notice(f"{self.spec.name} changed {path} without asking: applied without review.")
+
+    async def _write_users_version(self, edit: AcceptedEdit) -> None:
+        try:
+            target = await self.files.resolve(edit.path)
+            await self.files.write_accepted(target, edit)
+        except FsRefused as exc:
+            self.view.notice(f"Your edited version of {edit.path} could not be written: {exc}")
+            return
+        self._note_edited(edit)
+
+    def _note_edited(self, edit: AcceptedEdit) -> None:
+        self._notes.append(
+            f"[Note from the editor: the user changed your proposed edit of {edit.path} before accepting it. "
+            f"The file's final text is:]\n{edit.final}"
+        )
+
+    async def read_text_file(
+        self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **kwargs: Any
+    ) -> ReadTextFileResponse:
+        try:
+            return ReadTextFileResponse(content=await self.files.read(path, line, limit))
+        except FsRefused as exc:
+            raise RequestError(-32602, str(exc)) from None
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> WriteTextFileResponse:
+        try:
+            target = await self.files.resolve(path)
+        except FsRefused as exc:
+            self.view.notice(f"Refused {self.spec.name}'s write of {path}: {exc}")
+            raise RequestError(-32602, str(exc)) from None
+        edit = self.gate.take(target.path)
+        if edit is None:
+            message = f"Refused the write of {path}: no review accepted it. Every edit goes through a review."
+            self.view.notice(message)
+            raise RequestError(-32602, message)
+        try:
+            await self.files.write_accepted(target, edit)
+        except FsRefused as exc:
+            self.view.notice(str(exc))
+            raise RequestError(-32603, str(exc)) from None
+        if edit.edited:
+            self._note_edited(edit)
+        return WriteTextFileResponse()
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        log.debug("agent notification %s ignored", method)
+
+
+def _pick(choices: list[Choice], *kinds: str) -> str | None:
+    for kind in kinds:
+        for choice in choices:
+            if choice.kind == kind:
+                return choice.option_id
+    return None

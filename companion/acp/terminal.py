@@ -1,0 +1,223 @@
+"""`python -m companion chat`: a chat with an ACP agent in a terminal, every edit through the
+headless review (unified diff, y/n, or `--diff-policy accept|reject` for every permission).
+
+With `--prompt`, one turn: exit 0 when it ends with `end_turn`, else 1 with a one-line reason on
+stderr. Without it, prompts are read from stdin, one a line, until EOF. Ctrl-C during a turn
+cancels it (`session/cancel`); a second Ctrl-C, or one between turns, ends the chat. The agent and
+everything it started are stopped in every case.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+
+from ..headless import HeadlessEditor, visible
+from .agents import PRESETS, AgentSpec, custom_agent
+from .view import Choice
+
+if TYPE_CHECKING:
+    from .session import ChatSession
+
+T = TypeVar("T")
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class TerminalView:
+    """The ChatView on a terminal: the reply on stdout, notices and tool calls marked apart."""
+
+    def __init__(self, policy: str, out: TextIO | None = None) -> None:
+        self.policy = policy
+        self.out = out or sys.stdout
+        self._statuses: dict[str, str] = {}
+        self._titles: dict[str, str] = {}
+
+    def agent_text(self, text: str) -> None:
+        self._say(visible(text))
+
+    def thought(self, text: str) -> None:
+        pass  # the reply is what a script reads; thoughts stay out of it
+
+    def tool_call(self, tool_call_id: str, title: str, kind: str, status: str) -> None:
+        title = title or self._titles.get(tool_call_id, "")  # updates may omit the title
+        self._titles[tool_call_id] = title
+        if status and self._statuses.get(tool_call_id) != status:
+            self._statuses[tool_call_id] = status
+            self._say(f"\n[tool {kind}: {visible(title)} — {status}]\n")
+
+    def notice(self, text: str) -> None:
+        self._say(f"\n[notice] {visible(text)}\n")
+
+    async def choose(self, title: str, choices: list[Choice]) -> str | None:
+        if self.policy != "prompt":
+            wanted = ("allow_once",) if self.policy == "accept" else ("reject_once", "reject_always")
+            found = [c.option_id for kind in wanted for c in choices if c.kind == kind]
+            return found[0] if found else None
+        menu = "\n".join(f"  {n}) {visible(c.name)}" for n, c in enumerate(choices, 1))
+        self._say(f"\nThe agent asks: {visible(title)}\n{menu}\n")
+        while True:
+            try:
+                answer = await asyncio.to_thread(input, f"Choose 1-{len(choices)}: ")
+            except EOFError:
+                return None
+            if answer.strip().isdigit() and 1 <= int(answer) <= len(choices):
+                return choices[int(answer) - 1].option_id
+
+    def _say(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+
+
+def agent_spec(agent: str | None, command: Sequence[str]) -> AgentSpec:
+    """`--agent NAME` or `-- COMMAND ARGS...`, exactly one of them (ValueError says what to give)."""
+    if agent and command:
+        raise ValueError("give either --agent or a command after `--`, not both")
+    if agent:
+        return PRESETS[agent]
+    if not command:
+        raise ValueError(f"give --agent {'|'.join(PRESETS)}, or the agent's command after `--`")
+    return custom_agent(command)
+
+
+def run_chat(workspace: str, policy: str, prompt: str | None, agent: str | None, command: Sequence[str]) -> int:
+    folder = os.path.realpath(workspace)
+    if not os.path.isdir(folder):
+        print(f"error: {workspace} is not a folder; pass --workspace with an existing folder.", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        spec = agent_spec(agent, command)
+    except ValueError as exc:
+        print(f"error: {exc}.", file=sys.stderr)
+        return EXIT_USAGE
+    editor = HeadlessEditor(policy)
+    try:
+        code = asyncio.run(_chat(spec, folder, editor, TerminalView(policy), prompt))
+    except KeyboardInterrupt:
+        code = EXIT_FAILED
+    if editor.prompting:
+        # The review's prompt thread may be blocked reading stdin: a normal exit would wait for
+        # stdin's lock at shutdown (as `serve` explains). Everything is stopped and flushed.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+async def _chat(spec: AgentSpec, folder: str, editor: HeadlessEditor, view: TerminalView, prompt: str | None) -> int:
+    from .session import ChatFailed, ChatSession  # the SDK loads here, on the first chat
+
+    session = ChatSession(spec, [folder], editor, view)
+    interrupts = _Interrupts(session)
+    try:
+        await interrupts.run(session.start())
+        if prompt is not None:
+            return await _one_turn(session, interrupts, prompt)
+        return await _repl(session, interrupts)
+    except ChatFailed as exc:
+        print(f"\nerror: {exc}", file=sys.stderr, flush=True)
+        return EXIT_FAILED
+    except asyncio.CancelledError:
+        print("\nStopped.", file=sys.stderr, flush=True)
+        return EXIT_FAILED
+    finally:
+        interrupts.remove()
+        await session.close()
+
+
+async def _one_turn(session: ChatSession, interrupts: _Interrupts, prompt: str) -> int:
+    stop = await interrupts.turn(session.prompt(prompt))
+    print(flush=True)
+    if stop == "end_turn":
+        return EXIT_OK
+    print(f"error: the turn ended with {stop!r} instead of end_turn.", file=sys.stderr, flush=True)
+    return EXIT_FAILED
+
+
+async def _repl(session: ChatSession, interrupts: _Interrupts) -> int:
+    print(f"Chat with {session.spec.name} (mode: {session.mode or 'the agent’s own'}); Ctrl-D ends it.", flush=True)
+    while True:
+        try:
+            line = await interrupts.run(asyncio.to_thread(input, "> "))
+        except EOFError:
+            return EXIT_OK
+        if not line.strip():
+            continue
+        stop = await interrupts.turn(session.prompt(line))
+        print(f"\n[{stop}]" if stop != "end_turn" else "", flush=True)
+
+
+class _Interrupts:
+    """Ctrl-C: during a turn, the first cancels it (session/cancel); otherwise it stops the chat."""
+
+    def __init__(self, session: ChatSession) -> None:
+        self.session = session
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._main: asyncio.Task[Any] | None = None
+        self._in_turn = False
+        self._cancelled_turn = False
+        self._previous: Any = None
+        self._cancelling: asyncio.Future[None] | None = None
+
+    async def run(self, awaitable: Awaitable[T]) -> T:
+        self._install()
+        return await awaitable
+
+    async def turn(self, awaitable: Awaitable[T]) -> T:
+        self._install()
+        self._in_turn, self._cancelled_turn = True, False
+        try:
+            return await awaitable
+        finally:
+            self._in_turn = False
+
+    def _install(self) -> None:
+        if self._loop is not None:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._main = asyncio.current_task()
+        # signal.signal works on every platform; the handler hands over to the loop's thread.
+        self._previous = signal.signal(signal.SIGINT, self._from_signal)
+
+    def _from_signal(self, *_: object) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._on_interrupt)
+
+    def _on_interrupt(self) -> None:
+        if self._in_turn and not self._cancelled_turn:
+            self._cancelled_turn = True
+            print("\n[cancelling the turn; Ctrl-C again to stop the chat]", file=sys.stderr, flush=True)
+            self._cancelling = asyncio.ensure_future(self.session.cancel())
+        elif self._main is not None:
+            self._main.cancel()
+
+    def remove(self) -> None:
+        if self._loop is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
+def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
+    """The `chat` sub-command: `chat --workspace DIR [--diff-policy prompt|accept|reject]
+    [--prompt TEXT] -- COMMAND [ARGS...]`, or `--agent gemini|claude` instead of the command."""
+    chat = commands.add_parser(
+        "chat",
+        help="chat with an ACP agent in the terminal, every edit through a review",
+        usage="%(prog)s --workspace DIR [--diff-policy prompt|accept|reject] [--prompt TEXT] "
+        "(--agent gemini|claude | -- COMMAND [ARGS...])",
+    )
+    chat.add_argument("--workspace", required=True, help="the folder the agent works in")
+    chat.add_argument("--diff-policy", choices=policies, default="prompt", help="how permissions are answered")
+    chat.add_argument("--prompt", help="send this one prompt, print the reply, exit when the turn ends")
+    chat.add_argument("--agent", choices=sorted(PRESETS), help="a preset agent instead of a command")
+    chat.add_argument("agent_command", nargs="*", metavar="COMMAND", help="the agent's command line, after --")
+
+
+def run_chat_command(args: Any) -> int:
+    command = list(args.agent_command)
+    if command[:1] == ["--"]:  # older argparse keeps it for nargs="*"
+        command = command[1:]
+    return run_chat(args.workspace, args.diff_policy, args.prompt, args.agent, command)

@@ -1,0 +1,208 @@
+"""Fixtures for the ACP chat: the real agents offline, an Editor port the test plays, a ChatView
+that records.
+
+- Gemini CLI 0.61.0 (tests/conformance, pinned): `gemini.js --acp --fake-responses-non-strict FILE`
+  with a dummy GEMINI_API_KEY and a scratch home (reference acp.md §2).
+- claude-agent-acp 0.101.0 (tests/conformance/acp_claude, pinned): a scratch HOME and
+  CLAUDE_CONFIG_DIR, a dummy key, and `ModelStandIn` (tests/conformance/claude_harness.py) as the
+  Messages API (reference acp.md §3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import glob
+import json
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from companion.acp.view import Choice
+from companion.diffs import Review
+from tests.conformance.claude_harness import API_KEY, ModelStandIn, make_config
+from tests.conformance.harness import PINNED, make_gemini_home, node, recorded_turns, require_node_modules
+from tests.scripted_editor import ScriptedEditor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ACP_CLAUDE = os.path.join(ROOT, "tests", "conformance", "acp_claude")
+CEILING = 60  # seconds: generous ceilings on events, never a synchronisation by sleeping
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def workspace(tmp_path: str) -> str:
+    path = os.path.join(str(tmp_path), "workspace")
+    os.makedirs(path)
+    return os.path.realpath(path)
+
+
+class AsyncEditor(ScriptedEditor):
+    """ScriptedEditor whose reviews can be awaited on the chat's own loop; `decide` (when set)
+    plays the user as soon as a review is shown."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.decide: Any = None  # Callable[[Review], None] | None
+        self._shown_event: asyncio.Event | None = None
+
+    async def show_review(self, review: Review) -> None:
+        await super().show_review(review)
+        self._event().set()
+        if self.decide is not None:
+            self.decide(review)
+
+    async def shown_review(self) -> Review:
+        await asyncio.wait_for(self._event().wait(), CEILING)
+        return self.shown[-1][0]
+
+    def _event(self) -> asyncio.Event:
+        if self._shown_event is None:
+            self._shown_event = asyncio.Event()
+        return self._shown_event
+
+
+@dataclass
+class RecordingView:
+    """The ChatView, recording; non-edit permissions get `answer_kind`'s option."""
+
+    answer_kind: str = "reject_once"
+    text: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    tool_calls: list[tuple[str, str, str, str]] = field(default_factory=list)
+    asked: list[tuple[str, list[Choice]]] = field(default_factory=list)
+
+    def agent_text(self, text: str) -> None:
+        self.text.append(text)
+
+    def thought(self, text: str) -> None:
+        pass
+
+    def tool_call(self, tool_call_id: str, title: str, kind: str, status: str) -> None:
+        self.tool_calls.append((tool_call_id, title, kind, status))
+
+    def notice(self, text: str) -> None:
+        self.notices.append(text)
+
+    async def choose(self, title: str, choices: list[Choice]) -> str | None:
+        self.asked.append((title, choices))
+        return next((c.option_id for c in choices if c.kind == self.answer_kind), None)
+
+
+@dataclass
+class AgentSetup:
+    """How to start one real agent offline: its command line and environment."""
+
+    command: list[str]
+    env: dict[str, str]
+    home: str
+    model: ModelStandIn | None = None  # Claude's Messages API stand-in
+    responses: str = ""  # Gemini's recorded model turns
+
+    def record_turns(self, *turns: list[dict[str, Any]]) -> None:
+        with open(self.responses, "w", encoding="utf-8") as handle:
+            handle.write(recorded_turns(*turns))
+
+
+def _base_env(home: str, tmpdir: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GEMINI_CLI_IDE_", "CLAUDE", "ANTHROPIC")) and k not in ("CI", "GITHUB_ACTIONS")
+    }
+    env.update({"HOME": home, "TMPDIR": tmpdir, "PYTHONPATH": ROOT})
+    return env
+
+
+@pytest.fixture
+def gemini(tmp_path: str) -> AgentSetup:
+    require_node_modules()  # fails with the command that installs them, never skips
+    root = str(tmp_path)
+    home = make_gemini_home(os.path.join(root, "home"))
+    tmpdir = os.path.join(root, "tmp")
+    os.makedirs(tmpdir)
+    env = _base_env(home, tmpdir)
+    env.update({"GEMINI_CLI_HOME": home, "GEMINI_API_KEY": "fake"})
+    responses = os.path.join(root, "responses.jsonl")
+    command = [node(), PINNED.gemini_js, "--acp", "--fake-responses-non-strict", responses]
+    return AgentSetup(command, env, home, responses=responses)
+
+
+def claude_agent_program() -> str:
+    name = "claude-agent-acp.cmd" if sys.platform == "win32" else "claude-agent-acp"
+    path = os.path.join(ACP_CLAUDE, "node_modules", ".bin", name)
+    if not os.path.exists(path):
+        raise AssertionError(
+            f"{path} is missing: run `python3 dev.py test`, which installs the pinned claude-agent-acp with "
+            f"`npm ci` in {ACP_CLAUDE}."
+        )
+    return path
+
+
+@pytest.fixture
+def claude_factory(tmp_path: str, workspace: str) -> Iterator[Any]:
+    """`make(tool_name, tool_input)` -> AgentSetup: claude-agent-acp whose model asks for that tool once."""
+    stand_ins: list[ModelStandIn] = []
+
+    def make(tool_name: str, tool_input: dict[str, Any]) -> AgentSetup:
+        root = str(tmp_path)
+        home = os.path.join(root, "home")
+        tmpdir = os.path.join(root, "tmp")
+        os.makedirs(home, exist_ok=True)
+        os.makedirs(tmpdir, exist_ok=True)
+        model = ModelStandIn(tool_name, tool_input).__enter__()
+        stand_ins.append(model)
+        env = _base_env(home, tmpdir)
+        env.update(
+            {
+                "CLAUDE_CONFIG_DIR": make_config(os.path.join(root, "claude-config"), workspace),
+                "ANTHROPIC_BASE_URL": model.url,
+                "ANTHROPIC_API_KEY": API_KEY,
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                "DISABLE_AUTOUPDATER": "1",
+                "DISABLE_TELEMETRY": "1",
+                "DISABLE_ERROR_REPORTING": "1",
+                "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
+            }
+        )
+        return AgentSetup([claude_agent_program()], env, home, model=model)
+
+    yield make
+    for model in stand_ins:
+        model.__exit__(None, None, None)
+
+
+def model_messages_text(model: ModelStandIn) -> list[str]:
+    """Every text the Claude agent sent its model in user turns (what the model was told)."""
+    texts: list[str] = []
+    for request in model.requests:
+        for message in request.get("messages", []):
+            if message.get("role") != "user":
+                continue
+            content = message.get("content")
+            if isinstance(content, str):
+                texts.append(content)
+            elif isinstance(content, list):
+                texts += [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+    return texts
+
+
+def gemini_user_texts(home: str) -> list[str]:
+    """The user texts in Gemini CLI's own recording of what it sent the model
+    (<home>/.gemini/tmp/<project>/chats/session-*.jsonl; see tests/workspace/test_ask_real_gemini.py),
+    skipping parts that are not text (tool results)."""
+    texts: list[str] = []
+    for path in glob.glob(os.path.join(home, ".gemini", "tmp", "*", "chats", "session-*.jsonl")):
+        with open(path, encoding="utf-8") as handle:
+            records = [json.loads(line) for line in handle if line.strip()]
+        for record in records:
+            if record.get("type") == "user":
+                texts += [p["text"] for p in record.get("content", []) if isinstance(p, dict) and "text" in p]
+    return texts

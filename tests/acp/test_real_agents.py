@@ -1,0 +1,175 @@
+"""The ACP chat with the real agents, offline: Gemini CLI 0.61.0 (`--acp`, recorded model turns) and
+claude-agent-acp 0.101.0 (a local Messages API stand-in). Every edit goes through the review.
+
+Headless flows run `python -m companion chat --prompt` as a subprocess; the flows that need the user
+to edit a proposal, cancel or kill the agent drive `ChatSession` with an Editor the test plays."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from typing import Any
+
+import psutil
+import pytest
+
+from companion.acp.agents import custom_agent
+from companion.acp.session import ChatFailed, ChatSession
+from tests.acp.conftest import (
+    CEILING,
+    ROOT,
+    AgentSetup,
+    AsyncEditor,
+    RecordingView,
+    gemini_user_texts,
+    model_messages_text,
+)
+from tests.conformance.harness import write_file_call
+
+pytestmark = [pytest.mark.anyio, pytest.mark.conformance]
+
+NEW_TEXT = "first line\nsecond line ✓\n"
+OLD_TEXT = "one\ntwo\nthree\n"
+USERS_TEXT = "one\nTWO, as the user wants it\nthree\n"
+NOTE = "the user changed your proposed edit of"
+
+
+def gemini_writes(setup: AgentSetup, path: str, content: str, *after: str) -> None:
+    """Gemini's model asks for one write_file, then answers each later turn with a text."""
+    setup.record_turns([write_file_call(path, content)], [{"text": "Done."}], *[[{"text": t}] for t in after])
+
+
+def agent_for(name: str, gemini: AgentSetup, claude_factory: Any, path: str, content: str) -> AgentSetup:
+    """The agent `name`, whose model's first turn writes `content` to `path` (Claude: Write or Edit)."""
+    if name == "gemini":
+        gemini_writes(gemini, path, content, "Noted.")
+        return gemini
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as handle:
+            before = handle.read()
+        old, new = _changed_line(before, content)
+        return claude_factory("Edit", {"file_path": path, "old_string": old, "new_string": new, "replace_all": False})
+    return claude_factory("Write", {"file_path": path, "content": content})
+
+
+def _changed_line(before: str, after: str) -> tuple[str, str]:
+    pairs = [(a, b) for a, b in zip(before.splitlines(), after.splitlines(), strict=True) if a != b]
+    assert len(pairs) == 1, "the test changes exactly one line"
+    return pairs[0]
+
+
+def run_chat_cli(setup: AgentSetup, workspace: str, policy: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace, "--diff-policy", policy]
+    argv += ["--prompt", "Please write the file.", "--", *setup.command]
+    return subprocess.run(
+        argv, cwd=ROOT, env=setup.env, capture_output=True, text=True, encoding="utf-8", timeout=CEILING
+    )
+
+
+AGENTS = ["gemini", "claude"]
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_new_file_accepted_is_written_with_the_exact_bytes(
+    agent: str, gemini: AgentSetup, claude_factory: Any, workspace: str
+) -> None:
+    path = os.path.join(workspace, "new.txt")
+    setup = agent_for(agent, gemini, claude_factory, path, NEW_TEXT)
+    result = run_chat_cli(setup, workspace, "accept")
+    assert result.returncode == 0, result.stderr
+    with open(path, "rb") as handle:
+        assert handle.read() == NEW_TEXT.encode("utf-8")
+    assert "Done." in result.stdout
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_an_existing_file_changed_and_rejected_is_unchanged(
+    agent: str, gemini: AgentSetup, claude_factory: Any, workspace: str
+) -> None:
+    path = os.path.join(workspace, "old.txt")
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        handle.write(OLD_TEXT)
+    setup = agent_for(agent, gemini, claude_factory, path, USERS_TEXT)
+    result = run_chat_cli(setup, workspace, "reject")
+    assert result.returncode == 0, result.stderr
+    with open(path, "rb") as handle:
+        assert handle.read() == OLD_TEXT.encode("utf-8")
+
+
+async def started(setup: AgentSetup, workspace: str, editor: AsyncEditor, view: RecordingView) -> ChatSession:
+    session = ChatSession(custom_agent(setup.command), [workspace], editor, view, env=setup.env)
+    await session.start()
+    return session
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+async def test_accepted_with_the_users_edit_writes_the_users_text_and_tells_the_agent(
+    agent: str, gemini: AgentSetup, claude_factory: Any, workspace: str
+) -> None:
+    path = os.path.join(workspace, "old.txt")
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        handle.write(OLD_TEXT)
+    setup = agent_for(agent, gemini, claude_factory, path, "one\nTWO\nthree\n")
+    editor, view = AsyncEditor(), RecordingView()
+    editor.decide = lambda review: review.accept(USERS_TEXT)
+    session = await started(setup, workspace, editor, view)
+    try:
+        assert await session.prompt("Please change the second line.") == "end_turn"
+        with open(path, "rb") as handle:
+            assert handle.read() == USERS_TEXT.encode("utf-8")
+        assert editor.shown[0][1] == "one\nTWO\nthree\n"  # the review showed the agent's full after
+        assert await session.prompt("Thanks. Anything else?") == "end_turn"
+    finally:
+        await session.close()
+    told = gemini_user_texts(setup.home) if setup.model is None else model_messages_text(setup.model)
+    notes = [text for text in told if NOTE in text]
+    assert notes, f"the model was never told: {told!r}"
+    assert path in notes[0] and USERS_TEXT in notes[0]
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+async def test_cancel_during_a_permission_writes_nothing_and_closes_the_review(
+    agent: str, gemini: AgentSetup, claude_factory: Any, workspace: str
+) -> None:
+    path = os.path.join(workspace, "new.txt")
+    setup = agent_for(agent, gemini, claude_factory, path, NEW_TEXT)
+    editor, view = AsyncEditor(), RecordingView()
+    session = await started(setup, workspace, editor, view)
+    try:
+        turn = asyncio.ensure_future(session.prompt("Please write the file."))
+        review = await editor.shown_review()
+        await session.cancel()
+        assert await asyncio.wait_for(turn, CEILING) == "cancelled"
+    finally:
+        await session.close()
+    assert review in editor.closed and not review.is_open
+    assert not os.path.exists(path)
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+async def test_the_agent_killed_mid_turn_is_a_clear_failure_and_leaves_no_process(
+    agent: str, gemini: AgentSetup, claude_factory: Any, workspace: str
+) -> None:
+    path = os.path.join(workspace, "new.txt")
+    setup = agent_for(agent, gemini, claude_factory, path, NEW_TEXT)
+    editor, view = AsyncEditor(), RecordingView()
+    session = await started(setup, workspace, editor, view)
+    try:
+        turn = asyncio.ensure_future(session.prompt("Please write the file."))
+        await editor.shown_review()
+        assert session.agent is not None
+        top = psutil.Process(session.agent.pid)
+        tree = [top, *top.children(recursive=True)]
+        top.kill()
+        with pytest.raises(ChatFailed) as failure:
+            await asyncio.wait_for(turn, CEILING)
+    finally:
+        await session.close()
+    message = str(failure.value)
+    assert message.startswith(f"{session.spec.name} exited (exit code ") and "during the prompt" in message, message
+    assert "Start a new chat" in message and "\n" not in message
+    _, alive = psutil.wait_procs(tree, timeout=CEILING)
+    assert alive == [], f"left running: {alive}"
+    assert not os.path.exists(path)
