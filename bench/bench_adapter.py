@@ -398,10 +398,137 @@ def row(name: str, data: dict[str, float], target: float | None) -> str:
     return f"| {name} | {data['p50_ms']:.3f} | {data['p99_ms']:.3f} | {data['max_ms']:.3f} | {data['n']} | {verdict} |"
 
 
+def loop_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "gemini-companion-loop"]
+
+
+def measure_unload_with_busy_loop(window: sublime.Window, count: int, busy_s: float) -> list[int]:
+    """Main-thread time of unloading the package (Sublime's disable, upgrade or reload) while the
+    loop thread is busy: a coroutine holds it for `busy_s` (a slow disk or a bug in a handler),
+    starting just before the unload. Each sample loads the package again first (not timed), and
+    waits for the old loop thread to end before the next one (nothing may pile up)."""
+    samples = []
+    for _ in range(count):
+        control.load_plugin()
+        handle = wait_ready(window)
+        control.settle()
+        busy = threading.Event()
+
+        async def hold(busy: threading.Event = busy) -> None:
+            busy.set()
+            time.sleep(busy_s)  # blocks the loop thread, as a blocking call in a handler would
+
+        handle.runtime.submit(hold)
+        busy.wait(10)
+        gc.collect()
+        start = time.perf_counter_ns()
+        control.unload_plugin()  # plugin_unloaded on the main thread
+        samples.append(time.perf_counter_ns() - start)
+        control.pump_until(lambda: not loop_threads(), 30, "the loop thread to end")
+        control.settle()
+    return samples
+
+
+def large_project(tmp: str, folders: int, settings: int) -> dict[str, Any]:
+    """A .sublime-project with `folders` folder entries (each with its own exclude patterns) and
+    `settings` project settings: what a monorepo's generated project looks like."""
+    entries = []
+    for index in range(folders):
+        path = os.path.join(tmp, "project", f"pkg{index:05d}")
+        entries.append({"path": path, "folder_exclude_patterns": ["build", "dist"], "name": f"pkg {index}"})
+    values: dict[str, Any] = {f"setting_{i}": {"value": i, "list": list(range(5))} for i in range(settings)}
+    values["folder_exclude_patterns"] = [".git", "node_modules"]
+    return {"folders": entries, "settings": values}
+
+
+def measure_window_command(window: sublime.Window, count: int) -> list[int]:
+    """Main-thread time of our `on_post_window_command` after a window command that changes no
+    folder (show/hide a panel), on the window's current project."""
+    listeners = package_listeners("on_post_window_command")
+    return timed(
+        lambda: [listener.on_post_window_command(window, "show_panel", {"panel": "console"}) for listener in listeners],
+        lambda i: None,
+        count,
+    )
+
+
+def measure_close_without_event(tmp: str, count: int) -> list[float]:
+    """ms from closing a window with `on_pre_close_window` suppressed (macOS and Windows since
+    build 4126, sublimehq/sublime_text#5148) until its discovery and lock files are gone."""
+    delays = []
+    control.window_close_event(False)
+    for index in range(count):
+        folder = os.path.join(tmp, f"closing{index}")
+        os.makedirs(folder)
+        window = control.new_window([folder])
+        handle = wait_ready(window)
+        control.settle()
+        files = [p for p in (handle.discovery_path, handle.lock_path) if p]
+        started = time.monotonic()
+        control.close_window(window)
+        control.pump_until(
+            lambda files=files: not any(os.path.exists(p) for p in files), 10, "the closed window's files to go"
+        )
+        delays.append((time.monotonic() - started) * 1000)
+    control.window_close_event(True)
+    return delays
+
+
+def lifecycle_main(quick: bool) -> None:
+    """`--lifecycle`: unloading with a busy loop thread, a window command on a large project, and a
+    window closed without its event. Runs on any checkout of the package (the "before" numbers in
+    bench/README.md come from the same script run against the commit before the fix)."""
+    n_unload, n_command = (10, 200) if quick else (60, 2000)
+    busy_s = 0.5
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["TMPDIR"] = os.path.join(tmp, "tmp")
+        os.environ["CLAUDE_CONFIG_DIR"] = os.path.join(tmp, "claude")
+        os.makedirs(os.environ["TMPDIR"])
+        control.reset(os.path.join(tmp, "data"))
+        small = os.path.join(tmp, "small")
+        os.makedirs(small)
+        window = control.new_window([small])
+        control.open_file(window, write(small, "a.py", text(60)))
+        unload = measure_unload_with_busy_loop(window, n_unload, busy_s)
+        big = control.new_window()
+        big.set_project_data(large_project(tmp, 5000, 2000))
+        control.load_plugin()
+        wait_ready(big)
+        control.settle()
+        command = measure_window_command(big, n_command)
+        closing = measure_close_without_event(tmp, 5 if quick else 20) if hasattr(control, "window_close_event") else []
+        control.unload_plugin()
+        control.pump_until(lambda: not loop_threads(), 30, "the loop thread to end")
+        violations, errors = control.violations(), control.errors()
+        control.shutdown()
+    lines = [
+        f"Lifecycle on the fake Sublime (Python {sys.version.split()[0]}{', --quick' if quick else ''})",
+        "",
+        "| measurement | p50 ms | p99 ms | max ms | n | target |",
+        "|---|---|---|---|---|---|",
+        row(f"unload, loop thread busy for {busy_s:.1f} s (main thread)", summary(unload), 100.0),
+        row("on_post_window_command, 5000 folder entries + 2000 settings (main thread)", summary(command), 1.0),
+    ]
+    if closing:
+        lines.append(
+            f"| window closed without on_pre_close_window → its files gone | {statistics.median(closing):.0f} | "
+            f"| {max(closing):.0f} | {len(closing)} | ≤ 2000 |"
+        )
+    if violations or errors:
+        lines.append(f"\nThread violations: {violations}\nPlugin errors: {errors}")
+    print("\n".join(lines))
+    if violations or errors:
+        raise SystemExit(1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer samples (a smoke run)")
+    parser.add_argument("--lifecycle", action="store_true", help="only the unload / window command / close rows")
     args = parser.parse_args()
+    if args.lifecycle:
+        lifecycle_main(args.quick)
+        return
     n_events, n_loaded, n_e2e = (200, 10, 30) if args.quick else (5000, 100, 300)
     results: dict[str, Any] = {"quick": args.quick, "python": sys.version.split()[0]}
     with tempfile.TemporaryDirectory() as tmp:
