@@ -314,3 +314,24 @@ def test_save_document_reports_the_save_whether_it_finishes_on_return_or_later(
     assert not view.is_dirty()
     with open(path, encoding="utf-8") as handle:
         assert handle.read() == "# edited\nx = 1\n"
+
+
+def test_claude_has_the_focused_file_and_cursor_after_start_without_any_click(
+    companion: Companion, claude: Callable[[sublime.Window], ThreadedClaude], workspace: str
+) -> None:
+    # Files restored at start: the focus and caret are set before the package has a server.
+    window = control.new_window([workspace])
+    path = write(workspace, "app.py", "first\nsecond line\n")
+    view = control.open_file(window, path)
+    control.move_cursor(view, 1, 3)
+    control.settle()
+    companion.load(startup=True)
+    client = claude(window)
+
+    def current() -> dict[str, Any] | None:
+        answer = json.loads(client.result(client.call("getCurrentSelection"))[0])
+        return answer if answer.get("success") else None
+
+    selection = control.pump_until(current, 10, "Claude Code's getCurrentSelection to name the focused file")
+    assert selection["filePath"] == path
+    assert selection["selection"]["start"] == {"line": 1, "character": 3} and selection["selection"]["isEmpty"]
