@@ -67,9 +67,13 @@ def resolve_command(spec: AgentSpec, env: Mapping[str, str]) -> list[str]:
     argv = expand_program(spec.command)
     found = shutil.which(argv[0], path=env.get("PATH"))
     if found is None:
-        how = f" Install it (`{spec.install_hint}`)" if spec.install_hint else " Install it"
+        if spec.install_hint:
+            raise AgentNotFound(
+                f"{spec.name} ({argv[0]!r}) was not found on PATH. Install it (`{spec.install_hint}`) "
+                "or give the full path of its program."
+            )
         raise AgentNotFound(
-            f"{spec.name} ({argv[0]!r}) was not found on PATH.{how} or give the full path of its program."
+            f"{argv[0]!r} was not found on PATH; check the command, or give the full path of its program."
         )
     return [found, *argv[1:]]
 
