@@ -19,13 +19,13 @@ from tests.adapter.conftest import Companion, write
 from tests.sublime_fake import _state, control, sublime
 from tests.workflow.conftest import BusyWorker, open_agent, open_cli
 
-PACKAGE_MODULES = ("Gemini Companion.companion.sublime_editor.terminal_launch",)
-OLD_MODULES = ("Gemini Companion.companion.sublime_editor.terminal_commands",)
+# The modules that hold TERMINAL_WAIT_MS (as the loaded package names them).
+WAIT_MODULES = tuple(f"Gemini Companion.companion.sublime_editor.{m}" for m in ("terminal_launch", "terminal_commands"))
 
 
 def short_waits(monkeypatch: pytest.MonkeyPatch, ms: int = 300) -> None:
     """The terminal waits, short: the tests wait on what the user sees, never on a clock."""
-    for name in PACKAGE_MODULES + OLD_MODULES:
+    for name in WAIT_MODULES:
         module = sys.modules.get(name)
         if module is not None:
             monkeypatch.setattr(module, "TERMINAL_WAIT_MS", ms, raising=False)
