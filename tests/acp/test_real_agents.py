@@ -173,3 +173,24 @@ async def test_the_agent_killed_mid_turn_is_a_clear_failure_and_leaves_no_proces
     _, alive = psutil.wait_procs(tree, timeout=CEILING)
     assert alive == [], f"left running: {alive}"
     assert not os.path.exists(path)
+
+
+def test_the_repl_reads_prompts_and_the_y_n_review_from_stdin(gemini: AgentSetup, workspace: str) -> None:
+    path = os.path.join(workspace, "new.txt")
+    gemini_writes(gemini, path, NEW_TEXT)
+    argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace, "--", *gemini.command]
+    result = subprocess.run(
+        argv,
+        cwd=ROOT,
+        env=gemini.env,
+        input="Please write the file.\ny\n",
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=CEILING,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "+second line ✓" in result.stdout  # the unified diff the user answered
+    assert "Apply this change to" in result.stdout
+    with open(path, "rb") as handle:
+        assert handle.read() == NEW_TEXT.encode("utf-8")
