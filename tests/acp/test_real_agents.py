@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 from typing import Any
@@ -194,3 +195,39 @@ def test_the_repl_reads_prompts_and_the_y_n_review_from_stdin(gemini: AgentSetup
     assert "Apply this change to" in result.stdout
     with open(path, "rb") as handle:
         assert handle.read() == NEW_TEXT.encode("utf-8")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to one process is POSIX; Windows sends Ctrl-C to a console")
+def test_ctrl_c_during_a_review_cancels_the_turn_and_stops_the_agent(gemini: AgentSetup, workspace: str) -> None:
+    path = os.path.join(workspace, "new.txt")
+    gemini_writes(gemini, path, NEW_TEXT)
+    argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace, "--prompt", "Write it."]
+    child = subprocess.Popen(
+        [*argv, "--", *gemini.command],
+        cwd=ROOT,
+        env=gemini.env,
+        stdin=subprocess.PIPE,  # kept open: the review waits for an answer
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+    )
+    try:
+        assert child.stdout is not None
+        seen = ""
+        while "Apply this change to" not in seen:  # the review is on screen: the agent waits on it
+            chunk = child.stdout.read(1)
+            assert chunk, f"the chat ended before its review: {seen!r}"
+            seen += chunk
+        agents = psutil.Process(child.pid).children(recursive=True)
+        assert agents, "the agent is running"
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=CEILING)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 1, err
+    assert "error: the turn ended with 'cancelled' instead of end_turn." in err
+    _, alive = psutil.wait_procs(agents, timeout=CEILING)
+    assert alive == [], f"left running: {alive}"
+    assert not os.path.exists(path)
