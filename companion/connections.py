@@ -29,7 +29,7 @@ log = logging.getLogger("gemini_companion")
 MAX_UNPROVEN = 32
 MAX_CONNECTIONS = 256
 HEAD_TIMEOUT_SECONDS = 5.0
-REPORT_SECONDS = 30.0  # hostile input is reported once per period, with a count (as failed accepts are)
+REPORT_SECONDS = 30.0  # hostile input (and failed accepts) is reported once per period, with a count
 
 
 class RateLimitedWarning:
@@ -56,8 +56,8 @@ undecodable_handshake = RateLimitedWarning(
     "headers in ASCII; if it is not, another local program is probing the companion"
 )
 unsupported_upgrade = RateLimitedWarning(
-    "refused a WebSocket upgrade request: Claude Code's side is off in this window. Turn it on in "
-    "the settings if Claude Code should connect"
+    "refused a WebSocket upgrade request: Claude Code's side is off in this window. Set "
+    "\"claude_code\": true in the package's settings if Claude Code should connect"
 )
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import discovery, lockfile, pywin32_path
+from .connections import RateLimitedWarning
 from .context import ContextTracker
 
 if TYPE_CHECKING:
@@ -419,30 +420,25 @@ def _remember_paths(handle: WindowHandle, params: dict[str, Any]) -> None:
 class AcceptErrorLog:
     """The loop's exception handler: asyncio reports every failed accept() with a traceback, and at
     the process's file-descriptor limit that is every attempt (550 MB of log in 40 s, measured).
-    One warning per REPORT_SECONDS says how many there were; everything else is reported as usual."""
-
-    REPORT_SECONDS = 30.0
+    One warning per connections.REPORT_SECONDS says how many there were; everything else is reported
+    as usual."""
 
     def __init__(self) -> None:
-        self.suppressed = 0
-        self.last_report: float | None = None
+        self.warning = RateLimitedWarning(
+            "cannot accept connections: %s. Another program may hold too many connections to the "
+            "companion or too many open files; the companion keeps serving the connections it has"
+        )
+
+    @property
+    def suppressed(self) -> int:
+        """Failed accepts since the last report."""
+        return self.warning.count
 
     def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         if not str(context.get("message", "")).startswith("socket.accept() out of system resource"):
             loop.default_exception_handler(context)
             return
-        self.suppressed += 1
-        now = loop.time()
-        if self.last_report is not None and now - self.last_report < self.REPORT_SECONDS:
-            return
-        log.warning(
-            "cannot accept connections: %s (%d times since the last report). Another program may hold "
-            "too many connections to the companion or too many open files; the companion keeps serving "
-            "the connections it has.",
-            context.get("exception"),
-            self.suppressed,
-        )
-        self.suppressed, self.last_report = 0, now
+        self.warning(context.get("exception"))
 
 
 def _answer_if_unanswered(handle: WindowHandle, opening: concurrent.futures.Future[None]) -> None:
