@@ -10,6 +10,8 @@ everything it started are stopped in every case.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import logging
 import os
 import signal
 import sys
@@ -94,6 +96,7 @@ def run_chat(workspace: str, policy: str, prompt: str | None, agent: str | None,
     except ValueError as exc:
         print(f"error: {exc}.", file=sys.stderr)
         return EXIT_USAGE
+    _log_without_the_sdk()
     editor = HeadlessEditor(policy)
     try:
         code = asyncio.run(_chat(spec, folder, editor, TerminalView(policy), prompt))
@@ -106,6 +109,19 @@ def run_chat(workspace: str, policy: str, prompt: str | None, agent: str | None,
         sys.stderr.flush()
         os._exit(code)
     return code
+
+
+def _log_without_the_sdk() -> None:
+    """Our warnings on stderr, not the SDK's: it logs every agent message it cannot route (such as
+    claude-agent-acp's `$/cancel_request` after a cancel) with a traceback on the root logger, and
+    the chat already says what went wrong with an agent in one line."""
+    spec = importlib.util.find_spec("acp")  # where the SDK lives, without importing it
+    folder = os.path.dirname(spec.origin) if spec is not None and spec.origin else None
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    if folder:
+        handler.addFilter(lambda record: not record.pathname.startswith(folder + os.sep))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
 
 
 async def _chat(spec: AgentSpec, folder: str, editor: HeadlessEditor, view: TerminalView, prompt: str | None) -> int:

@@ -1,9 +1,10 @@
 """A small ACP agent for the hostile-agent tests, built on the SDK's agent side (no hand-written
 JSON-RPC): `python scripted_agent.py BEHAVIOUR [PID_FILE]`.
 
-Behaviours: `garbage-then-ok` (non-ACP lines and a 2 MiB non-JSON line on stdout, then a normal
-agent), `garbage-only` (never answers), `crash` (a message on stderr, exit 3), `auth` (session/new
-answers "Authentication required"), `flood` (FLOOD updates in one turn), `huge` (a 3 MiB line).
+Behaviours: `garbage-then-ok` (non-ACP lines, a 2 MiB non-JSON line and an unroutable
+`$/cancel_request` on stdout, then a normal agent), `garbage-only` (never answers), `crash` (a
+message on stderr, exit 3), `auth` (session/new answers "Authentication required"), `flood` (FLOOD
+updates in one turn), `huge` (a 3 MiB line).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ def main() -> None:
         if behaviour == "garbage-only":
             sys.stdin.read()  # never answers; exits when the client closes our stdin
             return
+        # JSON, but nothing the client routes (claude-agent-acp sends it after a cancel)
+        out.write(b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":0}}\n')
+        out.flush()
     if behaviour == "huge":
         out.write(b'{"jsonrpc":"2.0","method":"x","params":"' + b"y" * (3 * 1024 * 1024) + b'"}\n')
         out.flush()

@@ -69,6 +69,7 @@ def test_garbage_on_stdout_is_skipped_and_the_chat_works(workspace: str, tmp_pat
     result = chat_cli(workspace, "--", sys.executable, AGENT, "garbage-then-ok", pid_file)
     assert result.returncode == 0, result.stderr
     assert REPLY in result.stdout
+    assert result.stderr == ""  # no SDK traceback for what it could not route
     assert_gone(pid_file)
 
 
