@@ -43,12 +43,10 @@ class AgentFiles:
                 return text
         return None
 
-    async def current(self, target: Resolved) -> DiskText:
-        """What the user sees now: the unsaved buffer, else the disk."""
+    async def current(self, target: Resolved, disk: DiskText) -> DiskText:
+        """What the user sees now: the unsaved buffer, else `disk` (the file as just read)."""
         unsaved = await self.unsaved_text(target)
-        if unsaved is not None:
-            return DiskText(unsaved, exists=True)
-        return await asyncio.to_thread(disk_text.read, target.path)
+        return disk if unsaved is None else DiskText(unsaved, exists=True)
 
     async def read(self, path: str, line: int | None, limit: int | None) -> str:
         """The text (from `line`, 1-based, at most `limit` lines); "" for a missing file in the
@@ -67,8 +65,17 @@ class AgentFiles:
         start = max((line or 1) - 1, 0)
         return "".join(lines[start : None if limit is None else start + max(limit, 0)])
 
-    async def write_accepted(self, target: Resolved, edit: AcceptedEdit) -> None:
-        """Write the text the user accepted: through the open buffer when there is one, else to disk."""
+    async def write_accepted(self, target: Resolved, edit: AcceptedEdit, *, check_disk: bool = True) -> None:
+        """Write the text the user accepted: through the open buffer when there is one, else to disk.
+        With `check_disk`, a file changed on disk since the user decided is refused: the user
+        approved a diff against what it was, and writing would throw the other change away."""
+        if check_disk and edit.disk is not None:
+            now = await asyncio.to_thread(disk_text.read, target.path)
+            if disk_text.changed(edit.disk, now):
+                raise FsRefused(
+                    f"{target.requested} changed on disk after the user reviewed the edit, so nothing was written "
+                    "and that change is kept; read the file again and propose the edit anew"
+                )
         try:
             if target.exists and await asyncio.wait_for(
                 self.editor.write_through_buffer(target.path, edit.final), EDITOR_TIMEOUT_SECONDS
@@ -78,3 +85,8 @@ class AgentFiles:
             await asyncio.to_thread(write_atomically, self.policy, target, edit.final, fmt, target.requested)
         except WorkspaceError as exc:
             raise FsRefused(f"the accepted change could not be written: {exc}") from None
+        except Exception as exc:  # the editor failed or timed out saving its buffer
+            raise FsRefused(f"the editor could not save {target.requested}: {exc or type(exc).__name__}") from None
+
+    async def disk(self, target: Resolved) -> DiskText:
+        return await asyncio.to_thread(disk_text.read, target.path)

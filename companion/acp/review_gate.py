@@ -29,6 +29,7 @@ class AcceptedEdit:
     path: str  # the real path (workspace policy)
     proposal: str  # what the agent proposed
     final: str  # what the user accepted (their edits included)
+    disk: DiskText | None = None  # the file on disk when the user decided (to refuse a stale write)
 
     @property
     def edited(self) -> bool:

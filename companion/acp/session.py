@@ -255,7 +255,8 @@ class ChatSession:
             return reject
         try:
             target = await self.files.resolve(path)
-            before = await self.files.current(target)
+            disk = await self.files.disk(target)  # what a later write must still find there
+            before = await self.files.current(target, disk)
             if before.not_shown is not None:
                 raise NotRebuildable(f"the file's current text cannot be shown: {before.not_shown}")
             proposal = proposed_text(call, before.text)
@@ -269,7 +270,7 @@ class ChatSession:
         if allow is None:
             self.view.notice(f"{self.spec.name} offers no one-time allow for {path}; the edit was not allowed.")
             return None
-        self.gate.on_accepted(AcceptedEdit(call["toolCallId"], target.path, proposal, accepted or proposal))
+        self.gate.on_accepted(AcceptedEdit(call["toolCallId"], target.path, proposal, accepted or proposal, disk))
         return allow
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
@@ -314,7 +315,7 @@ class ChatSession:
     async def _write_users_version(self, edit: AcceptedEdit) -> None:
         try:
             target = await self.files.resolve(edit.path)
-            await self.files.write_accepted(target, edit)
+            await self.files.write_accepted(target, edit, check_disk=False)  # the agent has just written it
         except FsRefused as exc:
             self.view.notice(f"Your edited version of {edit.path} could not be written: {exc}")
             return

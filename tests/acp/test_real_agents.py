@@ -231,3 +231,27 @@ def test_ctrl_c_during_a_review_cancels_the_turn_and_stops_the_agent(gemini: Age
     _, alive = psutil.wait_procs(agents, timeout=CEILING)
     assert alive == [], f"left running: {alive}"
     assert not os.path.exists(path)
+
+
+async def test_a_file_changed_on_disk_during_its_review_is_not_overwritten(gemini: AgentSetup, workspace: str) -> None:
+    path = os.path.join(workspace, "old.txt")
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        handle.write(OLD_TEXT)
+    gemini_writes(gemini, path, "one\nTWO\nthree\n")
+    saved_meanwhile = "one\ntwo\nthree\nsaved by another program\n"
+
+    def save_elsewhere_then_accept(review: Any) -> None:
+        with open(path, "w", encoding="utf-8", newline="") as handle:
+            handle.write(saved_meanwhile)
+        review.accept(review.proposal)
+
+    editor, view = AsyncEditor(), RecordingView()
+    editor.decide = save_elsewhere_then_accept
+    session = await started(gemini, workspace, editor, view)
+    try:
+        await session.prompt("Please change the second line.")
+    finally:
+        await session.close()
+    with open(path, "rb") as handle:
+        assert handle.read() == saved_meanwhile.encode("utf-8")
+    assert any("changed on disk after the user reviewed the edit" in n for n in view.notices), view.notices
