@@ -62,11 +62,17 @@ def _changed_line(before: str, after: str) -> tuple[str, str]:
 
 
 def run_chat_cli(setup: AgentSetup, workspace: str, policy: str) -> subprocess.CompletedProcess[str]:
+    """`chat --prompt`: Gemini by its command line (it needs the recorded turns), Claude by its
+    preset (`--agent claude`, found on PATH as after `npm install -g`)."""
     argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace, "--diff-policy", policy]
-    argv += ["--prompt", "Please write the file.", "--", *setup.command]
-    return subprocess.run(
-        argv, cwd=ROOT, env=setup.env, capture_output=True, text=True, encoding="utf-8", timeout=CEILING
-    )
+    argv += ["--prompt", "Please write the file."]
+    env = dict(setup.env)
+    if setup.model is None:
+        argv += ["--", *setup.command]
+    else:
+        argv += ["--agent", "claude"]
+        env["PATH"] = os.path.dirname(setup.command[0]) + os.pathsep + env.get("PATH", "")
+    return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=CEILING)
 
 
 AGENTS = ["gemini", "claude"]
