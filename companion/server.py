@@ -23,7 +23,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import ClientDisconnect
 
-from . import __version__, disk_text
+from . import __version__, disk_text, sse_lines
 from .connections import GuardedH11Protocol
 from .context import ContextTracker
 from .diffs import BY_GEMINI, BY_TOOL, Outcome, Review, ReviewBusy, Reviews
@@ -103,6 +103,7 @@ class WindowServer:
         sock = _bind_loopback(self._requested_port)
         self.port = sock.getsockname()[1]
         self._mcp = self._build_mcp_server()
+        sse_lines.install()  # large notifications must not hold up the loop (see sse_lines)
         sdk_app = self._mcp.streamable_http_app(
             streamable_http_path="/mcp",
             stateless_http=False,
@@ -157,7 +158,6 @@ class WindowServer:
 
     async def stop(self) -> None:
         """Stop serving; returns within about a second even while clients hold their streams."""
-        self._stop_accepting()
         self.context.set_listener(None)
         if self._debounce is not None:
             self._debounce.cancel()
