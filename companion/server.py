@@ -158,6 +158,7 @@ class WindowServer:
 
     async def stop(self) -> None:
         """Stop serving; returns within about a second even while clients hold their streams."""
+        self._stop_accepting()
         self.context.set_listener(None)
         if self._debounce is not None:
             self._debounce.cancel()
