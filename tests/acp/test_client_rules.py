@@ -3,6 +3,7 @@ agent may read and write, what reaches the agent's environment, and edits nobody
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -15,6 +16,8 @@ from companion.acp.agents import PRESETS, agent_environment, custom_agent
 from companion.acp.edits import NotRebuildable, proposed_text
 from companion.acp.files import AgentFiles, FsRefused
 from companion.acp.session import ChatSession
+from companion.acp.terminal import TerminalView
+from companion.acp.view import Choice
 from companion.workspace.paths import PathPolicy
 from tests.acp.conftest import ROOT, AsyncEditor, RecordingView
 
@@ -139,3 +142,14 @@ def test_the_sdk_is_not_imported_until_a_chat_starts() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "[] True", result.stderr
+
+
+@pytest.mark.parametrize(("policy", "chosen"), [("accept", "proceed_once"), ("reject", "cancel")])
+async def test_the_headless_policy_answers_other_permissions_with_the_one_time_option(policy: str, chosen: str) -> None:
+    # Gemini CLI's own options (reference acp.md §2): never "allow for this session" unasked.
+    choices = [
+        Choice("proceed_always", "Allow for this session", "allow_always"),
+        Choice("proceed_once", "Allow", "allow_once"),
+        Choice("cancel", "Reject", "reject_once"),
+    ]
+    assert await TerminalView(policy, io.StringIO()).choose("Run echo hi", choices) == chosen

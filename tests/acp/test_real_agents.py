@@ -261,3 +261,25 @@ async def test_a_file_changed_on_disk_during_its_review_is_not_overwritten(gemin
     with open(path, "rb") as handle:
         assert handle.read() == saved_meanwhile.encode("utf-8")
     assert any("changed on disk after the user reviewed the edit" in n for n in view.notices), view.notices
+
+
+@pytest.mark.parametrize("answer", ["allow_once", "reject_once"])
+async def test_a_shell_command_is_asked_with_the_agents_own_options(
+    gemini: AgentSetup, workspace: str, answer: str
+) -> None:
+    marker = os.path.join(workspace, "ran.txt")
+    command = f"\"{sys.executable}\" -c \"open('ran.txt', 'w').write('ran')\""
+    call = {"functionCall": {"name": "run_shell_command", "args": {"command": command}}}
+    gemini.record_turns([call], [{"text": "Done."}])
+    editor, view = AsyncEditor(), RecordingView(answer_kind=answer)
+    session = await started(gemini, workspace, editor, view)
+    try:
+        assert await session.prompt("Run it.") == "end_turn"
+    finally:
+        await session.close()
+    assert editor.shown == []  # not an edit: no review
+    (title, choices), *_ = view.asked
+    assert sys.executable in title  # the agent's own description of what it will run
+    assert {c.kind for c in choices} >= {"allow_once", "reject_once"}
+    assert all(c.name for c in choices)
+    assert os.path.exists(marker) == (answer == "allow_once")
