@@ -73,19 +73,26 @@ def test_garbage_on_stdout_is_skipped_and_the_chat_works(workspace: str, tmp_pat
     assert_gone(pid_file)
 
 
-async def test_an_agent_that_only_prints_garbage_times_out_with_what_it_printed(workspace: str, tmp_path: str) -> None:
-    pid_file = os.path.join(str(tmp_path), "pid")
-    spec = custom_agent([sys.executable, AGENT, "garbage-only", pid_file])
-    session = ChatSession(spec, [workspace], AsyncEditor(), RecordingView(), start_timeout=3)
+async def failed_start(workspace: str, *args: str, start_timeout: float = CEILING) -> str:
+    """Start the scripted agent with `args`; the one-line reason it could not start."""
+    spec = custom_agent([sys.executable, AGENT, *args])
+    session = ChatSession(spec, [workspace], AsyncEditor(), RecordingView(), start_timeout=start_timeout)
     try:
         with pytest.raises(ChatFailed) as failure:
             await session.start()
     finally:
         await session.close()
     message = str(failure.value)
-    assert message.startswith(f"{spec.name} did not answer initialize within 3 s"), message
+    assert message.startswith(spec.name) and "\n" not in message, message
+    return message
+
+
+async def test_an_agent_that_only_prints_garbage_times_out_with_what_it_printed(workspace: str, tmp_path: str) -> None:
+    pid_file = os.path.join(str(tmp_path), "pid")
+    message = await failed_start(workspace, "garbage-only", pid_file, start_timeout=3)
+    assert message.startswith("python") and " did not answer initialize within 3 s" in message, message
     assert "printed 5 non-ACP line(s) on stdout, first: 'Starting the agent...'" in message
-    assert "check that the command starts an ACP agent" in message and "\n" not in message
+    assert "check that the command starts an ACP agent" in message
     assert_gone(pid_file)
 
 
@@ -94,27 +101,13 @@ async def test_a_line_over_the_limit_ends_the_chat_with_a_reason(
 ) -> None:
     monkeypatch.setattr(process, "MAX_LINE_BYTES", 2 * 1024 * 1024)
     pid_file = os.path.join(str(tmp_path), "pid")
-    session = ChatSession(
-        custom_agent([sys.executable, AGENT, "huge", pid_file]), [workspace], AsyncEditor(), RecordingView()
-    )
-    try:
-        with pytest.raises(ChatFailed) as failure:
-            await session.start()
-    finally:
-        await session.close()
-    assert "stopped: it sent a line of more than 2 MiB on stdout" in str(failure.value)
+    message = await failed_start(workspace, "huge", pid_file)
+    assert "stopped: it sent a line of more than 2 MiB on stdout" in message
     assert_gone(pid_file)
 
 
 async def test_a_crash_at_start_shows_its_exit_code_and_stderr(workspace: str) -> None:
-    spec = custom_agent([sys.executable, AGENT, "crash"])
-    session = ChatSession(spec, [workspace], AsyncEditor(), RecordingView())
-    try:
-        with pytest.raises(ChatFailed) as failure:
-            await session.start()
-    finally:
-        await session.close()
-    message = str(failure.value)
+    message = await failed_start(workspace, "crash")
     assert "exited (exit code 3) during initialize" in message
     assert "its stderr ends: fatal: the scripted agent crashed on purpose" in message
 

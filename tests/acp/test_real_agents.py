@@ -136,17 +136,29 @@ async def test_accepted_with_the_users_edit_writes_the_users_text_and_tells_the_
     assert path in notes[0] and USERS_TEXT in notes[0]
 
 
+async def waiting_on_a_review(setup: AgentSetup, workspace: str) -> tuple[ChatSession, AsyncEditor, Any]:
+    """A started chat whose turn waits on the review of its first edit (the user does not decide)."""
+    editor = AsyncEditor()
+    session = await started(setup, workspace, editor, RecordingView())
+    turn = asyncio.ensure_future(session.prompt("Please write the file."))
+    try:
+        await editor.shown_review()
+    except BaseException:
+        await session.close()
+        raise
+    return session, editor, turn
+
+
 @pytest.mark.parametrize("agent", AGENTS)
 async def test_cancel_during_a_permission_writes_nothing_and_closes_the_review(
     agent: str, gemini: AgentSetup, claude_factory: Any, workspace: str
 ) -> None:
     path = os.path.join(workspace, "new.txt")
-    setup = agent_for(agent, gemini, claude_factory, path, NEW_TEXT)
-    editor, view = AsyncEditor(), RecordingView()
-    session = await started(setup, workspace, editor, view)
+    session, editor, turn = await waiting_on_a_review(
+        agent_for(agent, gemini, claude_factory, path, NEW_TEXT), workspace
+    )
+    review = editor.shown[0][0]
     try:
-        turn = asyncio.ensure_future(session.prompt("Please write the file."))
-        review = await editor.shown_review()
         await session.cancel()
         assert await asyncio.wait_for(turn, CEILING) == "cancelled"
     finally:
@@ -160,12 +172,8 @@ async def test_the_agent_killed_mid_turn_is_a_clear_failure_and_leaves_no_proces
     agent: str, gemini: AgentSetup, claude_factory: Any, workspace: str
 ) -> None:
     path = os.path.join(workspace, "new.txt")
-    setup = agent_for(agent, gemini, claude_factory, path, NEW_TEXT)
-    editor, view = AsyncEditor(), RecordingView()
-    session = await started(setup, workspace, editor, view)
+    session, _, turn = await waiting_on_a_review(agent_for(agent, gemini, claude_factory, path, NEW_TEXT), workspace)
     try:
-        turn = asyncio.ensure_future(session.prompt("Please write the file."))
-        await editor.shown_review()
         assert session.agent is not None
         top = psutil.Process(session.agent.pid)
         tree = [top, *top.children(recursive=True)]
