@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from acp import RequestError, text_block
@@ -34,12 +34,12 @@ from .. import __version__
 from ..diffs import Outcome
 from ..editor import Editor
 from ..workspace.paths import PathPolicy
-from . import process
+from . import process, updates
 from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command
 from .edits import NotRebuildable, edit_path, is_edit, proposed_text
 from .files import AgentFiles, FsRefused
 from .review_gate import AcceptedEdit, ReviewGate, ReviewOpen
-from .view import ChatView, Choice
+from .view import ChatView, Choice, Command, ConfigOption, Mode, ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,13 @@ class ChatSession:
         self.mode: str | None = None
         self._conn: ClientSideConnection | None = None
         self._notes: list[str] = []  # told to the agent with the next prompt
-        self._kinds: dict[str, str] = {}  # tool call id -> kind (updates may omit it)
+        self._calls: dict[str, ToolCall] = {}  # by id: updates carry only what changed
+        self.modes: list[Mode] = []
+        self.models: list[Mode] = []
+        self.model: str | None = None
+        self.config: list[ConfigOption] = []
+        self.commands: list[Command] = []
+        self.title: str | None = None
         self._asked: set[str] = set()  # tool call ids that went through a permission request
         self._asking: set[asyncio.Task[Any]] = set()
         self._tree: list[Any] = []  # the agent's descendants seen once it answered (psutil processes)
@@ -111,8 +117,25 @@ class ChatSession:
         )
         self.session_id = session.session_id
         self._tree += await asyncio.to_thread(process.descendants, self.agent.pid)  # session/new may start more
-        self.mode = session.modes.current_mode_id if session.modes else None
+        self._opened(session)
         await self._to_review_mode(session.modes)
+
+    def _opened(self, session: Any) -> None:
+        """What session/new (or session/load) tells: modes, models, config options; to the view."""
+        data = session.model_dump(mode="json", by_alias=True, exclude_none=True)
+        modes = data.get("modes") or {}
+        self.modes = [updates.mode(m) for m in modes.get("availableModes", [])]
+        self.mode = modes.get("currentModeId")
+        models = data.get("models") or {}
+        self.models = [updates.model(m) for m in models.get("availableModels", [])]
+        self.model = models.get("currentModelId")
+        self.config = [updates.config_option(o) for o in data.get("configOptions") or []]
+        if self.mode is not None:
+            self.view.mode(self.mode, self.modes)
+        if self.model is not None:
+            self.view.models(self.model, self.models)
+        if self.config:
+            self.view.config_options(self.config)
 
     async def _to_review_mode(self, modes: Any) -> None:
         wanted = self.spec.review_mode
@@ -126,6 +149,7 @@ class ChatSession:
         assert self._conn is not None
         await self._starting("session/set_mode", self._conn.set_session_mode(self.session_id, wanted))
         self.mode = wanted
+        self.view.mode(wanted, self.modes)
 
     async def _starting(self, what: str, request: Any) -> Any:
         try:
@@ -175,7 +199,9 @@ class ChatSession:
             response = await self._conn.prompt(self.session_id, blocks)
         except (ConnectionError, RequestError) as exc:
             raise ChatFailed(await self._failure(exc, "the prompt")) from None
-        return str(response.stop_reason)
+        stop_reason = str(response.stop_reason)
+        self.view.turn_ended(stop_reason)
+        return stop_reason
 
     async def cancel(self) -> None:
         """session/cancel; permission requests still open are answered `cancelled` (the protocol
@@ -245,13 +271,15 @@ class ChatSession:
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=option_id))
 
     async def _decide(self, call: dict[str, Any], choices: list[Choice]) -> str | None:
-        kind = call.get("kind") or self._kinds.get(call["toolCallId"])
+        known = self._calls.get(call["toolCallId"])
+        kind = call.get("kind") or (known.kind if known else None)
         if not is_edit(call, kind):
             return await self.view.choose(str(call.get("title") or kind or "a tool"), choices)
         reject = _pick(choices, "reject_once", "reject_always")
         path = edit_path(call)
         if path is None:
-            self.view.notice(f"Rejected an edit by {self.spec.name}: it names no file, so it cannot be reviewed.")
+            message = f"Rejected an edit by {self.spec.name}: it names no file, so it cannot be reviewed."
+            self.view.notice(message, "warning")
             return reject
         try:
             target = await self.files.resolve(path)
@@ -262,13 +290,14 @@ class ChatSession:
             proposal = proposed_text(call, before.text)
             outcome, accepted = await self.gate.review(target.path, before, proposal)
         except (FsRefused, NotRebuildable, ReviewOpen) as exc:
-            self.view.notice(f"Rejected {self.spec.name}'s edit of {path}: {exc}.")
+            self.view.notice(f"Rejected {self.spec.name}'s edit of {path}: {exc}.", "warning")
             return reject
         if outcome is not Outcome.ACCEPTED:
             return reject
         allow = _pick(choices, "allow_once")
         if allow is None:
-            self.view.notice(f"{self.spec.name} offers no one-time allow for {path}; the edit was not allowed.")
+            message = f"{self.spec.name} offers no one-time allow for {path}; the edit was not allowed."
+            self.view.notice(message, "warning")
             return None
         self.gate.on_accepted(AcceptedEdit(call["toolCallId"], target.path, proposal, accepted or proposal, disk))
         return allow
@@ -276,48 +305,75 @@ class ChatSession:
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         data = update.model_dump(mode="json", by_alias=True, exclude_none=True)
         what = data.get("sessionUpdate")
-        if what in ("agent_message_chunk", "agent_thought_chunk"):
-            content = data.get("content") or {}
-            text = content.get("text") if content.get("type") == "text" else None
-            if text is None:
-                return
-            meta = (data.get("_meta") or {}).get("claudeCode") or {}
-            if meta.get("kind") == "informational":
-                self.view.notice(text)
-            elif what == "agent_message_chunk":
-                self.view.agent_text(text)
-            else:
-                self.view.thought(text)
-        elif what in ("tool_call", "tool_call_update"):
+        if what in ("tool_call", "tool_call_update"):
             await self._tool_call(data)
-        elif what == "current_mode_update":
-            self.mode = data.get("currentModeId", self.mode)
+        elif what is not None and what in _ROUTES:
+            _ROUTES[what](self, data)
+        else:
+            log.debug("session/update %r ignored", what)
 
-    async def _tool_call(self, call: dict[str, Any]) -> None:
-        call_id = call["toolCallId"]
-        if call.get("kind"):
-            self._kinds[call_id] = call["kind"]
-        kind = self._kinds.get(call_id, "other")
-        status = call.get("status", "")
-        self.view.tool_call(call_id, str(call.get("title") or ""), kind, status)
-        if status == "failed":
+    def _chunk(self, data: dict[str, Any]) -> None:
+        content = data.get("content") or {}
+        text = content.get("text") if content.get("type") == "text" else None
+        if text is None:
+            return
+        what = data["sessionUpdate"]
+        meta = (data.get("_meta") or {}).get("claudeCode") or {}
+        if meta.get("kind") == "informational":  # reference acp.md §3: not the model's text
+            self.view.notice(text, "agent")
+        elif what == "agent_message_chunk":
+            self.view.agent_text(text)
+        elif what == "user_message_chunk":
+            self.view.user_text(text)
+        else:
+            self.view.thought(text)
+
+    def _plan(self, data: dict[str, Any]) -> None:
+        self.view.plan([updates.plan_entry(e) for e in data.get("entries", [])])
+
+    def _usage(self, data: dict[str, Any]) -> None:
+        self.view.usage(updates.usage(data))
+
+    def _commands(self, data: dict[str, Any]) -> None:
+        self.commands = [updates.command(c) for c in data.get("availableCommands", [])]
+        self.view.available_commands(self.commands)
+
+    def _mode_changed(self, data: dict[str, Any]) -> None:
+        self.mode = data.get("currentModeId", self.mode)
+        self.view.mode(self.mode or "", self.modes)
+
+    def _config_changed(self, data: dict[str, Any]) -> None:
+        self.config = [updates.config_option(o) for o in data.get("configOptions", [])]
+        self.view.config_options(self.config)
+
+    def _info_changed(self, data: dict[str, Any]) -> None:
+        if "title" in data:  # an update of updatedAt alone keeps the title
+            self.title = data["title"]
+            self.view.session_info(self.title)
+
+    async def _tool_call(self, data: dict[str, Any]) -> None:
+        call_id = data["toolCallId"]
+        call = updates.merge_tool_call(self._calls.get(call_id), data, call_id in self._asked)
+        self._calls[call_id] = call
+        self.view.tool_call(call)
+        if data.get("status") == "failed":
             self.gate.take_by_tool_call(call_id)
-        if status != "completed":
+        if data.get("status") != "completed":
             return
         accepted = self.gate.take_by_tool_call(call_id)
         if accepted is not None:
             if accepted.edited:  # the agent wrote its own proposal (Claude): now the user's version
                 await self._write_users_version(accepted)
-        elif call_id not in self._asked and is_edit(call, kind):
-            path = edit_path(call) or "a file"
-            self.view.notice(f"{self.spec.name} changed {path} without asking: applied without review.")
+        elif call_id not in self._asked and is_edit(data, call.kind):
+            path = edit_path(data) or (call.diffs[0].path if call.diffs else "a file")
+            self.view.notice(f"{self.spec.name} changed {path} without asking: applied without review.", "warning")
 
     async def _write_users_version(self, edit: AcceptedEdit) -> None:
         try:
             target = await self.files.resolve(edit.path)
             await self.files.write_accepted(target, edit, check_disk=False)  # the agent has just written it
         except FsRefused as exc:
-            self.view.notice(f"Your edited version of {edit.path} could not be written: {exc}")
+            self.view.notice(f"Your edited version of {edit.path} could not be written: {exc}", "warning")
             return
         self._note_edited(edit)
 
@@ -339,17 +395,17 @@ class ChatSession:
         try:
             target = await self.files.resolve(path)
         except FsRefused as exc:
-            self.view.notice(f"Refused {self.spec.name}'s write of {path}: {exc}")
+            self.view.notice(f"Refused {self.spec.name}'s write of {path}: {exc}", "warning")
             raise RequestError(-32602, str(exc)) from None
         edit = self.gate.take(target.path)
         if edit is None:
             message = f"Refused the write of {path}: no review accepted it. Every edit goes through a review."
-            self.view.notice(message)
+            self.view.notice(message, "warning")
             raise RequestError(-32602, message)
         try:
             await self.files.write_accepted(target, edit)
         except FsRefused as exc:
-            self.view.notice(str(exc))
+            self.view.notice(str(exc), "warning")
             raise RequestError(-32603, str(exc)) from None
         if edit.edited:
             self._note_edited(edit)
@@ -357,6 +413,19 @@ class ChatSession:
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         log.debug("agent notification %s ignored", method)
+
+
+_ROUTES: dict[str, Callable[[ChatSession, dict[str, Any]], None]] = {
+    "agent_message_chunk": ChatSession._chunk,
+    "agent_thought_chunk": ChatSession._chunk,
+    "user_message_chunk": ChatSession._chunk,
+    "plan": ChatSession._plan,
+    "usage_update": ChatSession._usage,
+    "available_commands_update": ChatSession._commands,
+    "current_mode_update": ChatSession._mode_changed,
+    "config_option_update": ChatSession._config_changed,
+    "session_info_update": ChatSession._info_changed,
+}
 
 
 def _pick(choices: list[Choice], *kinds: str) -> str | None:

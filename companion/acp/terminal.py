@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from ..headless import HeadlessEditor, visible
 from .agents import PRESETS, AgentSpec, custom_agent
-from .view import Choice
+from .view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
 
 if TYPE_CHECKING:
     from .session import ChatSession
@@ -37,7 +37,9 @@ class TerminalView:
         self.policy = policy
         self.out = out or sys.stdout
         self._statuses: dict[str, str] = {}
-        self._titles: dict[str, str] = {}
+
+    def user_text(self, text: str) -> None:
+        self._say(f"\n> {visible(text)}")  # a continued session's history, replayed
 
     def agent_text(self, text: str) -> None:
         self._say(visible(text))
@@ -45,15 +47,39 @@ class TerminalView:
     def thought(self, text: str) -> None:
         pass  # the reply is what a script reads; thoughts stay out of it
 
-    def tool_call(self, tool_call_id: str, title: str, kind: str, status: str) -> None:
-        title = title or self._titles.get(tool_call_id, "")  # updates may omit the title
-        self._titles[tool_call_id] = title
-        if status and self._statuses.get(tool_call_id) != status:
-            self._statuses[tool_call_id] = status
-            self._say(f"\n[tool {kind}: {visible(title)} — {status}]\n")
+    def tool_call(self, call: ToolCall) -> None:
+        if call.status and self._statuses.get(call.tool_call_id) != call.status:
+            self._statuses[call.tool_call_id] = call.status
+            where = f" ({', '.join(visible(x.path) for x in call.locations)})" if call.locations else ""
+            self._say(f"\n[tool {call.kind}: {visible(call.title)}{where} — {call.status}]\n")
 
-    def notice(self, text: str) -> None:
-        self._say(f"\n[notice] {visible(text)}\n")
+    def plan(self, entries: list[PlanEntry]) -> None:
+        lines = "".join(f"\n  [{e.status}] {visible(e.content)}" for e in entries)
+        self._say(f"\n[plan]{lines}\n")
+
+    def usage(self, usage: Usage) -> None:
+        pass  # a running count on every update would bury the reply
+
+    def available_commands(self, commands: list[Command]) -> None:
+        pass  # nothing to complete in a terminal prompt
+
+    def mode(self, current_id: str, modes: list[Mode]) -> None:
+        self._say(f"\n[mode: {visible(current_id)}]\n")
+
+    def models(self, current_id: str, models: list[Mode]) -> None:
+        pass  # shown by the REPL's greeting
+
+    def config_options(self, options: list[ConfigOption]) -> None:
+        pass  # the terminal chat has no settings menu
+
+    def session_info(self, title: str | None) -> None:
+        pass
+
+    def turn_ended(self, stop_reason: str) -> None:
+        pass  # the command's exit code, or the REPL's `[reason]`, says it
+
+    def notice(self, text: str, kind: NoticeKind = "info") -> None:
+        self._say(f"\n[{'agent' if kind == 'agent' else 'notice'}] {visible(text)}\n")
 
     async def choose(self, title: str, choices: list[Choice]) -> str | None:
         if self.policy != "prompt":

@@ -1,10 +1,20 @@
-"""The ChatView port: what a chat shows and asks (the headless terminal today, a Sublime view later).
-Called on the chat's event loop; an implementation with a UI thread marshals there and never blocks."""
+"""The ChatView port: what a chat shows and asks (the headless terminal, the Sublime chat view).
+Called on the chat's event loop; an implementation with a UI thread marshals there and never blocks.
+
+Every argument is a primitive or one of the frozen dataclasses below: no SDK type leaks out, so a
+view never imports the SDK (which loads only on the first chat). The names are the protocol's
+(reference acp.md §1): one method per `session/update` kind, plus the turn's end and our notices.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
+
+# What a notice is, so a view can style it: the agent's own informational message (Claude's
+# `_meta.claudeCode.kind: "informational"` chunks), our information (a mode change, "allow for this
+# session" in force), or a warning (an edit applied without review, a refused request).
+NoticeKind = Literal["agent", "info", "warning"]
 
 
 @dataclass(frozen=True)
@@ -16,7 +26,101 @@ class Choice:
     kind: str  # allow_once, allow_always, reject_once, reject_always
 
 
+@dataclass(frozen=True)
+class Location:
+    """A file a tool call reads or changes (ToolCallLocation); `line` is 0-based when given."""
+
+    path: str
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class ToolDiff:
+    """A diff block of a tool call: enough for the view to open a diff of it (the review itself, when
+    there is one, is opened by the review gate, not from here). `old_text` None: a new file, or an
+    agent that sends no old text (Claude's Write)."""
+
+    path: str
+    old_text: str | None
+    new_text: str
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call as it is now (`tool_call`, then each `tool_call_update` merged into it)."""
+
+    tool_call_id: str
+    title: str
+    kind: str  # read, edit, delete, move, search, execute, think, fetch, other
+    status: str  # pending, in_progress, completed, failed ("" before the agent says)
+    locations: tuple[Location, ...] = ()
+    diffs: tuple[ToolDiff, ...] = ()
+    output: str = ""  # the text content blocks, joined (a command's output, an error)
+    reviewed: bool = False  # it went through a permission request (an edit: through a review)
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    content: str
+    priority: str  # high, medium, low
+    status: str  # pending, in_progress, completed
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Context use (`usage_update`): tokens in context of the window's size, the session's cost."""
+
+    used: int
+    size: int
+    cost: float | None = None
+    currency: str | None = None  # ISO 4217, with cost
+
+
+@dataclass(frozen=True)
+class Command:
+    """A slash command the agent offers (`available_commands_update`), for completion."""
+
+    name: str  # without the slash
+    description: str
+    input_hint: str | None = None  # shown while the command's argument is not typed yet
+
+
+@dataclass(frozen=True)
+class Mode:
+    """A session mode (`default`, `autoEdit`, `plan` …), also a model of `models()`."""
+
+    id: str
+    name: str
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class ConfigChoice:
+    value: str
+    name: str
+    description: str | None = None
+    group: str | None = None  # the group's name when the agent groups its choices
+
+
+@dataclass(frozen=True)
+class ConfigOption:
+    """A session config option (Claude: mode, model, effort …). `kind` "select" has `choices` and a
+    str `current`; "boolean" has a bool `current` and no choices."""
+
+    id: str
+    name: str
+    kind: str  # select, boolean
+    current: str | bool
+    choices: tuple[ConfigChoice, ...] = ()
+    description: str | None = None
+    category: str | None = None  # mode, model, model_config, thought_level, or the agent's own
+
+
 class ChatView(Protocol):
+    def user_text(self, text: str) -> None:
+        """A chunk of the user's message, as the agent replays it when a session is continued."""
+        ...
+
     def agent_text(self, text: str) -> None:
         """A chunk of the agent's reply."""
         ...
@@ -25,11 +129,43 @@ class ChatView(Protocol):
         """A chunk of the agent's reasoning."""
         ...
 
-    def tool_call(self, tool_call_id: str, title: str, kind: str, status: str) -> None:
-        """A tool call started or changed status."""
+    def tool_call(self, call: ToolCall) -> None:
+        """A tool call started or changed (the whole call as known now, not the delta)."""
         ...
 
-    def notice(self, text: str) -> None:
+    def plan(self, entries: list[PlanEntry]) -> None:
+        """The agent's plan, complete: replaces the one shown."""
+        ...
+
+    def usage(self, usage: Usage) -> None:
+        """Context use and cost so far."""
+        ...
+
+    def available_commands(self, commands: list[Command]) -> None:
+        """The slash commands the agent offers now (replaces the earlier list)."""
+        ...
+
+    def mode(self, current_id: str, modes: list[Mode]) -> None:
+        """The current mode and the ones to switch to (`modes` is empty when unknown)."""
+        ...
+
+    def models(self, current_id: str, models: list[Mode]) -> None:
+        """The current model and the others (Gemini's `models` on session/new and load)."""
+        ...
+
+    def config_options(self, options: list[ConfigOption]) -> None:
+        """The session's config options, complete (Claude's model lives here)."""
+        ...
+
+    def session_info(self, title: str | None) -> None:
+        """The session's title as the agent names it (None: cleared)."""
+        ...
+
+    def turn_ended(self, stop_reason: str) -> None:
+        """The prompt's turn ended: end_turn, max_tokens, max_turn_requests, refusal, cancelled."""
+        ...
+
+    def notice(self, text: str, kind: NoticeKind = "info") -> None:
         """Something the user must know that is not the model's text (applied without review, a
         refused request, an agent's informational message)."""
         ...

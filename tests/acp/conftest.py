@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from companion.acp.view import Choice
+from companion.acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
 from companion.diffs import Review
 from tests.conformance.claude_harness import API_KEY, ModelStandIn, make_config
 from tests.conformance.harness import PINNED, make_gemini_home, node, recorded_turns, require_node_modules
@@ -71,25 +71,59 @@ class AsyncEditor(ScriptedEditor):
 
 @dataclass
 class RecordingView:
-    """The ChatView, recording; non-edit permissions get `answer_kind`'s option."""
+    """The ChatView, recording every call; non-edit permissions get `answer_kind`'s option."""
 
     answer_kind: str = "reject_once"
     text: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     tool_calls: list[tuple[str, str, str, str]] = field(default_factory=list)
     asked: list[tuple[str, list[Choice]]] = field(default_factory=list)
+    calls: list[tuple[str, Any]] = field(default_factory=list)  # (method, argument) in order
+
+    def user_text(self, text: str) -> None:
+        self.calls.append(("user_text", text))
 
     def agent_text(self, text: str) -> None:
         self.text.append(text)
+        self.calls.append(("agent_text", text))
 
     def thought(self, text: str) -> None:
-        pass
+        self.calls.append(("thought", text))
 
-    def tool_call(self, tool_call_id: str, title: str, kind: str, status: str) -> None:
-        self.tool_calls.append((tool_call_id, title, kind, status))
+    def tool_call(self, call: ToolCall) -> None:
+        self.tool_calls.append((call.tool_call_id, call.title, call.kind, call.status))
+        self.calls.append(("tool_call", call))
 
-    def notice(self, text: str) -> None:
+    def plan(self, entries: list[PlanEntry]) -> None:
+        self.calls.append(("plan", entries))
+
+    def usage(self, usage: Usage) -> None:
+        self.calls.append(("usage", usage))
+
+    def available_commands(self, commands: list[Command]) -> None:
+        self.calls.append(("available_commands", commands))
+
+    def mode(self, current_id: str, modes: list[Mode]) -> None:
+        self.calls.append(("mode", (current_id, modes)))
+
+    def models(self, current_id: str, models: list[Mode]) -> None:
+        self.calls.append(("models", (current_id, models)))
+
+    def config_options(self, options: list[ConfigOption]) -> None:
+        self.calls.append(("config_options", options))
+
+    def session_info(self, title: str | None) -> None:
+        self.calls.append(("session_info", title))
+
+    def turn_ended(self, stop_reason: str) -> None:
+        self.calls.append(("turn_ended", stop_reason))
+
+    def notice(self, text: str, kind: NoticeKind = "info") -> None:
         self.notices.append(text)
+        self.calls.append(("notice", (text, kind)))
+
+    def called(self, method: str) -> list[Any]:
+        return [argument for name, argument in self.calls if name == method]
 
     async def choose(self, title: str, choices: list[Choice]) -> str | None:
         self.asked.append((title, choices))
