@@ -121,7 +121,11 @@ def ide_client_roundtrip(
         timeout=600,
         check=True,
     ).stdout
-    data = json.loads(out.strip().splitlines()[-1])
+    return ide_client_summary(json.loads(out.strip().splitlines()[-1]), count, answer_only)
+
+
+def ide_client_summary(data: dict[str, list[float]], count: int, answer_only: bool = False) -> dict[str, object]:
+    """p50 and p99 of one client's timings from ide_client_bench.mjs, warm-up calls dropped."""
     warm = min(20, count // 10)
     result: dict[str, object] = {}
     for key in ("answer",) if answer_only else ("answer", "outcome"):
