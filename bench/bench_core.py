@@ -112,16 +112,24 @@ def ide_client_roundtrip(
     if node is None:
         return {"skipped": _ide.MISSING}
     env = _ide.client_env(os.getpid(), tmpdir)  # the "editor" is this process (the runtime's default PID)
+    timings = run_ide_client_bench(
+        node, workspace, env, [str(count), str(size), *(["answer-only"] if answer_only else [])]
+    )
+    return ide_client_summary(timings, count, answer_only)
+
+
+def run_ide_client_bench(node: str, workspace: str, env: dict[str, str], arguments: list[str]) -> Any:
+    """ide_client_bench.mjs run in `workspace`: the timings it prints."""
     out = subprocess.run(
-        [node, IDE_CLIENT_BENCH, str(count), str(size), *(["answer-only"] if answer_only else [])],
+        [node, IDE_CLIENT_BENCH, *arguments],
         cwd=workspace,
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=900,
         check=True,
     ).stdout
-    return ide_client_summary(json.loads(out.strip().splitlines()[-1]), count, answer_only)
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def ide_client_summary(data: dict[str, list[float]], count: int, answer_only: bool = False) -> dict[str, object]:

@@ -33,7 +33,7 @@ sys.path.insert(0, ROOT)
 
 import _ide  # noqa: E402  (bench/, next to this script)
 from _stats import percentile  # noqa: E402
-from bench_core import IDE_CLIENT_BENCH, ide_client_summary  # noqa: E402
+from bench_core import ide_client_summary, run_ide_client_bench  # noqa: E402
 
 from companion.context import Position  # noqa: E402
 from companion.headless import HeadlessEditor  # noqa: E402
@@ -102,16 +102,9 @@ class ContextRecorder:
 def open_diff_side_by_side(node: str, workspace: str, tmpdirs: list[str], count: int, size: int) -> list[Any]:
     """openDiff through one IdeClient per server, taking turns call by call (ide_client_bench.mjs)."""
     env = {**_ide.client_env(os.getpid()), "GEMINI_BENCH_TMPDIRS": os.pathsep.join(tmpdirs)}
-    out = subprocess.run(
-        [node, IDE_CLIENT_BENCH, str(count), str(size)],
-        cwd=workspace,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=True,
-    ).stdout
-    return [ide_client_summary(data, count) for data in json.loads(out.strip().splitlines()[-1])]
+    return [
+        ide_client_summary(data, count) for data in run_ide_client_bench(node, workspace, env, [str(count), str(size)])
+    ]
 
 
 def latency(triggers: dict[int, float], receipts: dict[int, float]) -> dict[str, float]:
