@@ -45,6 +45,8 @@ REQUIRED = {
     "cryptography": "",
     "cffi": ">=2.0.0",
     "psutil": "",
+    # The ACP client (chat), loaded on the first chat only; exactly, as for mcp: its 0.x API changes.
+    "agent-client-protocol": "==0.12.1",
 }
 # Windows only: mcp imports these pywin32 modules when it is imported there (see pywin32_path).
 WINDOWS_REQUIRED = {"pywin32": ""}

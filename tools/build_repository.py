@@ -60,7 +60,11 @@ def library_entry(name: str, pins: dict[str, str]) -> dict[str, Any]:
     urls = info.get("project_urls") or {}
     issues = next(
         (urls[k] for k in urls if k.lower() in ("issues", "issue tracker", "bug tracker", "tracker", "bugs")),
-        urls.get("Source") or urls.get("Homepage") or info.get("home_page") or f"https://pypi.org/project/{name}/",
+        urls.get("Source")
+        or urls.get("Repository")
+        or urls.get("Homepage")
+        or info.get("home_page")
+        or f"https://pypi.org/project/{name}/",
     )
     return {
         "name": name,

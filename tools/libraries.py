@@ -44,7 +44,8 @@ PYTHON = "3.14"
 PLATFORMS = ("linux-x64", "linux-arm64", "osx-arm64", "osx-x64", "windows-x64")
 
 # Distributions our own code imports (companion/, plugin.py; the bridge runs outside Sublime).
-ROOTS = ("mcp", "mcp-types", "uvicorn", "wsproto", "starlette", "pydantic", "psutil")
+# agent-client-protocol is the ACP chat's SDK: imported on the first chat, never at start-up.
+ROOTS = ("mcp", "mcp-types", "uvicorn", "wsproto", "starlette", "pydantic", "psutil", "agent-client-protocol")
 
 # In the metadata closure of ROOTS, but never imported by the plugin host on any code path of ours.
 NOT_IMPORTED = {
