@@ -55,10 +55,20 @@ class Review:
     # (None until the server has read it).
     disk: DiskText | None = field(default=None, repr=False)
     agent: str = BY_GEMINI  # who opened it (BY_GEMINI, BY_CLAUDE or BY_TOOL)
+    # An ACP agent's "allow for this session" option, by its own name, when it offered one: the
+    # editor may then offer `accept_always` beside Accept. `always` says the user chose it.
+    allow_always: str | None = None
+    always: bool = False
 
     def accept(self, content: str) -> None:
         """The user accepted; `content` is the proposal as the user left it (edits included)."""
         self._sink(self, Outcome.ACCEPTED, content)
+
+    def accept_always(self, content: str) -> None:
+        """Accept, and let the agent make its later edits in this session without asking (only
+        when `allow_always` is set; otherwise a plain accept)."""
+        self.always = self.allow_always is not None
+        self.accept(content)
 
     def reject(self) -> None:
         self._sink(self, Outcome.REJECTED, None)

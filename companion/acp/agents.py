@@ -21,6 +21,42 @@ class AgentSpec:
     login_hint: str = "log in with the agent itself, or set its API key"  # when it answers "auth required"
     review_mode: str | None = None  # set_mode to this when the session starts in another mode
     session_meta: Mapping[str, Any] = field(default_factory=dict)  # session/new `_meta`
+    env: Mapping[str, str] = field(default_factory=dict)  # added to the user's environment
+
+    @classmethod
+    def from_setting(cls, entry: object) -> AgentSpec:
+        """An agent of the settings: `{"name": str, "command": [program, ...] | program,
+        "args": [str, ...], "env": {str: str}}`. AgentSetting says what is wrong with a bad entry."""
+        if not isinstance(entry, dict):
+            raise AgentSetting(f"an agent must be an object like {_EXAMPLE}, not {entry!r}")
+        unknown = sorted(set(entry) - {"name", "command", "args", "env"})
+        if unknown:
+            raise AgentSetting(f"unknown key(s) {unknown} in agent {entry.get('name')!r}; use name, command, args, env")
+        name = entry.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise AgentSetting(f"an agent needs a \"name\" (a non-empty string), as in {_EXAMPLE}")
+        command = entry.get("command")
+        command = [command] if isinstance(command, str) else command
+        args = entry.get("args", [])
+        if not _strings(command) or not command or not command[0].strip():
+            raise AgentSetting(f"agent {name!r} needs a \"command\": its program, or a list of program and arguments")
+        if not _strings(args):
+            raise AgentSetting(f"\"args\" of agent {name!r} must be a list of strings")
+        env = entry.get("env", {})
+        if not isinstance(env, dict) or not _strings(list(env)) or not _strings(list(env.values())):
+            raise AgentSetting(f"\"env\" of agent {name!r} must map names to strings, as in {{\"KEY\": \"value\"}}")
+        return replace(custom_agent([*command, *args]), name=name.strip(), env=dict(env))
+
+
+_EXAMPLE = '{"name": "Codex", "command": ["codex-acp"], "args": [], "env": {}}'
+
+
+class AgentSetting(ValueError):
+    """An agent entry of the settings is malformed; the message says what to write instead."""
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
 # The modes are the agents' own ids (reference acp.md §2, §3). Claude starts in `auto`, where edits

@@ -21,6 +21,15 @@ class ReviewOpen(Exception):
     """The file already has an open review; the message says to finish it first."""
 
 
+@dataclass(frozen=True)
+class Decision:
+    """The user's decision on a review: `always` when they accepted "for this session"."""
+
+    outcome: Outcome
+    content: str | None  # the accepted text, edits included
+    always: bool = False
+
+
 @dataclass
 class AcceptedEdit:
     """An edit the user accepted and the agent has not written yet."""
@@ -46,20 +55,24 @@ class ReviewGate:
         self.accepted: dict[str, AcceptedEdit] = {}  # by real path
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    async def review(self, path: str, before: DiskText, proposal: str) -> tuple[Outcome, str | None]:
+    async def review(
+        self, path: str, before: DiskText, proposal: str, allow_always: str | None = None
+    ) -> Decision:
         """Show the proposal against `before` and wait for the user's decision; a cancelled call
-        closes the review (its outcome is then CLOSED, never an accept)."""
+        closes the review (its outcome is then CLOSED, never an accept). `allow_always` is the
+        agent's "allow for this session" option name, when it offered one (Review.allow_always)."""
         self._loop = asyncio.get_running_loop()
-        decision: asyncio.Future[tuple[Outcome, str | None]] = self._loop.create_future()
+        decision: asyncio.Future[Decision] = self._loop.create_future()
 
         def decided(outcome: Outcome, content: str | None) -> None:
             if not decision.done():
-                decision.set_result((outcome, content))
+                decision.set_result(Decision(outcome, content, review is not None and review.always))
 
         review = self.reviews.open_exclusive(path, proposal, self.agent_name, decided, BY_ACP)
         if review is None:
             raise ReviewOpen(f"a review of {path} is already open; finish it, then ask the agent again")
         review.disk = before
+        review.allow_always = allow_always
         try:
             await asyncio.wait_for(self.editor.show_review(review), SHOW_TIMEOUT_SECONDS)
             return await asyncio.shield(decision)

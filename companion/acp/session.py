@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
-from acp import RequestError, text_block
+from acp import RequestError, embedded_text_resource, resource_block, resource_link_block, text_block
 from acp.client.connection import ClientSideConnection
 from acp.interfaces import Client
 from acp.schema import (
@@ -38,6 +38,7 @@ from . import process, updates
 from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command
 from .edits import NotRebuildable, edit_path, is_edit, proposed_text
 from .files import AgentFiles, FsRefused
+from .resources import Attachment, Resource, attach
 from .review_gate import AcceptedEdit, ReviewGate, ReviewOpen
 from .view import ChatView, Choice, Command, ConfigOption, Mode, ToolCall
 
@@ -47,6 +48,8 @@ PROTOCOL_VERSION = 1  # what every agent we know answers (reference acp.md §1)
 START_TIMEOUT_SECONDS = 60.0  # initialize and session/new: an agent's first start may install or index
 EXIT_GRACE_SECONDS = 2.0  # after the agent's process ends, its last lines may still be in the pipe
 _AUTH_WORDS = ("auth", "api key", "login", "log in")
+_SET_MODEL = "session/set_model"
+T = TypeVar("T")
 
 
 class ChatFailed(Exception):
@@ -68,12 +71,15 @@ class ChatSession:
         self.spec = spec
         self.folders = [os.path.abspath(f) for f in folders]
         self.view = view
-        self.env = agent_environment(env)
+        self.env = agent_environment({**(os.environ if env is None else env), **spec.env})
         self.start_timeout = start_timeout
         self.gate = ReviewGate(editor, spec.name)
         self.files = AgentFiles(PathPolicy(self.folders), editor)
         self.agent: process.AgentProcess | None = None
         self.session_id = ""
+        self.can_load = False  # the agent's `loadSession` capability (after initialize)
+        self.embeds_resources = False  # its `promptCapabilities.embeddedContext`
+        self.always_allowed = False  # the user allowed this agent's edits for the session
         self.mode: str | None = None
         self._conn: ClientSideConnection | None = None
         self._notes: list[str] = []  # told to the agent with the next prompt
@@ -92,7 +98,35 @@ class ChatSession:
     # -- lifecycle --
 
     async def start(self) -> None:
-        """Start the agent, initialize, open a session in a reviewing mode; ChatFailed on failure."""
+        """Start the agent, initialize, open a new session in a reviewing mode; ChatFailed on failure."""
+        await self._launch()
+        assert self._conn is not None
+        session = await self._starting(
+            "session/new", self._conn.new_session(cwd=self.folders[0], mcp_servers=[], **self.spec.session_meta)
+        )
+        await self._open(session.session_id, session)
+
+    async def load(self, session_id: str) -> None:
+        """Start the agent and continue the saved session `session_id` (session/load): the agent
+        replays its history to the view, then the chat goes on in a reviewing mode. ChatFailed when
+        the agent cannot continue sessions (no `loadSession` capability) or does not know this one."""
+        await self._launch()
+        assert self._conn is not None
+        if not self.can_load:
+            raise ChatFailed(
+                f"{self.spec.name} cannot continue a saved session (it does not offer session/load); "
+                "start a new chat instead."
+            )
+        session = await self._starting(
+            "session/load",
+            self._conn.load_session(
+                cwd=self.folders[0], session_id=session_id, mcp_servers=[], **self.spec.session_meta
+            ),
+        )
+        await self._open(session_id, session)
+
+    async def _launch(self) -> None:
+        """The agent's process, the connection and `initialize`."""
         try:
             argv = resolve_command(self.spec, self.env)
         except AgentNotFound as exc:
@@ -110,13 +144,16 @@ class ChatSession:
             fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=False
         )
         info = Implementation(name="gemini-companion", title="Gemini Companion", version=__version__)
-        await self._starting("initialize", self._conn.initialize(PROTOCOL_VERSION, capabilities, info))
+        answer = await self._starting("initialize", self._conn.initialize(PROTOCOL_VERSION, capabilities, info))
+        agent = answer.agent_capabilities
+        self.can_load = bool(agent and agent.load_session)
+        self.embeds_resources = bool(agent and agent.prompt_capabilities and agent.prompt_capabilities.embedded_context)
         self._tree = await asyncio.to_thread(process.descendants, self.agent.pid)
-        session = await self._starting(
-            "session/new", self._conn.new_session(cwd=self.folders[0], mcp_servers=[], **self.spec.session_meta)
-        )
-        self.session_id = session.session_id
-        self._tree += await asyncio.to_thread(process.descendants, self.agent.pid)  # session/new may start more
+
+    async def _open(self, session_id: str, session: Any) -> None:
+        assert self.agent is not None
+        self.session_id = session_id
+        self._tree += await asyncio.to_thread(process.descendants, self.agent.pid)  # opening may start more
         self._opened(session)
         await self._to_review_mode(session.modes)
 
@@ -189,11 +226,15 @@ class ChatSession:
 
     # -- prompts --
 
-    async def prompt(self, text: str) -> str:
-        """Send one prompt and wait for the turn to end; returns the stop reason."""
+    async def prompt(self, text: str, resources: Sequence[Resource] = ()) -> str:
+        """Send one prompt with workspace files attached (embedded when the agent takes embedded
+        context, else as links) and wait for the turn to end; returns the stop reason. A file
+        outside the workspace raises ResourceRefused and nothing is sent."""
         if self._conn is None:
             raise ChatFailed("the chat has not started")
+        attached = [await attach(self.files, r, self.embeds_resources) for r in resources]
         blocks: list[Any] = [text_block(note) for note in self._notes] + [text_block(text)]
+        blocks += [block for a in attached for block in _resource_blocks(a)]
         self._notes = []
         try:
             response = await self._conn.prompt(self.session_id, blocks)
@@ -202,6 +243,67 @@ class ChatSession:
         stop_reason = str(response.stop_reason)
         self.view.turn_ended(stop_reason)
         return stop_reason
+
+    # -- modes, models, config options --
+
+    async def set_mode(self, mode_id: str) -> None:
+        """session/set_mode; the view is told the new mode. ChatFailed for a mode the agent lacks."""
+        if self.modes and mode_id not in [m.id for m in self.modes]:
+            raise ChatFailed(f"{self.spec.name} has no mode {mode_id!r}; pick one of {[m.id for m in self.modes]}.")
+        await self._asking_agent("session/set_mode", self._connection().set_session_mode(self.session_id, mode_id))
+        self.mode = mode_id
+        self.view.mode(mode_id, self.modes)
+
+    async def set_model(self, model_id: str) -> None:
+        """Gemini lists `models` and takes session/set_model; Claude's model is the config option
+        `model` (reference acp.md §2, §3)."""
+        if self.models:
+            if model_id not in [m.id for m in self.models]:
+                raise ChatFailed(
+                    f"{self.spec.name} has no model {model_id!r}; pick one of {[m.id for m in self.models]}."
+                )
+            # SDK 0.12.1 has no call for it (acp/client/connection.py; AGENT_METHODS in acp/meta.py
+            # lacks it): its own connection sends the request Gemini CLI 0.61.0 routes to
+            # unstable_setSessionModel (bundle/gemini-*.js, `session_set_model`).
+            params = {"sessionId": self.session_id, "modelId": model_id}
+            await self._asking_agent("session/set_model", self._connection()._conn.send_request(_SET_MODEL, params))
+            self.model = model_id
+            self.view.models(model_id, self.models)
+        elif any(o.id == "model" for o in self.config):
+            await self.set_config_option("model", model_id)
+        else:
+            raise ChatFailed(f"{self.spec.name} offers no choice of model.")
+
+    async def set_config_option(self, config_id: str, value: str | bool) -> None:
+        """session/set_config_option; the agent answers with every option, which the view gets."""
+        option = next((o for o in self.config if o.id == config_id), None)
+        if option is None:
+            known = [o.id for o in self.config]
+            raise ChatFailed(f"{self.spec.name} has no setting {config_id!r}; pick one of {known}.")
+        values = [c.value for c in option.choices]
+        if option.kind == "select" and (not isinstance(value, str) or (values and value not in values)):
+            raise ChatFailed(f"{value!r} is not a value of {option.name}; pick one of {values}.")
+        if option.kind == "boolean" and not isinstance(value, bool):
+            raise ChatFailed(f"{option.name} is on or off (true or false), not {value!r}.")
+        request = self._connection().set_config_option(config_id=config_id, session_id=self.session_id, value=value)
+        answer = await self._asking_agent("session/set_config_option", request)
+        data = answer.model_dump(mode="json", by_alias=True, exclude_none=True) if answer is not None else {}
+        if "configOptions" in data:
+            self._config_changed(data)
+        mode = next((o for o in self.config if o.id == "mode" and isinstance(o.current, str)), None)
+        if config_id == "mode" and mode is not None:
+            self.mode = str(mode.current)
+
+    def _connection(self) -> ClientSideConnection:
+        if self._conn is None or not self.session_id:
+            raise ChatFailed("the chat has not started")
+        return self._conn
+
+    async def _asking_agent(self, what: str, request: Awaitable[T]) -> T:
+        try:
+            return await request
+        except (ConnectionError, RequestError) as exc:
+            raise ChatFailed(await self._failure(exc, what)) from None
 
     async def cancel(self) -> None:
         """session/cancel; permission requests still open are answered `cancelled` (the protocol
@@ -281,6 +383,7 @@ class ChatSession:
             message = f"Rejected an edit by {self.spec.name}: it names no file, so it cannot be reviewed."
             self.view.notice(message, "warning")
             return reject
+        always = next((c for c in choices if c.kind == "allow_always"), None)
         try:
             target = await self.files.resolve(path)
             disk = await self.files.disk(target)  # what a later write must still find there
@@ -288,19 +391,32 @@ class ChatSession:
             if before.not_shown is not None:
                 raise NotRebuildable(f"the file's current text cannot be shown: {before.not_shown}")
             proposal = proposed_text(call, before.text)
-            outcome, accepted = await self.gate.review(target.path, before, proposal)
+            decision = await self.gate.review(target.path, before, proposal, always.name if always else None)
         except (FsRefused, NotRebuildable, ReviewOpen) as exc:
             self.view.notice(f"Rejected {self.spec.name}'s edit of {path}: {exc}.", "warning")
             return reject
-        if outcome is not Outcome.ACCEPTED:
+        if decision.outcome is not Outcome.ACCEPTED:
             return reject
-        allow = _pick(choices, "allow_once")
+        allow = always.option_id if decision.always and always else _pick(choices, "allow_once")
         if allow is None:
             message = f"{self.spec.name} offers no one-time allow for {path}; the edit was not allowed."
             self.view.notice(message, "warning")
             return None
-        self.gate.on_accepted(AcceptedEdit(call["toolCallId"], target.path, proposal, accepted or proposal, disk))
+        final = decision.content or proposal
+        self.gate.on_accepted(AcceptedEdit(call["toolCallId"], target.path, proposal, final, disk))
+        if decision.always and always:
+            self._allowed_always(always)
         return allow
+
+    def _allowed_always(self, option: Choice) -> None:
+        """After "allow for this session" the agent asks no more: say so, since its later edits
+        reach the files without a review."""
+        self.always_allowed = True
+        self.view.notice(
+            f"Later edits by {self.spec.name} in this session are applied without review (you chose "
+            f"“{option.name}”); start a new chat to review every edit again.",
+            "warning",
+        )
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         data = update.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -398,6 +514,8 @@ class ChatSession:
             self.view.notice(f"Refused {self.spec.name}'s write of {path}: {exc}", "warning")
             raise RequestError(-32602, str(exc)) from None
         edit = self.gate.take(target.path)
+        if edit is None and self.always_allowed:  # the user let it edit without asking (notice shown)
+            edit = AcceptedEdit("", target.path, content, content)
         if edit is None:
             message = f"Refused the write of {path}: no review accepted it. Every edit goes through a review."
             self.view.notice(message, "warning")
@@ -426,6 +544,17 @@ _ROUTES: dict[str, Callable[[ChatSession, dict[str, Any]], None]] = {
     "config_option_update": ChatSession._config_changed,
     "session_info_update": ChatSession._info_changed,
 }
+
+
+def _resource_blocks(attached: Attachment) -> list[Any]:
+    """An embedded resource when the text is there (the agent takes embedded context), else a
+    resource_link; a selection's note first, so the agent knows which lines it is."""
+    blocks: list[Any] = [text_block(attached.note)] if attached.note else []
+    if attached.text is not None:
+        blocks.append(resource_block(embedded_text_resource(attached.uri, attached.text)))
+    else:
+        blocks.append(resource_link_block(attached.name, attached.uri))
+    return blocks
 
 
 def _pick(choices: list[Choice], *kinds: str) -> str | None:
