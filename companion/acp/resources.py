@@ -51,6 +51,4 @@ async def attach(files: AgentFiles, resource: Resource, embed: bool) -> Attachme
         except FsRefused as exc:
             raise ResourceRefused(f"{resource.path} was not sent: {exc}") from None
     note = f"[Lines {first}-{last} of {target.requested}:]" if first is not None else None
-    return Attachment(
-        pathlib.Path(target.path).as_uri(), os.path.basename(target.path), text if embed else None, note
-    )
+    return Attachment(pathlib.Path(target.path).as_uri(), os.path.basename(target.path), text if embed else None, note)

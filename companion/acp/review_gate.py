@@ -46,7 +46,8 @@ class AcceptedEdit:
 
 
 class ReviewGate:
-    """The open reviews of one chat and the accepted edits waiting for the agent's write."""
+    """The reviews of one chat and the accepted edits waiting for the agent's write. `reviews`: the
+    window's shared Reviews (one review per path across all agents), else the chat's own."""
 
     def __init__(self, editor: Editor, agent_name: str, reviews: Reviews | None = None) -> None:
         self.editor = editor
@@ -54,6 +55,7 @@ class ReviewGate:
         self.reviews = reviews if reviews is not None else Reviews(self._decided_from_any_thread)
         self.accepted: dict[str, AcceptedEdit] = {}  # by real path
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._mine: set[Review] = set()  # the open reviews this chat opened
 
     async def review(
         self, path: str, before: DiskText, proposal: str, allow_always: str | None = None
@@ -61,24 +63,32 @@ class ReviewGate:
         """Show the proposal against `before` and wait for the user's decision; a cancelled call
         closes the review (its outcome is then CLOSED, never an accept). `allow_always` is the
         agent's "allow for this session" option name, when it offered one (Review.allow_always)."""
-        self._loop = asyncio.get_running_loop()
-        decision: asyncio.Future[Decision] = self._loop.create_future()
+        loop = self._loop = asyncio.get_running_loop()
+        decision: asyncio.Future[Decision] = loop.create_future()
+
+        def settle(result: Decision) -> None:
+            if not decision.done():
+                decision.set_result(result)
 
         def decided(outcome: Outcome, content: str | None) -> None:
-            if not decision.done():
-                decision.set_result(Decision(outcome, content, review is not None and review.always))
+            # A window's shared Reviews may call this on its own loop's thread (the window server's).
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(settle, Decision(outcome, content, review is not None and review.always))
 
         review = self.reviews.open_exclusive(path, proposal, self.agent_name, decided, BY_ACP)
         if review is None:
             raise ReviewOpen(f"a review of {path} is already open; finish it, then ask the agent again")
         review.disk = before
         review.allow_always = allow_always
+        self._mine.add(review)
         try:
             await asyncio.wait_for(self.editor.show_review(review), SHOW_TIMEOUT_SECONDS)
             return await asyncio.shield(decision)
         except BaseException:
             await self.close(review)
             raise
+        finally:
+            self._mine.discard(review)
 
     async def close(self, review: Review) -> None:
         if not self.reviews.finish(review, Outcome.CLOSED):
@@ -91,8 +101,10 @@ class ReviewGate:
             log.warning("the editor could not close the review of %s: %r", review.file_path, exc)
 
     async def close_all(self) -> None:
+        """Close this chat's open reviews; other chats' reviews in a shared Reviews stay open."""
         for review in self.reviews.all():
-            await self.close(review)
+            if review in self._mine:
+                await self.close(review)
 
     def _decided_from_any_thread(self, review: Review, outcome: Outcome, content: str | None) -> None:
         loop = self._loop

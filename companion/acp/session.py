@@ -31,7 +31,7 @@ from acp.schema import (
 )
 
 from .. import __version__
-from ..diffs import Outcome
+from ..diffs import Outcome, Reviews
 from ..editor import Editor
 from ..workspace.paths import PathPolicy
 from . import process, updates
@@ -67,13 +67,14 @@ class ChatSession:
         view: ChatView,
         env: Mapping[str, str] | None = None,
         start_timeout: float = START_TIMEOUT_SECONDS,
+        reviews: Reviews | None = None,
     ) -> None:
         self.spec = spec
         self.folders = [os.path.abspath(f) for f in folders]
         self.view = view
         self.env = agent_environment({**(os.environ if env is None else env), **spec.env})
         self.start_timeout = start_timeout
-        self.gate = ReviewGate(editor, spec.name)
+        self.gate = ReviewGate(editor, spec.name, reviews)  # the window's Reviews, shared with other chats
         self.files = AgentFiles(PathPolicy(self.folders), editor)
         self.agent: process.AgentProcess | None = None
         self.session_id = ""

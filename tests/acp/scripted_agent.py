@@ -4,14 +4,20 @@ JSON-RPC): `python scripted_agent.py BEHAVIOUR [PID_FILE]`.
 Behaviours: `garbage-then-ok` (non-ACP lines, a 2 MiB non-JSON line and an unroutable
 `$/cancel_request` on stdout, then a normal agent), `garbage-only` (never answers), `crash` (a
 message on stderr, exit 3), `auth` (session/new answers "Authentication required"), `flood` (FLOOD
-updates in one turn), `huge` (a 3 MiB line).
+updates in one turn), `huge` (a 3 MiB line), `every-update` (one of each `session/update` kind in
+a turn, modes and config options on session/new, no loadSession), `embed` / `links` (takes embedded
+context or not; writes each prompt's blocks as JSON to $SCRIPTED_AGENT_RECORD), `stream` (a turn of
+$SCRIPTED_AGENT_CHUNKS chunks, each stamped in its text with time.monotonic_ns() before its write
+and the previous write's duration, for bench/bench_acp.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
+import time
 from typing import Any
 
 FLOOD = 20000
@@ -48,7 +54,16 @@ def main() -> None:
 
 async def serve(behaviour: str) -> None:
     from acp import RequestError, run_agent, text_block, update_agent_message
-    from acp.schema import AgentCapabilities, InitializeResponse, NewSessionResponse, PromptResponse
+    from acp.schema import (
+        AgentCapabilities,
+        InitializeResponse,
+        NewSessionResponse,
+        PromptCapabilities,
+        PromptResponse,
+        SessionNotification,
+        SetSessionConfigOptionResponse,
+        SetSessionModeResponse,
+    )
 
     class Agent:
         conn: Any = None
@@ -57,23 +72,127 @@ async def serve(behaviour: str) -> None:
             self.conn = conn
 
         async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-            return InitializeResponse(protocol_version=1, agent_capabilities=AgentCapabilities())
+            prompts = PromptCapabilities(embedded_context=behaviour == "embed")
+            return InitializeResponse(
+                protocol_version=1, agent_capabilities=AgentCapabilities(prompt_capabilities=prompts)
+            )
 
         async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
             if behaviour == "auth":
                 raise RequestError.auth_required()
+            if behaviour == "every-update":
+                return NewSessionResponse.model_validate(
+                    {"sessionId": "s1", "modes": MODES, "configOptions": [CONFIG_OPTION]}
+                )
             return NewSessionResponse(session_id="s1")
 
+        async def set_session_mode(self, mode_id: str, session_id: str, **kwargs: Any) -> SetSessionModeResponse:
+            return SetSessionModeResponse()
+
+        async def set_config_option(
+            self, config_id: str, session_id: str, value: Any, **kwargs: Any
+        ) -> SetSessionConfigOptionResponse:
+            option = dict(CONFIG_OPTION, currentValue=value)
+            return SetSessionConfigOptionResponse.model_validate({"configOptions": [option]})
+
         async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
-            count = FLOOD if behaviour == "flood" else 1
-            for _ in range(count):
-                await self.conn.session_update(session_id, update_agent_message(text_block(REPLY)))
+            if behaviour in ("embed", "links"):
+                with open(os.environ["SCRIPTED_AGENT_RECORD"], "a", encoding="utf-8") as handle:
+                    blocks = [b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in prompt]
+                    handle.write(json.dumps(blocks) + "\n")
+            if behaviour == "every-update":
+                for update in EVERY_UPDATE:
+                    notification = SessionNotification.model_validate({"sessionId": session_id, "update": update})
+                    await self.conn.session_update(session_id, notification.update)
+            elif behaviour == "stream":
+                await self._stream(session_id, int(os.environ.get("SCRIPTED_AGENT_CHUNKS", "100")))
+            else:
+                count = FLOOD if behaviour == "flood" else 1
+                for _ in range(count):
+                    await self.conn.session_update(session_id, update_agent_message(text_block(REPLY)))
             return PromptResponse(stop_reason="end_turn")
+
+        async def _stream(self, session_id: str, chunks: int) -> None:
+            """Each chunk's text is `n sent previous;`: the time just before its write and how long
+            the previous write took (the agent's own cost, to set the client's latency against)."""
+            wrote_ns = 0
+            for n in range(chunks):
+                started = time.monotonic_ns()
+                text = f"{n} {started} {wrote_ns};"
+                await self.conn.session_update(session_id, update_agent_message(text_block(text)))
+                wrote_ns = time.monotonic_ns() - started
 
         async def cancel(self, session_id: str, **kwargs: Any) -> None:
             pass
 
     await run_agent(Agent())  # type: ignore[arg-type]
+
+
+MODES = {
+    "currentModeId": "ask",
+    "availableModes": [
+        {"id": "ask", "name": "Ask", "description": "Asks before every edit"},
+        {"id": "code", "name": "Code"},
+    ],
+}
+CONFIG_OPTION = {
+    "id": "model",
+    "name": "Model",
+    "type": "select",
+    "category": "model",
+    "currentValue": "small",
+    "options": [
+        {"group": "fast", "name": "Fast", "options": [{"value": "small", "name": "Small"}]},
+        {"group": "strong", "name": "Strong", "options": [{"value": "large", "name": "Large", "description": "Slow"}]},
+    ],
+}
+PATH = os.path.abspath("scripted.txt")
+# One of each session/update kind (reference acp.md §1), in the wire's camelCase.
+EVERY_UPDATE: list[dict[str, Any]] = [
+    {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "what the user said"}},
+    {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "thinking"}},
+    {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "the reply"}},
+    {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": "Compacting the conversation"},
+        "_meta": {"claudeCode": {"kind": "informational"}},
+    },
+    {
+        "sessionUpdate": "tool_call",
+        "toolCallId": "t1",
+        "title": "Edit scripted.txt",
+        "kind": "edit",
+        "status": "pending",
+        "locations": [{"path": PATH, "line": 4}],
+    },
+    {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": "t1",
+        "status": "completed",
+        "content": [
+            {"type": "content", "content": {"type": "text", "text": "edited"}},
+            {"type": "diff", "path": PATH, "oldText": "a\n", "newText": "b\n"},
+        ],
+    },
+    {
+        "sessionUpdate": "plan",
+        "entries": [
+            {"content": "Edit the file", "priority": "high", "status": "completed"},
+            {"content": "Fix it", "priority": "medium", "status": "pending"},
+        ],
+    },
+    {"sessionUpdate": "usage_update", "used": 1200, "size": 200000, "cost": {"amount": 0.25, "currency": "USD"}},
+    {
+        "sessionUpdate": "available_commands_update",
+        "availableCommands": [
+            {"name": "review", "description": "Review the changes", "input": {"hint": "what to review"}},
+            {"name": "compact", "description": "Compact the conversation"},
+        ],
+    },
+    {"sessionUpdate": "current_mode_update", "currentModeId": "code"},
+    {"sessionUpdate": "config_option_update", "configOptions": [dict(CONFIG_OPTION, currentValue="large")]},
+    {"sessionUpdate": "session_info_update", "title": "Fixing scripted.txt"},
+]
 
 
 if __name__ == "__main__":
