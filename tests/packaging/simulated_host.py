@@ -25,6 +25,13 @@ What is simulated, and why it is enough to judge imports:
   raises `SimulatedOnly`, so code that needs a real result fails loudly instead of running on.
 
 The server then runs on this machine's event loop and sockets.
+
+Then the first chat: no module of the ACP SDK (`acp`) may be loaded before it (the SDK loads on the
+first chat, not at start-up). Where the target's `sys.platform` is this machine's (the Linux
+platforms here), a real turn runs on the runtime's loop thread with the scripted agent
+(tests/acp/scripted_agent.py, itself run from the library folder alone); elsewhere the agent's
+process calls would be another platform's (CREATE_NEW_PROCESS_GROUP, psutil's compiled part), so
+the chat's modules are imported as the target, which is what the import trace needs.
 """
 
 from __future__ import annotations
@@ -356,6 +363,46 @@ def serve(config: dict[str, Any]) -> dict[str, Any]:
     return facts
 
 
+def first_chat(config: dict[str, Any], runs_here: bool) -> dict[str, Any]:
+    """What the first chat loads, and (where it can run here) the reply to one prompt."""
+    facts: dict[str, Any] = {"sdk_before_chat": sorted(n for n in sys.modules if n.split(".")[0] == "acp")}
+    if not runs_here:
+        importlib.import_module("companion.acp.session")  # the module the first chat imports
+        return facts
+    from companion.runtime import Runtime
+
+    runtime = Runtime()
+    runtime.start()
+    try:
+        facts["chat"] = runtime.submit(lambda: chat_turn(config)).result(60)
+    finally:
+        runtime.stop()
+    return facts
+
+
+async def chat_turn(config: dict[str, Any]) -> dict[str, str]:
+    """One prompt to the scripted agent through ChatSession, the terminal's ChatView recording."""
+    import io
+
+    from companion.acp.agents import custom_agent
+    from companion.acp.session import ChatSession  # the SDK loads here, as on the first chat
+    from companion.acp.terminal import TerminalView
+    from companion.headless import HeadlessEditor
+
+    agent = os.path.join(config["repo"], "tests", "acp", "scripted_agent.py")
+    code = f"import sys, runpy; sys.path[:0] = {[config['lib']]!r}; sys.argv[1:] = ['ok']\n"
+    code += f"runpy.run_path({agent!r}, run_name='__main__')"
+    out = io.StringIO()
+    spec = custom_agent([sys.executable, "-I", "-S", "-B", "-c", code])
+    session = ChatSession(spec, [config["workspace"]], HeadlessEditor("accept"), TerminalView("accept", out))
+    try:
+        await session.start()
+        stop = await session.prompt("hello")
+    finally:
+        await session.close()
+    return {"stop_reason": stop, "shown": out.getvalue()}
+
+
 def claude_upgrade(port: int, token: str) -> int:
     """The status Claude Code's WebSocket handshake gets (101: the WebSocket stack is importable)."""
     import base64
@@ -399,6 +446,7 @@ def main(config_path: str) -> None:
     lib = config["lib"]
     sys.path[:0] = [lib, config["repo"]]
     windows = config["platform"].startswith("windows")
+    this_platform = sys.platform
     report: dict[str, Any] = {"platform": config["platform"], "error": None}
     try:
         become(config["platform"], lib)
@@ -410,6 +458,7 @@ def main(config_path: str) -> None:
 
             pywin32_path.make_importable = lambda platform=sys.platform: []
         report.update(serve(config))
+        report.update(first_chat(config, runs_here=sys.platform == this_platform))
     except BaseException as exc:  # the report says what failed; the test shows it
         report["error"] = "".join(traceback.format_exception(exc))
     report["library_problems"] = library_problems()

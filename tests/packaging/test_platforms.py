@@ -5,7 +5,8 @@ Each platform is simulated by `simulated_host.py` (read its docstring for what i
 stand-in): this machine's wheels of the whole metadata closure sit in one folder laid out as
 `Data/Lib/python314`, plus, for Windows, the real pywin32 Windows wheel unpacked as Package Control
 unpacks it (`win32/`, `win32/lib/`, `pywin32_system32/`, `pywin32.pth`). The server starts through
-the runtime, as the plugin host starts it, and answers an authenticated `initialize`.
+the runtime, as the plugin host starts it, and answers an authenticated `initialize`. Then the first
+chat loads the ACP SDK (never before it), and on this machine's OS a turn with the scripted agent ends.
 
 Because the folder holds the *whole* Requires-Dist closure, a library imported on some code path
 is loaded whether or not dependencies.json lists it, and one that is listed but never imported shows
@@ -23,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from tests.acp.scripted_agent import REPLY
 from tests.packaging.conftest import REPO, pinned_requirements, pip_install_target
 from tools import dev_install
 from tools import libraries as L
@@ -134,6 +136,16 @@ def assert_served(report: dict[str, Any]) -> None:
     assert report["discovery_file"].startswith("gemini-ide-server-"), report["discovery_file"]
     assert report["library_problems"] == [], report["library_problems"]
     assert report["claude_upgrade"] == 101, "Claude Code's WebSocket handshake was not accepted"
+    assert report["sdk_before_chat"] == [], "the ACP SDK was imported before the first chat (at start-up)"
+
+
+def assert_chatted(report: dict[str, Any], platform: str) -> None:
+    """Where the simulated host's platform is this machine's OS, a real turn with the scripted agent ended."""
+    if platform.split("-")[0] != L.current_platform().split("-")[0]:
+        assert "chat" not in report, "a turn ran on a simulated OS"
+        return
+    assert report["chat"]["stop_reason"] == "end_turn", report["chat"]
+    assert REPLY in report["chat"]["shown"], report["chat"]
 
 
 @pytest.mark.parametrize("platform", L.PLATFORMS)
@@ -142,6 +154,7 @@ def test_the_server_starts_with_what_package_control_installs(
 ) -> None:
     report = run_host(tmp_path, platform, lib_for(platform, libs), preload)
     assert_served(report)
+    assert_chatted(report, platform)
 
     traced = loaded_distributions(report, lib_for(platform, libs))
     listed = {L.canonical(n) for n in L.dependencies(platform)}
