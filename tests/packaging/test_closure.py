@@ -3,8 +3,10 @@
 They are installed with `pip --no-deps` into an empty folder; the headless companion
 (`python -m companion serve`) then runs in a Python that can import only the standard library,
 that folder and this repository, and the real IdeClient (@google/gemini-cli-core) connects and
-has a diff accepted. Afterwards the server reports which distributions it had loaded: exactly the
-libraries of dependencies.json, so the list holds nothing the package does not import either.
+has a diff accepted. Afterwards the server reports which distributions it had loaded: every library
+of dependencies.json but the ACP SDK, which loads on the first chat: `companion chat --prompt` with
+the scripted agent, in the same isolated Python, imports it and completes a turn. Serving and the
+chat together load exactly the list, so it holds nothing the package does not import either.
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ import threading
 import time
 
 from companion.discovery import discovery_dir
+from tests.acp.scripted_agent import REPLY
 from tests.claude_client import ClaudeClient
 from tests.conformance.harness import IdeClientProcess, client_env
 from tests.packaging.conftest import REPO, isolated
 from tools import libraries as L
 
-SERVE = """
+REPORT_AT_EXIT = """
 import atexit, json, runpy
 def report():
     import importlib.metadata
@@ -34,9 +37,16 @@ def report():
     with open(REPORT, "w") as handle:
         json.dump({"loaded": loaded, "path": sys.path}, handle)
 atexit.register(report)
+"""
+SERVE = f"""{REPORT_AT_EXIT}
 sys.argv = ["companion", "serve", "--workspace", WORKSPACE, "--diff-policy", "accept"]
 runpy.run_module("companion", run_name="__main__", alter_sys=True)
 """
+CHAT = f"""{REPORT_AT_EXIT}
+sys.argv = ["companion", "chat", "--workspace", WORKSPACE, "--diff-policy", "accept", "--prompt", "hello", "--", *AGENT]
+runpy.run_module("companion", run_name="__main__", alter_sys=True)
+"""
+SCRIPTED_AGENT = os.path.join(REPO, "tests", "acp", "scripted_agent.py")
 
 
 async def claude_tools(port: int, token: str) -> int:
@@ -51,6 +61,26 @@ def dead_pid() -> int:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     return child.pid
+
+
+def chat_loaded(closure_lib: str, tmp_path: str) -> set[str]:
+    """`companion chat --prompt` in a Python that sees only the library folder, with the scripted agent
+    (run from the same folder alone): the SDK imports and the turn ends. The distributions it loaded."""
+    workspace = os.path.realpath(os.path.join(tmp_path, "chat-project"))
+    os.makedirs(workspace)
+    report = os.path.join(tmp_path, "chat-report.json")
+    agent = isolated(
+        [closure_lib], f"sys.argv[1:] = ['ok']\nimport runpy; runpy.run_path({SCRIPTED_AGENT!r}, run_name='__main__')"
+    )
+    code = f"REPORT, WORKSPACE, AGENT = {report!r}, {workspace!r}, {agent!r}\n{CHAT}"
+    env = {**os.environ, "TMPDIR": os.path.join(tmp_path, "tmp")}
+    chat = subprocess.run(isolated([closure_lib, REPO], code), env=env, capture_output=True, text=True, timeout=120)
+    assert chat.returncode == 0, f"the chat failed ({chat.returncode}): {chat.stdout}\n{chat.stderr}"
+    assert REPLY in chat.stdout, chat.stdout
+    with open(report) as handle:
+        facts = json.load(handle)
+    assert not [p for p in facts["path"] if "site-packages" in p], facts["path"]
+    return {L.canonical(d) for d in facts["loaded"]}
 
 
 def test_only_the_listed_libraries_serve_a_real_client(closure_lib: str, tmp_path: str) -> None:
@@ -111,7 +141,10 @@ def test_only_the_listed_libraries_serve_a_real_client(closure_lib: str, tmp_pat
     with open(report) as handle:
         facts = json.load(handle)
     assert not [p for p in facts["path"] if "site-packages" in p], facts["path"]
-    loaded = {L.canonical(d) for d in facts["loaded"]}
+    served = {L.canonical(d) for d in facts["loaded"]}
+    assert "agent-client-protocol" not in served, "the ACP SDK was loaded at start-up, not on the first chat"
+    # The chat's SDK is listed too: what serving and a chat load together is exactly the list.
+    loaded = served | chat_loaded(closure_lib, str(tmp_path))
     assert loaded == listed, (
         f"loaded but not listed: {sorted(loaded - listed)}; listed, not loaded: {sorted(listed - loaded)}"
     )
