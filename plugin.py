@@ -35,6 +35,21 @@ else:
     for _name in [n for n in sys.modules if n == _PREFIX or n.startswith(_PREFIX + ".")]:
         del sys.modules[_name]
 
+    from .companion.sublime_editor.chat_commands import (
+        GeminiCompanionChatCancelCommand,
+        GeminiCompanionChatModeCommand,
+        GeminiCompanionChatModelCommand,
+        GeminiCompanionContinueChatCommand,
+        GeminiCompanionNewChatCommand,
+    )
+    from .companion.sublime_editor.chat_input import (
+        GeminiCompanionChatEraseCommand,
+        GeminiCompanionChatHistoryCommand,
+        GeminiCompanionChatInsertCommand,
+        GeminiCompanionChatListener,
+        GeminiCompanionChatNoopCommand,
+        GeminiCompanionChatSendCommand,
+    )
     from .companion.sublime_editor.commands import (
         GeminiCompanionApplyCommand,
         GeminiCompanionNextChangeCommand,
@@ -64,8 +79,19 @@ else:
 
 __all__ = [
     "GeminiCompanionApplyCommand",
+    "GeminiCompanionChatCancelCommand",
+    "GeminiCompanionChatEraseCommand",
+    "GeminiCompanionChatHistoryCommand",
+    "GeminiCompanionChatInsertCommand",
+    "GeminiCompanionChatListener",
+    "GeminiCompanionChatModeCommand",
+    "GeminiCompanionChatModelCommand",
+    "GeminiCompanionChatNoopCommand",
+    "GeminiCompanionChatSendCommand",
     "GeminiCompanionConnectAgentCommand",
     "GeminiCompanionContextListener",
+    "GeminiCompanionContinueChatCommand",
+    "GeminiCompanionNewChatCommand",
     "GeminiCompanionNextChangeCommand",
     "GeminiCompanionOpenClaudeCommand",
     "GeminiCompanionOpenCliCommand",

@@ -19,7 +19,7 @@ from .. import doctor
 from ..context import DEFAULT_EXCLUDES, SharingPolicy
 from ..processes import editor_pid
 from ..runtime import Runtime
-from . import context_feed, dependencies, direct_access, settings
+from . import chat_sessions, context_feed, dependencies, direct_access, settings
 from .windows import WindowRegistry
 
 T = TypeVar("T")
@@ -102,7 +102,9 @@ def _libraries_checked(runtime: Runtime, found: dependencies.Check) -> None:
         logging.getLogger(LOGGER_NAME).warning("Gemini Companion: the libraries are installed now; starting.")
     _library_problem, _started_with = None, found.versions
     _installed = found.installed
-    _registry = WindowRegistry(runtime, sharing_policy(), on_open=context_feed.seed)
+    _registry = WindowRegistry(
+        runtime, sharing_policy(), on_open=context_feed.seed, on_close=chat_sessions.window_closed
+    )
     _direct_access = direct_access.settings_key()
     _poll_windows(_registry)  # its first look opens every window's server
     sublime.set_timeout(lambda: _watch_libraries(runtime), LIBRARY_CHECK_MS)
@@ -185,13 +187,38 @@ def shutdown(api_alive: bool = True, keep_settings_listeners: bool = False) -> N
             close_views()
         else:
             registry.forget_all()
-    if runtime is not None:
+    chats_closing = chat_sessions.close_all()
+    if runtime is not None and chats_closing:
+        _stop_after(runtime, chats_closing, api_alive)
+    elif runtime is not None:
         # The main thread never waits for the loop (it may be busy for seconds: a disable, upgrade or
         # reload would freeze the UI); the loop thread stops the servers and deletes the files on its
         # own, and a reloaded package's loop thread waits for it. At exit the process ends next, so
         # only there is it waited for (the API, and with it the UI, is already gone).
         runtime.stop(timeout=None if api_alive else 3.0)
     remove_logging()
+
+
+CHAT_STOP_SECONDS = 5.0  # an agent's tree gets this long to go at exit (AgentProcess.stop kills it)
+
+
+def _stop_after(runtime: Runtime, chats_closing: list[concurrent.futures.Future[None]], api_alive: bool) -> None:
+    """Stop the loop only once every chat's agent and its processes are gone (the loop runs their
+    stop): stopped first, the loop would end with the agents still running. From the main thread
+    nothing is waited for; at exit (no UI any more) it is, like the servers."""
+    if not api_alive:
+        concurrent.futures.wait(chats_closing, CHAT_STOP_SECONDS)
+        runtime.stop(timeout=3.0)
+        return
+    remaining = [len(chats_closing)]
+
+    def one_done(_future: object) -> None:  # on the loop thread
+        remaining[0] -= 1
+        if remaining[0] == 0:
+            runtime.stop(timeout=None)
+
+    for future in chats_closing:
+        future.add_done_callback(one_done)
 
 
 def sharing_policy() -> SharingPolicy:

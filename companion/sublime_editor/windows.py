@@ -190,10 +190,12 @@ class WindowRegistry:
         runtime: Runtime,
         policy: SharingPolicy | None = None,
         on_open: Callable[[WindowState], None] | None = None,
+        on_close: Callable[[WindowState], None] | None = None,
     ) -> None:
         self.runtime = runtime
         self.policy = policy or SharingPolicy()
         self.on_open = on_open  # told of every window state that opens (the context is seeded)
+        self.on_close = on_close  # told of every window state that closes (its chats stop)
         self._windows: dict[int, WindowState] = {}
         self._port_owner: int | None = None  # the window whose server holds `server_port`
         self._port_release: concurrent.futures.Future[None] | None = None  # its server stopping
@@ -332,6 +334,8 @@ class WindowRegistry:
         if state is None:
             return None
         state.handle.on_clients_changed = None
+        if self.on_close is not None:
+            self.on_close(state)
         state.reviews.detach()
         closing = state.handle.close()
         if self._port_owner == window.id():

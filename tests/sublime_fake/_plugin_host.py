@@ -358,7 +358,11 @@ def window_event(name: str, window_id: int, *args: Any) -> None:
 
 
 def query_context(view: sublime.View, key: str, operator: int, operand: Any, match_all: bool) -> bool:
-    """True when a listener answers the key binding context with a truthy value (as Sublime does)."""
+    """True when a listener answers the key binding context with a truthy value (as Sublime does).
+    Sublime answers its own keys first; of those the fake knows `auto_complete_visible`, always
+    false: it never shows the auto-complete popup (https://www.sublimetext.com/docs/key_bindings.html#context-keys)."""
+    if key == "auto_complete_visible":
+        return (operand is False) if operator == sublime.QueryOperator.EQUAL else (operand is not False)
     for listener in list(plugins().callbacks["on_query_context"]):
         if _trap("on_query_context", listener.on_query_context, view, key, operator, operand, match_all):
             return True
@@ -368,6 +372,19 @@ def query_context(view: sublime.View, key: str, operator: int, operand: Any, mat
         ):
             return True
     return False
+
+
+def query_completions(view: sublime.View, prefix: str, locations: list[int]) -> list[Any]:
+    """What the listeners' `on_query_completions` offer, in order; Sublime merges them into the
+    auto-complete popup ([stubs] sublime_plugin `EventListener.on_query_completions` L771–787)."""
+    offered: list[Any] = []
+    for listener in list(plugins().callbacks["on_query_completions"]):
+        answer = _trap("on_query_completions", listener.on_query_completions, view, prefix, locations)
+        if isinstance(answer, tuple):  # (completions, flags)
+            answer = answer[0]
+        if isinstance(answer, list):
+            offered.extend(answer)
+    return offered
 
 
 # -- commands --

@@ -455,7 +455,23 @@ class Syntax:
 
 
 def list_syntaxes() -> list[Syntax]:
-    return [Syntax(path, name, False, scope) for path, name, scope, _ in _SYNTAXES]
+    """The built-in syntaxes above, and every package's `.sublime-syntax` (Sublime indexes them all;
+    its `name` defaults to the file's base name: https://www.sublimetext.com/docs/syntax.html)."""
+    found = [Syntax(path, name, False, scope) for path, name, scope, _ in _SYNTAXES]
+    resources = [(name, path) for name, path in _resources() if name.endswith(".sublime-syntax") and path]
+    return found + [_package_syntax(name, path) for name, path in resources]
+
+
+def _package_syntax(resource: str, path: str) -> Syntax:
+    """Its top-level `name`, `scope` and `hidden` keys (the only ones the API reports)."""
+    keys: dict[str, str] = {}
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            match = re.match(r"^(name|scope|hidden):\s*(.+?)\s*$", line)
+            if match:
+                keys.setdefault(match.group(1), match.group(2))
+    base = resource.rsplit("/", 1)[-1][: -len(".sublime-syntax")]
+    return Syntax(resource, keys.get("name", base), keys.get("hidden") == "true", keys.get("scope", ""))
 
 
 def syntax_from_path(path: str) -> Syntax | None:

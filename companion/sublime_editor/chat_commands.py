@@ -1,0 +1,157 @@
+"""Palette commands of the chat: New Chat, Continue Last Chat, Cancel, Switch Mode, Switch Model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sublime
+import sublime_plugin
+
+from . import chat_agents, chat_memory, chat_sessions
+from .chat_agents import ChatAgent
+from .lifecycle import registry
+from .windows import WindowState
+
+
+def _state(window: sublime.Window) -> WindowState | None:
+    reg = registry()
+    state = reg.get(window) if reg is not None else None
+    if state is None:
+        sublime.status_message("Gemini Companion is not running in this window; see the console for why.")
+    return state
+
+
+def choose_agent(window: sublime.Window, named: str | None, then: Callable[[ChatAgent], None]) -> None:
+    """The agent called `named`, else the one the user picks from the `agents` setting."""
+    agents, problems = chat_agents.configured()
+    for problem in problems:
+        print(f"Gemini Companion: {problem}")
+    if named is not None:
+        found = next((a for a in agents if a.key == named), None)
+        if found is None:
+            sublime.status_message(f'Gemini Companion: no agent "{named}" in the setting "agents"')
+            return
+        then(found)
+        return
+    if not agents:
+        sublime.message_dialog(
+            'The setting "agents" lists no usable agent (see the console for why). Add {"name": "gemini"}, '
+            '{"name": "claude"} or {"name": ..., "command": ...} in Preferences › Package Settings › Gemini Companion.'
+        )
+        return
+    if len(agents) == 1:
+        then(agents[0])
+        return
+    window.show_quick_panel(
+        [[a.spec.name, " ".join(a.spec.command)] for a in agents],
+        lambda index: then(agents[index]) if index >= 0 else None,
+        placeholder="Chat with…",
+    )
+
+
+def _needs_folder(window: sublime.Window) -> bool:
+    if window.folders():
+        return False
+    sublime.message_dialog(
+        "Open a folder first (File › Open Folder…).\n\nA chat's agent works in the window's first folder, "
+        "and may only read and change files inside the window's folders."
+    )
+    return True
+
+
+class GeminiCompanionNewChatCommand(sublime_plugin.WindowCommand):
+    """Gemini Companion: New Chat — with the agent given, or chosen from the `agents` setting."""
+
+    def run(self, agent: str | None = None) -> None:
+        state = _state(self.window)
+        if state is None or _needs_folder(self.window):
+            return
+
+        def chosen(picked: ChatAgent) -> None:
+            chat_sessions.open_chat(state, picked.key, picked.spec, picked.env)
+
+        choose_agent(self.window, agent, chosen)
+
+
+class GeminiCompanionContinueChatCommand(sublime_plugin.WindowCommand):
+    """Gemini Companion: Continue Last Chat — the agent's last session in this folder (session/load)."""
+
+    def run(self, agent: str | None = None) -> None:
+        state = _state(self.window)
+        if state is None or _needs_folder(self.window):
+            return
+        folder = self.window.folders()[0]
+
+        def recalled(chosen: ChatAgent, session_id: str | None) -> None:
+            if not self.window.is_valid():
+                return
+            if session_id is None:
+                sublime.status_message(
+                    f"Gemini Companion: no earlier chat with {chosen.spec.name} here; a new one starts"
+                )
+            chat_sessions.open_chat(state, chosen.key, chosen.spec, chosen.env, load=session_id)
+
+        choose_agent(
+            self.window, agent, lambda a: chat_memory.recall_later(folder, a.key, lambda found: recalled(a, found))
+        )
+
+
+class GeminiCompanionChatCancelCommand(sublime_plugin.WindowCommand):
+    """Gemini Companion: Cancel Chat Turn (Escape in a chat): session/cancel."""
+
+    def run(self) -> None:
+        chat = chat_sessions.target(self.window)
+        if chat is not None:
+            chat.cancel()
+
+    def is_enabled(self) -> bool:
+        chat = chat_sessions.target(self.window)
+        return chat is not None and chat.busy
+
+
+class GeminiCompanionChatModeCommand(sublime_plugin.WindowCommand):
+    """Gemini Companion: Switch Chat Mode — the agent's own modes."""
+
+    def run(self) -> None:
+        chat = chat_sessions.target(self.window)
+        if chat is None:
+            return
+        modes = chat.panel.modes
+        self.window.show_quick_panel(
+            [[("● " if m.id == chat.panel.mode_id else "") + m.name, m.description or m.id] for m in modes],
+            lambda index: chat.set_mode(modes[index].id) if index >= 0 else None,
+            placeholder=f"Mode of {chat.spec.name}",
+        )
+
+    def is_enabled(self) -> bool:
+        chat = chat_sessions.target(self.window)
+        return chat is not None and chat.ready and bool(chat.panel.modes)
+
+
+class GeminiCompanionChatModelCommand(sublime_plugin.WindowCommand):
+    """Gemini Companion: Switch Chat Model — Gemini's `models`, or a config option of category model."""
+
+    def run(self) -> None:
+        chat = chat_sessions.target(self.window)
+        if chat is None:
+            return
+        choices = _models(chat)
+        self.window.show_quick_panel(
+            [[("● " if current else "") + name, value] for value, name, current in choices],
+            lambda index: chat.set_model(choices[index][0]) if index >= 0 else None,
+            placeholder=f"Model of {chat.spec.name}",
+        )
+
+    def is_enabled(self) -> bool:
+        chat = chat_sessions.target(self.window)
+        return chat is not None and chat.ready and bool(_models(chat))
+
+
+def _models(chat: chat_sessions.Chat) -> list[tuple[str, str, bool]]:
+    current, models = chat.panel.models
+    if models:
+        return [(m.id, m.name, m.id == current) for m in models]
+    for option in chat.panel.options:
+        if option.category == "model" or option.id == "model":
+            return [(c.value, c.name, c.value == option.current) for c in option.choices]
+    return []

@@ -1,0 +1,287 @@
+"""The chats of each window: one ChatSession (companion/acp) per chat, run on the companion's loop
+thread; its view is a ChatPanel on the main thread. Every call here is made on the main thread and
+returns at once: the session's work is submitted to the loop, its results come back through
+`sublime.set_timeout`, re-checking that the view is still there.
+
+The SDK (and with it `companion.acp.session`) is imported on the loop thread when the first chat
+starts, never when the package loads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import itertools
+import logging
+import os
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import sublime
+
+from ..acp.agents import AgentSpec
+from ..runtime import RuntimeStopped
+from . import chat_input
+from .chat_view import CHAT_SETTING, ChatPanel, StreamingChatView
+from .windows import WindowState
+
+if TYPE_CHECKING:
+    from ..acp.session import ChatSession
+
+log = logging.getLogger("gemini_companion")
+T = TypeVar("T")
+_ids = itertools.count(1)
+
+
+class Chat:
+    """One chat: its view (main thread) and its session (loop thread)."""
+
+    def __init__(self, state: WindowState, key: str, spec: AgentSpec, folders: list[str], env: dict[str, str]) -> None:
+        self.id = next(_ids)
+        self.env = env  # the setting's `env` for this agent, over the user's environment
+        self.state = state
+        self.key = key  # the agent's entry in the `agents` setting
+        self.spec = spec
+        self.folders = folders
+        self.panel = ChatPanel(state.window, self.id, spec.name)
+        self.port = StreamingChatView(self.panel, on_state=self._state_changed)
+        self.history = chat_input.History()
+        self.session: ChatSession | None = None  # loop thread only
+        self.ready = False
+        self.busy = False  # a turn runs
+        self.ended = False  # the agent is gone (failed, stopped)
+        self._closing: concurrent.futures.Future[None] | None = None
+
+    # -- main thread --
+
+    def start(self, load_session_id: str | None = None) -> None:
+        self.panel.notice(f"Starting {self.spec.name} in {self.folders[0]}…", "info")
+        self._submit(lambda: self._start(load_session_id), self._started)
+
+    def send(self, text: str) -> bool:
+        """Send the prompt; False (and the text stays where the user typed it) when it cannot go now."""
+        if not text.strip():
+            return False
+        if self.ended:
+            sublime.status_message(f"{self.spec.name} has stopped in this chat: start a new chat.")
+            return False
+        if not self.ready or self.busy:
+            sublime.status_message(
+                f"{self.spec.name} is {'still starting' if not self.ready else 'answering'}: "
+                "your prompt stays; send it when the turn ends, or press Escape to cancel the turn."
+            )
+            return False
+        self.history.add(text)
+        self.busy = True
+        self.panel.user_prompt(text)
+        self._show_status()
+        self._submit(lambda: self._prompt(text), lambda result, error: self._turn_done(text, result, error))
+        return True
+
+    def cancel(self) -> None:
+        if self.busy:
+            self._submit(self._cancel, lambda _r, _e: None)
+
+    def set_mode(self, mode_id: str) -> None:
+        self._submit(lambda: self._call("set_mode", mode_id), self._answered)
+
+    def set_model(self, model_id: str) -> None:
+        self._submit(lambda: self._call("set_model", model_id), self._answered)
+
+    def close(self) -> concurrent.futures.Future[None]:
+        """Stop the agent and everything it started (idempotent; from any thread)."""
+        if self._closing is None:
+            self.ended = True
+            try:
+                self._closing = self.state.handle.runtime.submit(self._close)
+            except RuntimeStopped:
+                self._closing = concurrent.futures.Future()
+                self._closing.set_result(None)
+        return self._closing
+
+    def mode_label(self) -> str:
+        panel = self.panel
+        mode = next((m.name for m in panel.modes if m.id == panel.mode_id), panel.mode_id)
+        return f"{self.spec.name} ({mode})" if mode else self.spec.name
+
+    def _submit(
+        self, make: Callable[[], Coroutine[Any, Any, T]], then: Callable[[T | None, BaseException | None], None]
+    ) -> None:
+        try:
+            future = self.state.handle.runtime.submit(make)
+        except RuntimeStopped as exc:
+            then(None, exc)
+            return
+
+        def done(f: concurrent.futures.Future[T]) -> None:  # on the loop thread
+            error = f.exception()
+            result = None if error is not None else f.result()
+            sublime.set_timeout(lambda: then(result, error) if self.panel.is_valid() else None)
+
+        future.add_done_callback(done)
+
+    def _started(self, session_id: Any, error: BaseException | None) -> None:
+        if error is not None:
+            self._failed(error)
+            return
+        self.ready = True
+        remember_session(self, str(session_id or ""))
+        self.panel.notice(f"{self.spec.name} is ready. Type below and press Enter; Escape cancels a turn.", "info")
+        self._show_status()
+
+    def _turn_done(self, text: str, _reason: Any, error: BaseException | None) -> None:
+        self.busy = False
+        if error is not None:
+            self._failed(error)
+            if not self.panel.prompt_text().strip():  # what the user sent stays theirs to send again
+                self.panel.set_prompt(text)
+        self._show_status()
+
+    def _answered(self, _result: Any, error: BaseException | None) -> None:
+        if error is not None:
+            self.panel.notice(_reason(error), "warning")
+
+    def _failed(self, error: BaseException) -> None:
+        self.ended = True
+        self.ready = False
+        self.panel.notice(_reason(error), "warning")
+        self.close()
+        self._show_status()
+
+    def _state_changed(self) -> None:
+        self._show_status()
+
+    def _show_status(self) -> None:
+        from . import status  # status imports windows, as this module does
+
+        status.show(self.state)
+
+    # -- loop thread --
+
+    async def _start(self, load_session_id: str | None) -> str:
+        from ..acp.session import ChatSession  # the SDK loads here, on the first chat
+
+        env = {**os.environ, **self.env}
+        self.session = ChatSession(self.spec, self.folders, self.state.handle.editor, self.port, env=env)
+        loader = getattr(self.session, "load", None)
+        if load_session_id and loader is not None:
+            await loader(load_session_id)
+        else:
+            await self.session.start()
+        return self.session.session_id
+
+    async def _prompt(self, text: str) -> str:
+        if self.session is None:
+            raise RuntimeError("the chat has not started")
+        return await self.session.prompt(text)
+
+    async def _cancel(self) -> None:
+        if self.session is not None:
+            await self.session.cancel()
+
+    async def _call(self, method: str, value: str) -> None:
+        session = self.session
+        call = getattr(session, method, None)
+        if call is None:
+            raise RuntimeError(f"this version of the chat cannot {method.replace('_', ' ')}")
+        await call(value)
+
+    async def _close(self) -> None:
+        if self.session is not None:
+            await self.session.close()
+
+
+def _reason(error: BaseException) -> str:
+    """The one-line reason ChatFailed carries; anything else is ours, with what to do."""
+    if type(error).__name__ == "ChatFailed":
+        return str(error)
+    if isinstance(error, RuntimeStopped):
+        return "Gemini Companion has stopped (the package was disabled or reloaded): start a new chat."
+    if isinstance(error, asyncio.CancelledError):
+        return "The chat was stopped."
+    log.warning("chat error: %r", error)
+    return f"The chat stopped on an unexpected error ({error!r}); start a new chat, and see the console."
+
+
+# -- the chats of every window (main thread) --
+
+_chats: dict[int, list[Chat]] = {}
+
+
+def open_chat(state: WindowState, key: str, spec: AgentSpec, env: dict[str, str], load: str | None = None) -> Chat:
+    chat = Chat(state, key, spec, list(state.window.folders()), dict(env))
+    _chats.setdefault(state.window.id(), []).append(chat)
+    chat.panel.focus_prompt()
+    chat.start(load)
+    return chat
+
+
+def chats(window: sublime.Window | None) -> list[Chat]:
+    if window is None:
+        return []
+    live = [c for c in _chats.get(window.id(), []) if c.panel.is_valid()]
+    return live
+
+
+def for_view(view: sublime.View | None) -> Chat | None:
+    if view is None:
+        return None
+    chat_id = view.settings().get(CHAT_SETTING)
+    if not isinstance(chat_id, int):
+        return None
+    return next((c for group in _chats.values() for c in group if c.id == chat_id), None)
+
+
+def target(window: sublime.Window | None) -> Chat | None:
+    """The chat the palette acts on: the focused one, else the newest of the window."""
+    if window is None:
+        return None
+    found = for_view(window.active_view())
+    if found is not None and not found.ended:
+        return found
+    live = [c for c in chats(window) if not c.ended]
+    return live[-1] if live else None
+
+
+def view_closed(view: sublime.View) -> None:
+    """The user closed a chat's view: its agent stops."""
+    chat = for_view(view)
+    if chat is not None:
+        chat.close()
+        group = _chats.get(chat.state.window.id(), [])
+        if chat in group:
+            group.remove(chat)
+
+
+def window_closed(state: WindowState) -> None:
+    """The window's server goes (window closed, reconcile): each chat's agent stops with it."""
+    for chat in _chats.pop(state.window.id(), []):
+        chat.close()
+
+
+def close_all() -> list[concurrent.futures.Future[None]]:
+    """Unload or exit: stop every chat's agent; the futures end when each agent's tree is gone."""
+    closing = [chat.close() for group in _chats.values() for chat in group]
+    _chats.clear()
+    return closing
+
+
+def status_label(window: sublime.Window) -> str:
+    """The status bar's words for the window's chats: `Chat: Gemini CLI (Default)`."""
+    live = [c for c in chats(window) if not c.ended]
+    if not live:
+        return ""
+    focused = for_view(window.active_view())
+    chat = focused if focused in live else live[-1]
+    assert chat is not None
+    more = f" +{len(live) - 1}" if len(live) > 1 else ""
+    return f"Chat: {chat.mode_label()}{more}"
+
+
+def remember_session(chat: Chat, session_id: str) -> None:
+    """The last session of this folder and agent, for Continue Last Chat (written off the main thread)."""
+    if not session_id:
+        return
+    from . import chat_memory
+
+    chat_memory.remember_later(chat.folders[0], chat.key, session_id)

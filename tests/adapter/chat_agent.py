@@ -1,0 +1,179 @@
+"""A scripted ACP agent for the chat view's tests, on the SDK's agent side (no hand-written
+JSON-RPC): `python chat_agent.py [PID_FILE]`. What it does depends on the prompt's last line:
+
+- `stream N`: a thought, a plan, a tool call (pending → completed), then the reply in N chunks
+  ("chunk 0 chunk 1 …"), and a usage update;
+- `run`: asks permission for a shell command (kind execute) with its own three options, and
+  replies with the option chosen;
+- `edit PATH TEXT`: asks permission for an edit (a diff with the full old and new text), then
+  writes through fs/write_text_file and replies "written";
+- `wait`: replies nothing until cancelled (the turn ends `cancelled`);
+- `crash`: writes a line on stderr and exits 3 in the middle of the turn;
+- anything else: echoes "echo: <prompt>".
+Modes `default` and `yolo`; slash commands /explain and /review. Every prompt's text blocks are
+appended to PROMPTS_FILE (when the environment names one), for the test to read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from typing import Any
+
+
+async def serve() -> None:
+    from acp import (
+        plan_entry,
+        run_agent,
+        start_tool_call,
+        text_block,
+        tool_diff_content,
+        update_agent_message,
+        update_agent_thought,
+        update_plan,
+        update_tool_call,
+    )
+    from acp.schema import (
+        AgentCapabilities,
+        AvailableCommand,
+        AvailableCommandsUpdate,
+        CurrentModeUpdate,
+        InitializeResponse,
+        NewSessionResponse,
+        PermissionOption,
+        PromptResponse,
+        SessionMode,
+        SessionModeState,
+        SetSessionModeResponse,
+        ToolCallUpdate,
+        UsageUpdate,
+    )
+
+    modes = [SessionMode(id="default", name="Ask first"), SessionMode(id="yolo", name="Allow all")]
+
+    class Agent:
+        conn: Any = None
+        cancelled: asyncio.Event
+        mode = "default"
+
+        def on_connect(self, conn: Any) -> None:
+            self.conn = conn
+            self.cancelled = asyncio.Event()
+
+        async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
+            return InitializeResponse(protocol_version=1, agent_capabilities=AgentCapabilities())
+
+        async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
+            asyncio.get_running_loop().call_later(0, lambda: asyncio.ensure_future(self._commands("s1")))
+            return NewSessionResponse(
+                session_id="s1", modes=SessionModeState(current_mode_id=self.mode, available_modes=modes)
+            )
+
+        async def _commands(self, session_id: str) -> None:
+            commands = [
+                AvailableCommand(name="explain", description="Explain the selected code"),
+                AvailableCommand(name="review", description="Review the changes"),
+            ]
+            await self.conn.session_update(
+                session_id,
+                AvailableCommandsUpdate(session_update="available_commands_update", available_commands=commands),
+            )
+
+        async def set_session_mode(self, mode_id: str, session_id: str, **kwargs: Any) -> SetSessionModeResponse:
+            self.mode = mode_id
+            await self.conn.session_update(
+                session_id, CurrentModeUpdate(session_update="current_mode_update", current_mode_id=mode_id)
+            )
+            return SetSessionModeResponse()
+
+        async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+            texts = [getattr(block, "text", "") for block in prompt]
+            record = os.environ.get("PROMPTS_FILE")
+            if record:
+                with open(record, "a", encoding="utf-8") as handle:
+                    handle.write("\n".join(texts) + "\n---\n")
+            words = texts[-1].strip().split(" ", 2)
+            say = lambda text: self.conn.session_update(session_id, update_agent_message(text_block(text)))  # noqa: E731
+            if words[0] == "stream":
+                await self.conn.session_update(session_id, update_agent_thought(text_block("Let me think.")))
+                await self.conn.session_update(
+                    session_id, update_plan([plan_entry("Read the code"), plan_entry("Answer", status="in_progress")])
+                )
+                await self.conn.session_update(
+                    session_id, start_tool_call("t1", "Read notes.txt", kind="read", status="pending")
+                )
+                await self.conn.session_update(session_id, update_tool_call("t1", status="completed"))
+                for index in range(int(words[1])):
+                    await say(f"chunk {index} ")
+                await self.conn.session_update(
+                    session_id, UsageUpdate(session_update="usage_update", used=1200, size=100000)
+                )
+            elif words[0] == "run":
+                options = [
+                    PermissionOption(option_id="go", name="Run it", kind="allow_once"),
+                    PermissionOption(option_id="always", name="Always run", kind="allow_always"),
+                    PermissionOption(option_id="no", name="Do not run", kind="reject_once"),
+                ]
+                call = ToolCallUpdate(tool_call_id="t2", title="ls -la", kind="execute", status="pending")
+                answer = await self.conn.request_permission(session_id, call, options)
+                outcome = answer.outcome
+                await say(f"chosen: {getattr(outcome, 'option_id', 'cancelled')}")
+            elif words[0] == "edit":
+                path, text = words[1], words[2]
+                old = ""
+                if os.path.exists(path):
+                    with open(path, encoding="utf-8") as handle:
+                        old = handle.read()
+                options = [
+                    PermissionOption(option_id="once", name="Allow", kind="allow_once"),
+                    PermissionOption(option_id="session", name="Allow for this session", kind="allow_always"),
+                    PermissionOption(option_id="no", name="Reject", kind="reject_once"),
+                ]
+                call = ToolCallUpdate(
+                    tool_call_id="t3",
+                    title=f"Write {os.path.basename(path)}",
+                    kind="edit",
+                    status="pending",
+                    content=[tool_diff_content(path, text, old)],
+                )
+                await self.conn.session_update(
+                    session_id, start_tool_call("t3", call.title or "", kind="edit", status="pending")
+                )
+                answer = await self.conn.request_permission(session_id, call, options)
+                chosen = getattr(answer.outcome, "option_id", None)
+                if chosen in ("once", "session"):
+                    await self.conn.write_text_file(content=text, path=path, session_id=session_id)
+                    await self.conn.session_update(session_id, update_tool_call("t3", status="completed"))
+                    await say("written")
+                else:
+                    await self.conn.session_update(session_id, update_tool_call("t3", status="failed"))
+                    await say("not written")
+            elif words[0] == "wait":
+                await self.cancelled.wait()
+                self.cancelled.clear()
+                return PromptResponse(stop_reason="cancelled")
+            elif words[0] == "crash":
+                await say("about to crash")
+                sys.stderr.write("fatal: the chat agent crashed on purpose\n")
+                sys.stderr.flush()
+                os._exit(3)
+            else:
+                await say(f"echo: {texts[-1]}")
+            return PromptResponse(stop_reason="end_turn")
+
+        async def cancel(self, session_id: str, **kwargs: Any) -> None:
+            self.cancelled.set()
+
+    await run_agent(Agent())  # type: ignore[arg-type]
+
+
+def main() -> None:
+    if len(sys.argv) > 1:
+        with open(sys.argv[1], "w", encoding="utf-8") as handle:
+            handle.write(str(os.getpid()))
+    asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()

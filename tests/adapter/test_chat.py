@@ -1,0 +1,277 @@
+"""The chat inside Sublime (issue #23): a chat view per session, fed by a real ACP agent process
+(the scripted agent `chat_agent.py` on the SDK's agent side, and the real Gemini CLI 0.61.0
+offline), driven by the user's gestures in the fake Sublime."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import psutil
+
+from tests.adapter.conftest import Companion, pkg, write
+from tests.sublime_fake import _plugin_host, control, sublime
+
+AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "chat_agent.py")
+CEILING = 60  # seconds: a ceiling on events, never a synchronisation by sleeping
+
+
+def scripted(name: str = "Script", env: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"name": name, "command": sys.executable, "args": [AGENT], "env": env or {}}
+
+
+def text(view: sublime.View) -> str:
+    return view.substr(sublime.Region(0, view.size()))
+
+
+def chat_views(window: sublime.Window) -> list[sublime.View]:
+    return [v for v in window.views() if v.settings().get("gemini_companion.chat") is not None]
+
+
+def start_chat(companion: Companion, window: sublime.Window, agent: str = "Script") -> sublime.View:
+    companion.ready(window)
+    before = set(v.id() for v in chat_views(window))
+    assert control.run_from_palette(window, "gemini_companion_new_chat", {"agent": agent})
+    (view,) = [v for v in chat_views(window) if v.id() not in before]
+    control.pump_until(lambda: "is ready" in text(view) or "⚠" in text(view), CEILING, "the chat to start")
+    assert "is ready" in text(view), text(view)
+    return view
+
+
+def chat_of(view: sublime.View) -> Any:
+    return pkg("sublime_editor.chat_sessions").for_view(view)
+
+
+def send(view: sublime.View, prompt: str) -> None:
+    control.type_text(view, prompt)
+    assert control.press_keys(view, "enter") == "gemini_companion_chat_send"
+
+
+def wait_turn(view: sublime.View) -> None:
+    chat = chat_of(view)
+    control.pump_until(lambda: not chat.busy, CEILING, "the turn to end")
+    control.settle()
+
+
+def agent_pids(view: sublime.View) -> list[int]:
+    chat = chat_of(view)
+    agent = chat.session.agent if chat.session is not None else None
+    return [agent.pid] if agent is not None else []
+
+
+def setup(companion: Companion, workspace: str, agents: list[dict[str, Any]] | None = None) -> sublime.Window:
+    control.user_settings("Gemini Companion.sublime-settings", {"agents": agents or [scripted()]})
+    window = control.new_window([workspace])
+    companion.load()
+    return window
+
+
+def test_a_reply_streams_into_the_chat_view_with_cards_plan_thought_and_status(
+    companion: Companion, workspace: str
+) -> None:
+    window = setup(companion, workspace)
+    view = start_chat(companion, window)
+    assert view.name() == "Chat: Script"
+    assert view.syntax() is not None and view.syntax().scope == "text.gemini-companion.chat"
+    send(view, "stream 200")
+    wait_turn(view)
+    body = text(view)
+    assert "## You\n\nstream 200\n" in body
+    assert "## Script\n\n" + "".join(f"chunk {i} " for i in range(200)) in body
+    assert body.endswith("❯ ")  # the prompt is empty again, at the end
+    cards = [p["content"] for p in control.phantoms(view)]
+    assert any("Thinking… (13 characters)" in c for c in cards), cards
+    assert not any("Let me think." in c for c in cards)  # folded
+    assert any("Read notes.txt" in c and "completed" in c for c in cards), cards
+    assert any("Plan" in c and "Read the code" in c for c in cards), cards
+    assert "Let me think." not in body and "Read notes.txt" not in body  # cards, not model text
+    status = view.get_status("gemini_companion")
+    assert "Chat: Script (Ask first)" in status, status
+
+
+def test_thoughts_unfold_on_click(companion: Companion, workspace: str) -> None:
+    window = setup(companion, workspace)
+    view = start_chat(companion, window)
+    send(view, "stream 1")
+    wait_turn(view)
+    (thought,) = [p for p in control.phantoms(view) if "Thinking…" in p["content"]]
+    control.click_link(view, "expand", thought["key"])
+    (thought,) = [p for p in control.phantoms(view) if "Thinking…" in p["content"]]
+    assert "Let me think." in thought["content"]
+
+
+def test_the_agents_slash_commands_are_completions_in_the_prompt(companion: Companion, workspace: str) -> None:
+    window = setup(companion, workspace)
+    view = start_chat(companion, window)
+    control.pump_until(lambda: chat_of(view).panel.commands, CEILING, "the agent's commands")
+    control.type_text(view, "plain /")
+    assert _plugin_host.query_completions(view, "", [view.size()]) == []  # only where the prompt starts
+    chat_of(view).panel.set_prompt("")
+    control.type_text(view, "/")
+    offered = _plugin_host.query_completions(view, "", [view.size()])
+    assert ("/explain\tExplain the selected code", "explain ") in offered
+    assert ("/review\tReview the changes", "review ") in offered
+    assert _plugin_host.query_completions(view, "", [3]) == []  # not in the transcript
+
+
+def test_the_transcript_is_read_only_and_typing_goes_to_the_prompt(companion: Companion, workspace: str) -> None:
+    window = setup(companion, workspace)
+    view = start_chat(companion, window)
+    send(view, "hello")
+    wait_turn(view)
+    before = text(view)
+    control.select(view, 3)
+    assert view.is_read_only()
+    control.type_text(view, "X")
+    assert text(view) == before + "X"  # at the prompt's end, not in the transcript
+    assert not view.is_read_only()
+
+
+def test_history_walks_sent_prompts_and_keeps_the_draft(companion: Companion, workspace: str) -> None:
+    window = setup(companion, workspace)
+    view = start_chat(companion, window)
+    chat = chat_of(view)
+    for prompt in ("first", "second"):
+        send(view, prompt)
+        wait_turn(view)
+    control.type_text(view, "draft")
+    assert control.press_keys(view, "up") == "gemini_companion_chat_history"
+    assert chat.panel.prompt_text() == "second"
+    control.press_keys(view, "up")
+    assert chat.panel.prompt_text() == "first"
+    control.press_keys(view, "down")
+    control.press_keys(view, "down")
+    assert chat.panel.prompt_text() == "draft"
+
+
+def test_escape_cancels_the_turn(companion: Companion, workspace: str) -> None:
+    window = setup(companion, workspace)
+    view = start_chat(companion, window)
+    send(view, "wait")
+    chat = chat_of(view)
+    assert chat.busy
+    assert control.press_keys(view, "escape") == "gemini_companion_chat_cancel"
+    wait_turn(view)
+    assert "The turn ended: cancelled." in text(view)
+
+
+def test_a_shell_permission_is_a_card_with_the_agents_own_options(companion: Companion, workspace: str) -> None:
+    window = setup(companion, workspace)
+    view = start_chat(companion, window)
+    send(view, "run")
+    (card,) = control.pump_until(
+        lambda: [p for p in control.phantoms(view) if "asks" in p["content"]], CEILING, "the permission card"
+    )
+    for name in ("Run it", "Always run", "Do not run"):
+        assert name in card["content"]
+    control.click_link(view, "option-2", card["key"])
+    wait_turn(view)
+    assert "chosen: no" in text(view)
+    (card,) = [p for p in control.phantoms(view) if "asks" in p["content"]]
+    assert "→ Do not run" in card["content"] and 'href="option-0"' not in card["content"]
+
+
+def test_switch_mode_from_the_palette_shows_in_chat_and_status(companion: Companion, workspace: str) -> None:
+    window = setup(companion, workspace)
+    view = start_chat(companion, window)
+    assert control.run_from_palette(window, "gemini_companion_chat_mode")
+    panel = control.quick_panels()[-1]
+    assert [item[0] for item in panel["items"]] == ["● Ask first", "Allow all"]
+    control.choose_quick_panel(1)
+    control.pump_until(lambda: "Mode: Allow all." in text(view), CEILING, "the mode change")
+    control.settle()
+    assert "Chat: Script (Allow all)" in view.get_status("gemini_companion")
+
+
+def test_two_chats_with_different_agents_in_one_window(companion: Companion, workspace: str) -> None:
+    window = setup(companion, workspace, [scripted("One"), scripted("Two")])
+    one = start_chat(companion, window, "One")
+    two = start_chat(companion, window, "Two")
+    send(one, "to one")
+    send(two, "to two")
+    wait_turn(one)
+    wait_turn(two)
+    assert "echo: to one" in text(one) and "to two" not in text(one)
+    assert "echo: to two" in text(two) and "to one" not in text(two)
+    assert one.name() == "Chat: One" and two.name() == "Chat: Two"
+
+
+def test_an_agent_that_crashes_says_why_and_keeps_the_prompt(companion: Companion, workspace: str) -> None:
+    window = setup(companion, workspace)
+    view = start_chat(companion, window)
+    pids = agent_pids(view)
+    send(view, "crash")
+    wait_turn(view)
+    body = text(view)
+    assert "exit code 3" in body and "crashed on purpose" in body, body
+    assert chat_of(view).panel.prompt_text() == "crash"  # what the user sent is theirs to send again
+    control.pump_until(lambda: not any(psutil.pid_exists(p) for p in pids), CEILING, "the agent to be gone")
+
+
+def test_a_missing_agent_says_how_to_install_it(companion: Companion, workspace: str) -> None:
+    window = setup(companion, workspace, [{"name": "Nowhere", "command": "no-such-acp-agent-xyz"}])
+    companion.ready(window)
+    assert control.run_from_palette(window, "gemini_companion_new_chat", {"agent": "Nowhere"})
+    (view,) = chat_views(window)
+    control.pump_until(lambda: "⚠" in text(view), CEILING, "the failure")
+    assert "'no-such-acp-agent-xyz' was not found on PATH" in text(view)
+
+
+def test_closing_the_window_or_unloading_stops_every_agent(companion: Companion, workspace: str) -> None:
+    window = setup(companion, workspace)
+    first = start_chat(companion, window)
+    pids = agent_pids(first)
+    other = control.new_window([workspace])
+    second = start_chat(companion, other)
+    pids_other = agent_pids(second)
+    assert pids and pids_other and all(psutil.pid_exists(p) for p in pids + pids_other)
+    control.close_window(window)
+    control.pump_until(
+        lambda: not any(psutil.pid_exists(p) for p in pids), CEILING, "the closed window's agent to stop"
+    )
+    assert all(psutil.pid_exists(p) for p in pids_other)
+    companion.unload()
+    control.pump_until(
+        lambda: not any(psutil.pid_exists(p) for p in pids_other), CEILING, "the agent to stop on unload"
+    )
+
+
+def test_an_edit_opens_the_review_named_after_the_agent_and_accept_writes_the_users_text(
+    companion: Companion, workspace: str
+) -> None:
+    path = write(workspace, "notes.txt", "one\n")
+    window = setup(companion, workspace)
+    view = start_chat(companion, window)
+    send(view, f"edit {path} two")
+    proposal = control.pump_until(
+        lambda: next((v for v in window.views() if v.settings().get("gemini_companion.role") == "proposal"), None),
+        CEILING,
+        "the review",
+    )
+    (banner,) = control.phantoms(proposal, "gemini_companion.banner")
+    assert "<b>Script</b> proposes a change to" in banner["content"]
+    control.select(proposal, sublime.Region(0, proposal.size()))
+    control.type_text(proposal, "mine")
+    control.click_link(proposal, "accept", "gemini_companion.banner")
+    wait_turn(view)
+    with open(path, encoding="utf-8") as handle:
+        assert handle.read() == "mine"
+    assert "written" in text(view)
+
+
+def test_an_edit_rejected_leaves_the_file_unchanged(companion: Companion, workspace: str) -> None:
+    path = write(workspace, "notes.txt", "one\n")
+    window = setup(companion, workspace)
+    view = start_chat(companion, window)
+    send(view, f"edit {path} two")
+    proposal = control.pump_until(
+        lambda: next((v for v in window.views() if v.settings().get("gemini_companion.role") == "proposal"), None),
+        CEILING,
+        "the review",
+    )
+    control.click_link(proposal, "reject", "gemini_companion.banner")
+    wait_turn(view)
+    with open(path, encoding="utf-8") as handle:
+        assert handle.read() == "one\n"
+    assert "not written" in text(view)
