@@ -34,17 +34,17 @@ class AgentSpec:
             raise AgentSetting(f"unknown key(s) {unknown} in agent {entry.get('name')!r}; use name, command, args, env")
         name = entry.get("name")
         if not isinstance(name, str) or not name.strip():
-            raise AgentSetting(f"an agent needs a \"name\" (a non-empty string), as in {_EXAMPLE}")
+            raise AgentSetting(f'an agent needs a "name" (a non-empty string), as in {_EXAMPLE}')
         command = entry.get("command")
         command = [command] if isinstance(command, str) else command
         args = entry.get("args", [])
         if not _strings(command) or not command or not command[0].strip():
-            raise AgentSetting(f"agent {name!r} needs a \"command\": its program, or a list of program and arguments")
+            raise AgentSetting(f'agent {name!r} needs a "command": its program, or a list of program and arguments')
         if not _strings(args):
-            raise AgentSetting(f"\"args\" of agent {name!r} must be a list of strings")
+            raise AgentSetting(f'"args" of agent {name!r} must be a list of strings')
         env = entry.get("env", {})
         if not isinstance(env, dict) or not _strings(list(env)) or not _strings(list(env.values())):
-            raise AgentSetting(f"\"env\" of agent {name!r} must map names to strings, as in {{\"KEY\": \"value\"}}")
+            raise AgentSetting(f'"env" of agent {name!r} must map names to strings, as in {{"KEY": "value"}}')
         return replace(custom_agent([*command, *args]), name=name.strip(), env=dict(env))
 
 

@@ -23,12 +23,17 @@ from acp.schema import (
     DeniedOutcome,
     FileSystemCapabilities,
     Implementation,
+    LoadSessionRequest,
+    LoadSessionResponse,
+    NewSessionRequest,
+    NewSessionResponse,
     PermissionOption,
     ReadTextFileResponse,
     RequestPermissionResponse,
     ToolCallUpdate,
     WriteTextFileResponse,
 )
+from acp.utils import serialize_params
 
 from .. import __version__
 from ..diffs import Outcome, Reviews
@@ -50,6 +55,7 @@ EXIT_GRACE_SECONDS = 2.0  # after the agent's process ends, its last lines may s
 _AUTH_WORDS = ("auth", "api key", "login", "log in")
 _SET_MODEL = "session/set_model"
 T = TypeVar("T")
+Opened = TypeVar("Opened", NewSessionResponse, LoadSessionResponse)
 
 
 class ChatFailed(Exception):
@@ -102,29 +108,38 @@ class ChatSession:
         """Start the agent, initialize, open a new session in a reviewing mode; ChatFailed on failure."""
         await self._launch()
         assert self._conn is not None
-        session = await self._starting(
-            "session/new", self._conn.new_session(cwd=self.folders[0], mcp_servers=[], **self.spec.session_meta)
-        )
-        await self._open(session.session_id, session)
+        meta = dict(self.spec.session_meta) or None
+        request = NewSessionRequest(cwd=self.folders[0], mcp_servers=[], field_meta=meta)
+        session, raw = await self._opening("session/new", request, NewSessionResponse)
+        await self._open(session.session_id, session, raw)
 
     async def load(self, session_id: str) -> None:
         """Start the agent and continue the saved session `session_id` (session/load): the agent
         replays its history to the view, then the chat goes on in a reviewing mode. ChatFailed when
         the agent cannot continue sessions (no `loadSession` capability) or does not know this one."""
         await self._launch()
-        assert self._conn is not None
         if not self.can_load:
             raise ChatFailed(
                 f"{self.spec.name} cannot continue a saved session (it does not offer session/load); "
                 "start a new chat instead."
             )
-        session = await self._starting(
-            "session/load",
-            self._conn.load_session(
-                cwd=self.folders[0], session_id=session_id, mcp_servers=[], **self.spec.session_meta
-            ),
+        request = LoadSessionRequest(
+            cwd=self.folders[0], session_id=session_id, mcp_servers=[], field_meta=dict(self.spec.session_meta) or None
         )
-        await self._open(session_id, session)
+        session, raw = await self._opening("session/load", request, LoadSessionResponse)
+        await self._open(session_id, session, raw)
+
+    async def _opening(self, method: str, request: Any, answer: type[Opened]) -> tuple[Opened, dict[str, Any]]:
+        """session/new or session/load through the SDK's connection, keeping the raw answer too:
+        SDK 0.12.1's response models have no `models` (acp/schema.py NewSessionResponse), which
+        Gemini CLI 0.61.0 sends for session/set_model (reference acp.md §2), so pydantic drops it."""
+        assert self._conn is not None
+        raw = await self._starting(method, self._conn._conn.send_request(method, serialize_params(request)))
+        raw = raw if isinstance(raw, dict) else {}
+        try:
+            return answer.model_validate(raw), raw
+        except ValueError as exc:
+            raise ChatFailed(f"{self.spec.name} answered {method} with something else than ACP ({exc}).") from None
 
     async def _launch(self) -> None:
         """The agent's process, the connection and `initialize`."""
@@ -151,20 +166,21 @@ class ChatSession:
         self.embeds_resources = bool(agent and agent.prompt_capabilities and agent.prompt_capabilities.embedded_context)
         self._tree = await asyncio.to_thread(process.descendants, self.agent.pid)
 
-    async def _open(self, session_id: str, session: Any) -> None:
+    async def _open(self, session_id: str, session: Any, raw: dict[str, Any]) -> None:
         assert self.agent is not None
         self.session_id = session_id
         self._tree += await asyncio.to_thread(process.descendants, self.agent.pid)  # opening may start more
-        self._opened(session)
+        self._opened(session, raw)
         await self._to_review_mode(session.modes)
 
-    def _opened(self, session: Any) -> None:
+    def _opened(self, session: Any, raw: dict[str, Any]) -> None:
         """What session/new (or session/load) tells: modes, models, config options; to the view."""
         data = session.model_dump(mode="json", by_alias=True, exclude_none=True)
         modes = data.get("modes") or {}
         self.modes = [updates.mode(m) for m in modes.get("availableModes", [])]
         self.mode = modes.get("currentModeId")
-        models = data.get("models") or {}
+        found = raw.get("models")
+        models: dict[str, Any] = found if isinstance(found, dict) else {}
         self.models = [updates.model(m) for m in models.get("availableModels", [])]
         self.model = models.get("currentModelId")
         self.config = [updates.config_option(o) for o in data.get("configOptions") or []]
@@ -322,6 +338,9 @@ class ChatSession:
     async def _failure(self, exc: BaseException, what: str) -> str:
         if isinstance(exc, RequestError):
             message = str(exc.args[0] if exc.args else exc) or "no message"
+            details = exc.data.get("details") if isinstance(exc.data, dict) else None
+            if isinstance(details, str) and details:  # Gemini CLI says why in data.details
+                message = f"{message}: {details}"
             if any(word in message.lower() for word in _AUTH_WORDS):
                 return f"{self.spec.name} needs a login ({message}): {self.spec.login_hint}."
             return f"{self.spec.name} answered {what} with an error ({exc.code}: {message}): a protocol error."
