@@ -124,8 +124,8 @@ async def client_main(url: str, token: str) -> None:
 
 def tracker_numbers(views: int) -> dict[str, Any]:
     from companion.context import ContextTracker, Position
-    from companion.protocol import CONTEXT_UPDATE
-    from companion.wire import validated_params
+    from companion.gemini_ide.protocol import CONTEXT_UPDATE
+    from companion.gemini_ide.wire import validated_params
 
     tracker = ContextTracker()
     paths = [f"/project/src/module_{i:04d}/file_{i:04d}.py" for i in range(views)]

@@ -35,9 +35,9 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from . import __version__
-from .discovery import discovery_dir, our_files, pid_reused_since, port_answers
+from .gemini_ide.discovery import discovery_dir, our_files, pid_reused_since, port_answers
+from .gemini_ide.protocol import CLOSE_DIFF, OPEN_DIFF
 from .processes import pid_alive
-from .protocol import CLOSE_DIFF, OPEN_DIFF
 
 log = logging.getLogger("gemini_companion.bridge")
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .protocol import MAX_OPEN_FILES, MAX_SELECTED_TEXT
+from .gemini_ide.protocol import MAX_OPEN_FILES, MAX_SELECTED_TEXT
 from .uris import file_uri
 
 

@@ -16,13 +16,15 @@ import threading
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import discovery, lockfile, pywin32_path
+from . import pywin32_path
+from .claude_ide import lockfile
 from .connections import RateLimitedWarning
 from .context import ContextTracker
+from .gemini_ide import discovery
 
 if TYPE_CHECKING:
     from .editor import Editor
-    from .server import ToolSpec, WindowServer
+    from .gemini_ide.server import ToolSpec, WindowServer
 
     ToolFactory = Callable[[WindowServer], list[ToolSpec]]
 
@@ -263,7 +265,7 @@ class Runtime:
 
         try:
             pywin32_path.make_importable()  # mcp imports pywin32 on Windows: its folders must be on sys.path
-            from .server import WindowServer  # the server stack: a missing or broken library fails here
+            from .gemini_ide.server import WindowServer  # the server stack: a missing or broken library fails here
         except BaseException as exc:
             handle.ready.set_exception(exc)
             return

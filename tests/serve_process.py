@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from companion.discovery import discovery_dir
+from companion.gemini_ide.discovery import discovery_dir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import sublime
 import sublime_plugin
 
-from ..discovery import node_tmpdir
+from ..gemini_ide.discovery import node_tmpdir
 from ..user_paths import expand_path
 from . import direct_access, settings
 from .lifecycle import registry

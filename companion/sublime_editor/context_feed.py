@@ -14,7 +14,7 @@ import os
 import sublime
 
 from ..context import Position
-from ..protocol import MAX_SELECTED_TEXT
+from ..gemini_ide.protocol import MAX_SELECTED_TEXT
 from . import terminal
 from .review_ui import REVIEW_SETTING
 from .windows import WindowState

@@ -10,7 +10,7 @@ import sublime
 import sublime_plugin
 
 from .. import doctor
-from ..discovery import node_tmpdir, workspace_path
+from ..gemini_ide.discovery import node_tmpdir, workspace_path
 from . import status, terminal
 from .lifecycle import library_problem, registry, upgraded
 from .windows import WindowState

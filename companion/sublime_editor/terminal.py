@@ -19,7 +19,7 @@ from typing import Any
 
 import sublime
 
-from ..claude_protocol import PORT_ENV
+from ..claude_ide.protocol import PORT_ENV
 from ..runtime import WindowHandle
 from ..user_paths import expand_program
 from . import settings

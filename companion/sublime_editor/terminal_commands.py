@@ -16,7 +16,7 @@ from collections.abc import Callable
 import sublime
 import sublime_plugin
 
-from ..claude_protocol import IDE_NAME
+from ..claude_ide.protocol import IDE_NAME
 from ..workspace.paths import is_inside
 from . import settings, terminal, terminal_launch
 from .lifecycle import registry

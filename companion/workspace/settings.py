@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..server import ToolSpec, WindowServer
+    from ..gemini_ide.server import ToolSpec, WindowServer
 
 LIST_FILES = "list_files"
 READ_FILE = "read_file"

@@ -14,7 +14,7 @@ from mcp.server.context import ServerRequestContext
 
 from .. import disk_text
 from ..diffs import Outcome
-from ..server import ToolError, ToolSpec, WindowServer
+from ..gemini_ide.server import ToolError, ToolSpec, WindowServer
 from ..uris import diagnostics_by_uri
 from .ask import ask_gemini
 from .listing import ListOptions, list_files

@@ -135,7 +135,7 @@ def test_the_sdk_is_not_imported_until_a_chat_starts() -> None:
     # The window servers' start-up must not grow: importing the companion, its CLI (which offers
     # `chat`) and the server loads no `acp` module; the chat's session module does.
     code = (
-        "import sys, companion.cli, companion.runtime, companion.server, companion.acp.terminal;"
+        "import sys, companion.cli, companion.runtime, companion.gemini_ide.server, companion.acp.terminal;"
         "before = sorted(m for m in sys.modules if m == 'acp' or m.startswith('acp.'));"
         "import companion.acp.session;"
         "print(before, 'acp' in sys.modules)"

@@ -13,8 +13,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from companion import lockfile
-from companion.claude_protocol import NO_SELECTION
+from companion.claude_ide import lockfile
+from companion.claude_ide.protocol import NO_SELECTION
 from companion.context import Position
 from companion.diffs import Review
 from companion.runtime import Runtime, WindowHandle

@@ -7,8 +7,8 @@ import itertools
 import pytest
 
 from companion.context import ContextTracker, Position, SharingPolicy
+from companion.gemini_ide.wire import validated_params
 from companion.runtime import WindowHandle
-from companion.wire import validated_params
 from tests.mcp_client import connect
 
 

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 import anyio
 import pytest
 
-from companion.discovery import discovery_dir
+from companion.gemini_ide.discovery import discovery_dir
 from companion.headless import HeadlessEditor
 from companion.runtime import Runtime, WindowHandle
 from tests.mcp_client import connect

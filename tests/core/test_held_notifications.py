@@ -16,7 +16,7 @@ import anyio
 import httpx2
 import pytest
 
-from companion.notifications import MAX_HELD_OUTCOMES
+from companion.gemini_ide.notifications import MAX_HELD_OUTCOMES
 from companion.runtime import WindowHandle
 from tests.mcp_client import connect
 from tests.scripted_editor import ScriptedEditor

@@ -449,7 +449,7 @@ async def test_a_client_whose_connection_drops_no_longer_counts_as_connected(win
 async def test_a_vanished_session_is_reaped_while_a_client_holding_its_stream_never_is(
     monkeypatch: pytest.MonkeyPatch, discovery_dir: str, workspace: str
 ) -> None:
-    from companion import server as server_module
+    from companion.gemini_ide import server as server_module
     from companion.runtime import Runtime
 
     monkeypatch.setattr(server_module, "SESSION_IDLE_SECONDS", 1.0)

@@ -1,5 +1,5 @@
 """Events on the GET stream are encoded exactly as sse-starlette encodes them, without its
-regular-expression scan of data that has no line break (companion/sse_lines.py)."""
+regular-expression scan of data that has no line break (companion/gemini_ide/sse_lines.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sse_starlette.event import ServerSentEvent
 
-from companion import sse_lines
+from companion.gemini_ide import sse_lines
 from companion.runtime import Runtime
 from tests.mcp_client import connect
 from tests.scripted_editor import ScriptedEditor

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from companion import discovery, doctor, lockfile
+from companion import doctor
+from companion.claude_ide import lockfile
+from companion.gemini_ide import discovery
 from companion.runtime import Runtime
 from tests.claude_client import ClaudeClient
 from tests.mcp_client import connect

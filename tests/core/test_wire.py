@@ -7,8 +7,8 @@ from typing import Any
 import anyio
 import pytest
 
+from companion.gemini_ide.wire import InvalidNotification, validated_params
 from companion.runtime import WindowHandle
-from companion.wire import InvalidNotification, validated_params
 from tests.mcp_client import connect
 
 

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from companion import discovery, doctor
+from companion import doctor
+from companion.gemini_ide import discovery
 from companion.runtime import Runtime, WindowHandle
 from companion.workspace.settings import WorkspaceToolSettings, tool_factory
 from tests.hostile.conftest import ACCEPT, RESET, RawHttp, Reply, Target, initialize_body, snapshot

@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 
-from companion.discovery import discovery_dir
+from companion.gemini_ide.discovery import discovery_dir
 from tests.acp.scripted_agent import REPLY
 from tests.claude_client import ClaudeClient
 from tests.conformance.harness import IdeClientProcess, client_env

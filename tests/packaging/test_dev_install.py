@@ -106,7 +106,7 @@ def test_an_unpacked_set_imports_the_server_stack(tmp_path: str) -> None:
     lib = os.path.join(data, "Lib", f"python{version.replace('.', '')}")
     code = (
         "import mcp.server.lowlevel, uvicorn, starlette, pydantic_core, cryptography.hazmat.primitives.ciphers.aead, "
-        "psutil; from companion import server; print('ok', psutil.pid_exists(1) in (True, False))"
+        "psutil; from companion.gemini_ide import server; print('ok', psutil.pid_exists(1) in (True, False))"
     )
     proc = subprocess.run(isolated([lib, REPO], code), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok True", proc.stderr

@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from companion import doctor
-from companion.discovery import discovery_dir
+from companion.gemini_ide.discovery import discovery_dir
 from tests.packaging.conftest import REPO, isolated
 from tools import libraries as L
 

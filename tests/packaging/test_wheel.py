@@ -18,7 +18,7 @@ import pytest
 from mcp.client import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from companion.discovery import discovery_dir
+from companion.gemini_ide.discovery import discovery_dir
 from companion.headless import HeadlessEditor
 from companion.runtime import Runtime
 from companion.workspace.settings import WorkspaceToolSettings, tool_factory

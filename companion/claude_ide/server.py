@@ -20,13 +20,13 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
-from . import __version__, disk_text
-from . import claude_protocol as cp
-from .diffs import BY_CLAUDE, Outcome, Review
-from .notifications import call_listener
-from .security import Receive, Scope, Send
-from .server import ToolError, WindowServer, string_argument
-from .uris import diagnostics_by_uri, file_uri, path_of
+from .. import __version__, disk_text
+from ..diffs import BY_CLAUDE, Outcome, Review
+from ..gemini_ide.notifications import call_listener
+from ..gemini_ide.server import ToolError, WindowServer, string_argument
+from ..security import Receive, Scope, Send
+from ..uris import diagnostics_by_uri, file_uri, path_of
+from . import protocol as cp
 from .websocket import Connection, ReadStream, WriteStream, refusal, refuse, serve_connection
 
 log = logging.getLogger("gemini_companion")

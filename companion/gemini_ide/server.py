@@ -23,11 +23,14 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import ClientDisconnect
 
-from . import __version__, disk_text, sse_lines
-from .connections import GuardedH11Protocol
-from .context import ContextTracker
-from .diffs import BY_GEMINI, BY_TOOL, Outcome, Review, ReviewBusy, Reviews
-from .editor import Editor
+from .. import __version__, disk_text
+from ..connections import GuardedH11Protocol
+from ..context import ContextTracker
+from ..diffs import BY_GEMINI, BY_TOOL, Outcome, Review, ReviewBusy, Reviews
+from ..editor import Editor
+from ..request_ids import RequestIds
+from ..security import MAX_BODY_BYTES, Receive, RequestGuard, Scope, Send, header
+from . import sse_lines
 from .notifications import Broadcaster
 from .protocol import (
     CLOSE_DIFF,
@@ -39,8 +42,6 @@ from .protocol import (
     OPEN_DIFF_INPUT_SCHEMA,
     SERVER_NAME,
 )
-from .request_ids import RequestIds
-from .security import MAX_BODY_BYTES, Receive, RequestGuard, Scope, Send, header
 from .wire import InvalidNotification
 
 log = logging.getLogger("gemini_companion")
@@ -70,7 +71,7 @@ class WindowServer:
         folders: Callable[[], list[str]] = list,
         claude_token: str | None = None,
     ) -> None:
-        from .claude_server import ClaudeSide  # imports the WebSocket stack only when Claude Code is served
+        from ..claude_ide.server import ClaudeSide  # imports the WebSocket stack only when Claude Code is served
 
         self.editor = editor
         self.folders = folders
@@ -120,7 +121,7 @@ class WindowServer:
         app = RequestGuard(inner, self.token, self.port, websocket=self.claude)
         websocket: dict[str, Any] = {"ws": "none"}
         if self.claude is not None:
-            from . import ws_protocol  # the WebSocket stack is imported only when Claude Code is served
+            from .. import ws_protocol  # the WebSocket stack is imported only when Claude Code is served
 
             websocket = ws_protocol.uvicorn_options()  # wsproto, guarded like the HTTP connections
         config = uvicorn.Config(

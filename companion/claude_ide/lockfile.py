@@ -19,8 +19,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from .claude_protocol import CONFIG_DIR_ENV, IDE_NAME
-from .discovery import (
+from ..gemini_ide.discovery import (
     DiscoveryError,
     FolderRefused,
     atomic_write_private,
@@ -28,8 +27,9 @@ from .discovery import (
     matching_files,
     remove_stale,
 )
-from .private_dirs import UnsafeFolder
-from .workspace.reading import read_at_most
+from ..private_dirs import UnsafeFolder
+from ..workspace.reading import read_at_most
+from .protocol import CONFIG_DIR_ENV, IDE_NAME
 
 log = logging.getLogger("gemini_companion")
 

@@ -17,8 +17,8 @@ import socket
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from .private_dirs import UnsafeFolder, check_above, check_own
-from .processes import create_time, pid_alive
+from ..private_dirs import UnsafeFolder, check_above, check_own
+from ..processes import create_time, pid_alive
 from .protocol import IDE_INFO
 
 log = logging.getLogger("gemini_companion")
