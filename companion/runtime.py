@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import pywin32_path
+from . import pywin32_path, token_files
 from .claude_ide import lockfile
 from .connections import RateLimitedWarning
 from .context import ContextTracker
@@ -328,7 +328,7 @@ class Runtime:
         try:
             handle.discovery_path = self._write_discovery(handle)
             handle.discovery_problem = ""
-        except discovery.FolderRefused as exc:
+        except token_files.FolderRefused as exc:
             handle.discovery_path = _withdrawn(handle.discovery_path)
             handle.discovery_problem = str(exc)
             log.warning("%s", exc)
@@ -340,8 +340,8 @@ class Runtime:
                 self.editor_pid, handle.port, handle.folders, handle.claude_token, self.lock_directory
             )
             handle.lock_problem, handle.lock_refused = "", False
-        except discovery.DiscoveryError as exc:
-            handle.lock_problem, handle.lock_refused = str(exc), isinstance(exc, discovery.FolderRefused)
+        except token_files.TokenFileError as exc:
+            handle.lock_problem, handle.lock_refused = str(exc), isinstance(exc, token_files.FolderRefused)
             if handle.lock_refused:
                 handle.lock_path = _withdrawn(handle.lock_path)
             log.warning("%s", exc)

@@ -19,15 +19,15 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from ..gemini_ide.discovery import (
-    DiscoveryError,
+from ..private_dirs import UnsafeFolder
+from ..token_files import (
     FolderRefused,
+    TokenFileError,
     atomic_write_private,
     ensure_private_dir,
     matching_files,
     remove_stale,
 )
-from ..private_dirs import UnsafeFolder
 from ..workspace.reading import read_at_most
 from .protocol import CONFIG_DIR_ENV, IDE_NAME
 
@@ -70,7 +70,7 @@ def write(editor_pid: int, port: int, folders: Sequence[str], token: str, direct
             "reload the package."
         ) from exc
     except OSError as exc:
-        raise DiscoveryError(
+        raise TokenFileError(
             f"Cannot write Claude Code's lock file in {directory} ({exc.strerror or exc}). Claude Code finds "
             f"this window through that file: make the folder writable for your user (or set {CONFIG_DIR_ENV} "
             "to a writable folder before starting Sublime Text), then reload the package."
@@ -79,7 +79,7 @@ def write(editor_pid: int, port: int, folders: Sequence[str], token: str, direct
 
 
 def sweep_stale(own_editor_pid: int, directory: str | None = None) -> list[str]:
-    """Delete Sublime Text lock files that can no longer answer (the rules of discovery.is_stale).
+    """Delete Sublime Text lock files that can no longer answer (the rules of token_files.is_stale).
 
     Other editors' locks share the folder and are never touched.
     """

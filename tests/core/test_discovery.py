@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from companion import token_files
 from companion.gemini_ide import discovery
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX permission bits")
@@ -282,13 +283,13 @@ def test_a_pid_reused_after_a_crash_does_not_keep_the_file_alive(tmp_path: str) 
         stale = discovery.write(crash.pid, crash.closed_port, [], "t", directory)
         answering = discovery.write(crash.pid, crash.answering_port, [], "t", directory)
         written_an_hour_ago(stale, answering)
-        assert discovery.pid_reused_since(stale, crash.pid)
+        assert token_files.pid_reused_since(stale, crash.pid)
         assert discovery.sweep_stale(os.getpid(), directory) == [stale]
         assert os.path.exists(answering)
         # A file written after its process started is that process's own: never swept for its age.
         other_port = crash.closed_port + 1 if crash.closed_port < 65535 else 1
         own = discovery.write(crash.pid, other_port, [], "t", directory)
-        assert not discovery.pid_reused_since(own, crash.pid)
+        assert not token_files.pid_reused_since(own, crash.pid)
 
 
 def test_the_bridge_prefers_the_window_that_answers_over_a_crashed_one(tmp_path: str) -> None:

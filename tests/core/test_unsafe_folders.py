@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from companion import doctor
+from companion import doctor, token_files
 from companion.claude_ide import lockfile
 from companion.gemini_ide import discovery
 from companion.runtime import Runtime
@@ -46,7 +46,7 @@ def everything_under(path: Path) -> list[str]:
 @pytest.mark.parametrize("mode", [0o755, 0o777, 0o1777])
 def test_a_discovery_folder_of_another_user_is_refused_and_nothing_is_written(tmp_path: Path, mode: int) -> None:
     folder = theirs(tmp_path / "gemini" / "ide", mode)
-    with pytest.raises(discovery.FolderRefused) as refused:
+    with pytest.raises(token_files.FolderRefused) as refused:
         discovery.write(1, 2, ["/w"], "secret-token", str(folder))
     assert everything_under(folder) == []
     message = str(refused.value)
@@ -58,7 +58,7 @@ def test_a_discovery_folder_of_another_user_is_refused_and_nothing_is_written(tm
 def test_a_parent_of_another_user_is_refused_before_anything_is_created_in_it(tmp_path: Path) -> None:
     """`<tmp>/gemini` is theirs (and open to all): they could rename our `ide` away and put theirs."""
     parent = theirs(tmp_path / "gemini", 0o777)
-    with pytest.raises(discovery.FolderRefused, match="nobody"):
+    with pytest.raises(token_files.FolderRefused, match="nobody"):
         discovery.write(1, 2, ["/w"], "secret-token", str(parent / "ide"))
     assert everything_under(parent) == []
 
@@ -68,7 +68,7 @@ def test_a_lock_folder_that_links_to_another_users_folder_is_refused(tmp_path: P
     config = tmp_path / "claude-config"
     config.mkdir()
     (config / "ide").symlink_to(target)
-    with pytest.raises(discovery.FolderRefused) as refused:
+    with pytest.raises(token_files.FolderRefused) as refused:
         lockfile.write(1, 2, ["/w"], "secret-token", str(config / "ide"))
     assert everything_under(target) == []
     message = str(refused.value)
@@ -80,7 +80,7 @@ def test_a_parent_open_to_every_user_without_the_sticky_bit_is_refused(tmp_path:
     shared = tmp_path / "shared"
     shared.mkdir()
     os.chmod(shared, 0o777)  # ours, but anyone may rename what is in it
-    with pytest.raises(discovery.FolderRefused, match="writable by every user"):
+    with pytest.raises(token_files.FolderRefused, match="writable by every user"):
         lockfile.write(1, 2, ["/w"], "secret-token", str(shared / "ide"))
     assert everything_under(shared) == []
 
