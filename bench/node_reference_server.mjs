@@ -49,8 +49,9 @@ function createMcpServer() {
     'openDiff',
     { description: 'Open a diff view', inputSchema: { filePath: z.string(), newContent: z.string() } },
     async ({ filePath, newContent }) => {
-      // showDiff, then the user accepts at once: the proposal is the accepted content.
-      setImmediate(() => broadcast('ide/diffAccepted', { filePath, content: newContent }));
+      // showDiff, and the user accepts the instant it is shown (the proposal is the accepted content),
+      // before the tool answers: as bench_reference.py's editor does for ours (HeadlessEditor "accept").
+      broadcast('ide/diffAccepted', { filePath, content: newContent });
       return { content: [] };
     },
   );
