@@ -8,7 +8,7 @@ updates in one turn), `huge` (a 3 MiB line), `every-update` (one of each `sessio
 a turn, modes and config options on session/new, no loadSession), `embed` / `links` (takes embedded
 context or not; writes each prompt's blocks as JSON to $SCRIPTED_AGENT_RECORD), `stream` (a turn of
 $SCRIPTED_AGENT_CHUNKS chunks, each stamped in its text with time.monotonic_ns() before its write
-and the previous write's duration, for bench/bench_acp.py).
+and the previous write's duration, $SCRIPTED_AGENT_GAP_MS apart; for bench/bench_acp.py).
 """
 
 from __future__ import annotations
@@ -116,11 +116,14 @@ async def serve(behaviour: str) -> None:
             """Each chunk's text is `n sent previous;`: the time just before its write and how long
             the previous write took (the agent's own cost, to set the client's latency against)."""
             wrote_ns = 0
+            gap = float(os.environ.get("SCRIPTED_AGENT_GAP_MS", "0")) / 1000
             for n in range(chunks):
                 started = time.monotonic_ns()
                 text = f"{n} {started} {wrote_ns};"
                 await self.conn.session_update(session_id, update_agent_message(text_block(text)))
                 wrote_ns = time.monotonic_ns() - started
+                if gap:
+                    await asyncio.sleep(gap)  # paced: each chunk travels alone, no backlog
 
         async def cancel(self, session_id: str, **kwargs: Any) -> None:
             pass
