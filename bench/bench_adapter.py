@@ -44,7 +44,7 @@ sys.path.insert(0, ROOT)
 import _ide  # noqa: E402  (bench/, next to this script)
 from _stats import percentile  # noqa: E402
 
-from tests.sublime_fake import _plugin_host, control  # noqa: E402
+from tests.sublime_fake import _plugin_host, _state, control  # noqa: E402
 
 control.install()
 
@@ -521,13 +521,117 @@ def lifecycle_main(quick: bool) -> None:
         raise SystemExit(1)
 
 
+CHAT_AGENT = os.path.join(ROOT, "tests", "adapter", "chat_agent.py")
+CHAT_FLUSH = "chat_view.StreamingChatView.flush"
+
+
+def thread_cpu_times(chat_view: Any) -> tuple[list[int], list[int]]:
+    """Also note each flush's CPU time on its own thread: the wall time above includes waiting for
+    the GIL while the loop thread parses the agent's messages (one process, as in Sublime's host)."""
+    samples: list[int] = []
+    outside_buffer: list[int] = []
+    flush = chat_view.StreamingChatView.flush
+    modify = sublime.View._modify  # the fake's buffer edit: rebuilds the whole text (a Python str)
+    in_modify = [0]
+
+    def timed_modify(self: Any, *args: Any) -> int:
+        start = time.thread_time_ns()
+        try:
+            return modify(self, *args)
+        finally:
+            in_modify[0] += time.thread_time_ns() - start
+
+    def timed_flush(self: Any) -> None:
+        in_modify[0] = 0
+        start = time.thread_time_ns()
+        try:
+            flush(self)
+        finally:
+            total = time.thread_time_ns() - start
+            samples.append(total)
+            outside_buffer.append(total - in_modify[0])
+            # The fake keeps the whole text per undo step (Sublime keeps the edits): 300 steps of a
+            # 10 MB buffer would hold gigabytes, so its history is dropped, untimed.
+            _state.host().buffers[self.panel.view.buffer_id()].undo.clear()
+
+    timed_flush.__name__ = timed_flush.__qualname__ = "flush"  # the fake names callbacks by it
+    timed_flush.__module__ = flush.__module__
+    chat_view.StreamingChatView.flush = timed_flush
+    return samples
+
+
+def chat_main(quick: bool) -> None:
+    """`--chat`: the main thread's time while a chat streams a large answer. The scripted agent
+    (tests/adapter/chat_agent.py, a real process on the SDK's agent side) sends COUNT chunks of SIZE
+    characters as fast as it can; the fake times every main-thread callback, and the chat's
+    `StreamingChatView.flush` ticks are picked out. Per update = the ticks' total over the chunks."""
+    count, size = (1000, 1000) if quick else (10_000, 1000)  # 1 MB / 10 MB
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["TMPDIR"] = os.path.join(tmp, "tmp")
+        os.environ["CLAUDE_CONFIG_DIR"] = os.path.join(tmp, "claude")
+        os.makedirs(os.environ["TMPDIR"])
+        control.reset(os.path.join(tmp, "data"))
+        folder = os.path.join(tmp, "work")
+        os.makedirs(folder)
+        agent = {"name": "Bench", "command": sys.executable, "args": [CHAT_AGENT]}
+        control.user_settings("Gemini Companion.sublime-settings", {"agents": [agent]})
+        window = control.new_window([folder])
+        control.load_plugin()
+        wait_ready(window)
+        window.run_command("gemini_companion_new_chat", {"agent": "Bench"})
+        view = next(v for v in window.views() if v.settings().get("gemini_companion.chat") is not None)
+        sessions = sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.chat_sessions"]
+        chat = sessions.for_view(view)
+        control.pump_until(lambda: chat.ready or chat.ended, 60, "the chat to start")
+        control.type_text(view, f"big {count} {size}")
+        cpu, ours = thread_cpu_times(sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.chat_view"])
+        control.start_timing()
+        start = time.perf_counter()
+        view.run_command("gemini_companion_chat_send")
+        control.pump_until(lambda: not chat.busy, 600, "the answer")
+        control.settle()
+        elapsed = time.perf_counter() - start
+        timings = control.stop_timing()
+        shown = view.size()
+        control.unload_plugin()
+        control.pump_until(lambda: not loop_threads(), 30, "the loop thread to end")
+        violations, errors = control.violations(), control.errors()
+        control.shutdown()
+    ticks = [ns for thread, name, ns in timings if thread == "main" and name.endswith(CHAT_FLUSH)]
+    others = [ns for thread, name, ns in timings if thread == "main" and not name.endswith(CHAT_FLUSH)]
+    per_update = sum(ticks) / count / 1e6
+    lines = [
+        f"Chat streaming on the fake Sublime (Python {sys.version.split()[0]}{', --quick' if quick else ''}): "
+        f"{count} chunks × {size} characters = {count * size / 1e6:.0f} MB in {elapsed:.1f} s, {len(ticks)} ticks",
+        "",
+        "| measurement | p50 ms | p99 ms | max ms | n | target |",
+        "|---|---|---|---|---|---|",
+        row("main-thread tick of the chat (StreamingChatView.flush)", summary(ticks), 1.0),
+        row("… the same ticks, CPU time of the main thread only (time.thread_time)", summary(cpu), 1.0),
+        row("… of which outside the fake's buffer edit (View._modify)", summary(ours), 1.0),
+        row("other main-thread callbacks meanwhile", summary(others or [0]), None),
+        f"| main-thread time per streamed update (ticks' total / chunks) | {per_update:.4f} | | | {count} | |",
+    ]
+    if shown < count * size:
+        lines.append(f"\nOnly {shown} of {count * size} characters reached the view.")
+    if violations or errors:
+        lines.append(f"\nThread violations: {violations}\nPlugin errors: {errors}")
+    print("\n".join(lines))
+    if violations or errors or shown < count * size:
+        raise SystemExit(1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer samples (a smoke run)")
     parser.add_argument("--lifecycle", action="store_true", help="only the unload / window command / close rows")
+    parser.add_argument("--chat", action="store_true", help="only the chat's streaming rows (a 10 MB answer)")
     args = parser.parse_args()
     if args.lifecycle:
         lifecycle_main(args.quick)
+        return
+    if args.chat:
+        chat_main(args.quick)
         return
     n_events, n_loaded, n_e2e = (200, 10, 30) if args.quick else (5000, 100, 300)
     results: dict[str, Any] = {"quick": args.quick, "python": sys.version.split()[0]}

@@ -1,11 +1,12 @@
-"""The `agents` setting: the presets by name, and any ACP agent by `{name, command, args, env}`."""
+"""The `agents` setting: the presets by name (`{"name": "gemini"}`), and any ACP agent by
+`{name, command, args, env}` (AgentSpec.from_setting)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..acp.agents import PRESETS, AgentSpec, custom_agent
+from ..acp.agents import PRESETS, AgentSetting, AgentSpec
 from . import settings
 
 DEFAULT_AGENTS: list[Any] = [{"name": "gemini"}, {"name": "claude"}]
@@ -15,7 +16,6 @@ DEFAULT_AGENTS: list[Any] = [{"name": "gemini"}, {"name": "claude"}]
 class ChatAgent:
     key: str  # the entry's name: what Continue Last Chat remembers sessions by
     spec: AgentSpec
-    env: dict[str, str]
 
 
 def parse(entries: object) -> tuple[list[ChatAgent], list[str]]:
@@ -25,36 +25,26 @@ def parse(entries: object) -> tuple[list[ChatAgent], list[str]]:
     agents: list[ChatAgent] = []
     problems: list[str] = []
     for index, entry in enumerate(entries):
-        agent = _one(entry) if isinstance(entry, dict) else None
-        if isinstance(agent, ChatAgent):
-            agents.append(agent)
-        else:
-            problems.append(f'"agents" entry {index + 1} is ignored: {agent or "it is not an object"}')
+        try:
+            agents.append(_one(entry))
+        except AgentSetting as exc:
+            problems.append(f'"agents" entry {index + 1} is ignored: {exc}')
     return agents, problems
 
 
-def _one(entry: dict[str, Any]) -> ChatAgent | str:
-    name = entry.get("name")
-    command, args, env = entry.get("command"), entry.get("args", []), entry.get("env", {})
-    if not isinstance(name, str) or not name:
-        return 'give it a "name" (gemini, claude, or your own with a "command")'
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        return f'{name}: "args" must be a list of strings'
-    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-        return f'{name}: "env" must map names to string values'
-    if command is None:
-        preset = PRESETS.get(name)
-        if preset is None:
-            return f'{name}: not a preset (gemini, claude); give its "command"'
-        return ChatAgent(name, replace(preset, command=(*preset.command, *args)), dict(env))
-    if not isinstance(command, str) or not command:
-        return f'{name}: "command" must be the program to run, as a string'
-    spec = custom_agent([command, *args])
-    return ChatAgent(name, replace(spec, name=PRESETS[name].name if name in PRESETS else name), dict(env))
+def _one(entry: object) -> ChatAgent:
+    """A preset by its name (its `args` added to its command line, its `env` to the environment),
+    else an agent by its command line."""
+    if isinstance(entry, dict) and "command" not in entry and entry.get("name") in PRESETS:
+        preset = PRESETS[entry["name"]]
+        spec = AgentSpec.from_setting({**entry, "command": list(preset.command)})
+        return ChatAgent(entry["name"], replace(preset, command=spec.command, env=spec.env))
+    spec = AgentSpec.from_setting(entry)
+    return ChatAgent(spec.name, spec)
 
 
 def _presets() -> list[ChatAgent]:
-    return [ChatAgent(key, PRESETS[key], {}) for key in ("gemini", "claude")]
+    return [ChatAgent(key, PRESETS[key]) for key in ("gemini", "claude")]
 
 
 def configured() -> tuple[list[ChatAgent], list[str]]:

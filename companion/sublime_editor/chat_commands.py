@@ -68,7 +68,7 @@ class GeminiCompanionNewChatCommand(sublime_plugin.WindowCommand):
             return
 
         def chosen(picked: ChatAgent) -> None:
-            chat_sessions.open_chat(state, picked.key, picked.spec, picked.env)
+            chat_sessions.open_chat(state, picked.key, picked.spec)
 
         choose_agent(self.window, agent, chosen)
 
@@ -89,7 +89,7 @@ class GeminiCompanionContinueChatCommand(sublime_plugin.WindowCommand):
                 sublime.status_message(
                     f"Gemini Companion: no earlier chat with {chosen.spec.name} here; a new one starts"
                 )
-            chat_sessions.open_chat(state, chosen.key, chosen.spec, chosen.env, load=session_id)
+            chat_sessions.open_chat(state, chosen.key, chosen.spec, load=session_id)
 
         choose_agent(
             self.window, agent, lambda a: chat_memory.recall_later(folder, a.key, lambda found: recalled(a, found))

@@ -14,14 +14,17 @@ import concurrent.futures
 import itertools
 import logging
 import os
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import sublime
 
 from ..acp.agents import AgentSpec
+from ..acp.resources import Resource
+from ..context import SharingPolicy
 from ..runtime import RuntimeStopped
-from . import chat_input
+from ..workspace.paths import is_inside
+from . import chat_input, terminal
 from .chat_view import CHAT_SETTING, ChatPanel, StreamingChatView
 from .windows import WindowState
 
@@ -36,9 +39,8 @@ _ids = itertools.count(1)
 class Chat:
     """One chat: its view (main thread) and its session (loop thread)."""
 
-    def __init__(self, state: WindowState, key: str, spec: AgentSpec, folders: list[str], env: dict[str, str]) -> None:
+    def __init__(self, state: WindowState, key: str, spec: AgentSpec, folders: list[str]) -> None:
         self.id = next(_ids)
-        self.env = env  # the setting's `env` for this agent, over the user's environment
         self.state = state
         self.key = key  # the agent's entry in the `agents` setting
         self.spec = spec
@@ -46,6 +48,7 @@ class Chat:
         self.panel = ChatPanel(state.window, self.id, spec.name)
         self.port = StreamingChatView(self.panel, on_state=self._state_changed)
         self.history = chat_input.History()
+        self.attached: dict[str, Resource] = {}  # mention in the prompt -> the file it sends
         self.session: ChatSession | None = None  # loop thread only
         self.ready = False
         self.busy = False  # a turn runs
@@ -58,9 +61,10 @@ class Chat:
         self.panel.notice(f"Starting {self.spec.name} in {self.folders[0]}…", "info")
         self._submit(lambda: self._start(load_session_id), self._started)
 
-    def send(self, text: str) -> bool:
-        """Send the prompt; False (and the text stays where the user typed it) when it cannot go now."""
-        if not text.strip():
+    def send(self, text: str, resources: Sequence[Resource] = ()) -> bool:
+        """Send the prompt (with workspace files attached); False (and the text stays where the
+        user typed it) when it cannot go now."""
+        if not text.strip() and not resources:
             return False
         if self.ended:
             sublime.status_message(f"{self.spec.name} has stopped in this chat: start a new chat.")
@@ -71,12 +75,20 @@ class Chat:
                 "your prompt stays; send it when the turn ends, or press Escape to cancel the turn."
             )
             return False
+        resources = [*resources, *(r for mention, r in self.attached.items() if mention in text)]
+        self.attached.clear()
         self.history.add(text)
         self.busy = True
         self.panel.user_prompt(text)
         self._show_status()
-        self._submit(lambda: self._prompt(text), lambda result, error: self._turn_done(text, result, error))
+        self._submit(lambda: self._prompt(text, resources), lambda result, error: self._turn_done(text, result, error))
         return True
+
+    def attach(self, mention: str, resource: Resource) -> None:
+        """Send to Agent: the file goes with the next prompt as long as its mention stays in it."""
+        self.attached[mention] = resource
+        self.panel.add_to_prompt(mention + " ")
+        self.panel.focus_prompt()
 
     def cancel(self) -> None:
         if self.busy:
@@ -161,30 +173,28 @@ class Chat:
     async def _start(self, load_session_id: str | None) -> str:
         from ..acp.session import ChatSession  # the SDK loads here, on the first chat
 
-        env = {**os.environ, **self.env}
-        self.session = ChatSession(self.spec, self.folders, self.state.handle.editor, self.port, env=env)
-        loader = getattr(self.session, "load", None)
-        if load_session_id and loader is not None:
-            await loader(load_session_id)
+        server = self.state.handle.server  # read on the loop, its thread
+        reviews = server.reviews if server is not None else None  # one file, one review, whoever asks
+        self.session = ChatSession(self.spec, self.folders, self.state.handle.editor, self.port, reviews=reviews)
+        if load_session_id:
+            await self.session.load(load_session_id)
         else:
             await self.session.start()
         return self.session.session_id
 
-    async def _prompt(self, text: str) -> str:
+    async def _prompt(self, text: str, resources: Sequence[Resource]) -> str:
         if self.session is None:
             raise RuntimeError("the chat has not started")
-        return await self.session.prompt(text)
+        return await self.session.prompt(text, resources)
 
     async def _cancel(self) -> None:
         if self.session is not None:
             await self.session.cancel()
 
     async def _call(self, method: str, value: str) -> None:
-        session = self.session
-        call = getattr(session, method, None)
-        if call is None:
-            raise RuntimeError(f"this version of the chat cannot {method.replace('_', ' ')}")
-        await call(value)
+        if self.session is None:
+            raise RuntimeError("the chat has not started")
+        await (self.session.set_mode(value) if method == "set_mode" else self.session.set_model(value))
 
     async def _close(self) -> None:
         if self.session is not None:
@@ -193,7 +203,7 @@ class Chat:
 
 def _reason(error: BaseException) -> str:
     """The one-line reason ChatFailed carries; anything else is ours, with what to do."""
-    if type(error).__name__ == "ChatFailed":
+    if type(error).__name__ in ("ChatFailed", "ResourceRefused"):  # companion.acp's one-line reasons
         return str(error)
     if isinstance(error, RuntimeStopped):
         return "Gemini Companion has stopped (the package was disabled or reloaded): start a new chat."
@@ -208,9 +218,10 @@ def _reason(error: BaseException) -> str:
 _chats: dict[int, list[Chat]] = {}
 
 
-def open_chat(state: WindowState, key: str, spec: AgentSpec, env: dict[str, str], load: str | None = None) -> Chat:
-    chat = Chat(state, key, spec, list(state.window.folders()), dict(env))
+def open_chat(state: WindowState, key: str, spec: AgentSpec, load: str | None = None) -> Chat:
+    chat = Chat(state, key, spec, list(state.window.folders()))
     _chats.setdefault(state.window.id(), []).append(chat)
+    state.last_agent = f"chat:{chat.id}"  # Send to Agent goes to the chat opened last, until another is used
     chat.panel.focus_prompt()
     chat.start(load)
     return chat
@@ -276,6 +287,36 @@ def status_label(window: sublime.Window) -> str:
     assert chat is not None
     more = f" +{len(live) - 1}" if len(live) > 1 else ""
     return f"Chat: {chat.mode_label()}{more}"
+
+
+def by_target(window: sublime.Window | None, key: str | None) -> Chat | None:
+    """The live chat that `WindowState.last_agent` names (`chat:<id>`), if any."""
+    if not key or not key.startswith("chat:"):
+        return None
+    return next((c for c in chats(window) if f"chat:{c.id}" == key and not c.ended), None)
+
+
+def send_files(
+    state: WindowState, chat: Chat, mentions: list[tuple[str, tuple[int, int] | None]], policy: SharingPolicy
+) -> None:
+    """Send to Agent, into a chat: each file goes with the next prompt as a resource the agent can
+    read (its mention is put in the prompt). Nothing goes while sharing is paused, and no file the
+    `context_exclude` setting hides: the chat's agent sees no more than the terminals' agents."""
+    if state.handle.context.paused:
+        sublime.status_message(
+            "Gemini Companion: context sharing is paused; nothing was sent to the chat "
+            "(Gemini Companion: Pause/Resume Context Sharing)"
+        )
+        return
+    for path, lines in mentions:
+        if policy.excludes(path):
+            sublime.status_message(
+                f"Gemini Companion: {os.path.basename(path)} matches the setting context_exclude; it was not sent"
+            )
+            continue
+        folder = next((f for f in chat.folders if is_inside(path, f)), chat.folders[0])
+        chat.attach(terminal.mention(path, folder, lines), Resource(path, lines=lines))
+    state.last_agent = f"chat:{chat.id}"
 
 
 def remember_session(chat: Chat, session_id: str) -> None:

@@ -262,6 +262,10 @@ class ChatPanel:
         self.view.sel().clear()
         self.view.sel().add(sublime.Region(self.view.size()))
 
+    def add_to_prompt(self, text: str) -> None:
+        current = self.prompt_text()
+        self._insert(self.view.size(), text if not current or current.endswith((" ", "\n")) else " " + text)
+
     def in_prompt(self) -> bool:
         """Whether every caret is in the prompt (main thread)."""
         return all(r.begin() >= self.input_start for r in self.view.sel())

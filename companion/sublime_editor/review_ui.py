@@ -99,6 +99,7 @@ class ReviewViews:
     newline: str = "\n"
     closing: bool = False
     accepting: bool = False  # an Accept waits for the disk check (worker thread)
+    always: bool = False  # the Accept under way is the agent's "allow for this session"
     changed_on_disk: bool = False  # the file changed after the proposal arrived; the left side shows it
     changed_underneath: bool = False  # the proposal changed between the user's Accept and its sending
     banner: sublime.PhantomSet | None = field(default=None, repr=False)
@@ -172,7 +173,7 @@ class WindowReviews:
 
     # -- called by commands and listeners (the user's decisions) --
 
-    def accept(self, entry: ReviewViews, seen: int | None = None) -> None:
+    def accept(self, entry: ReviewViews, seen: int | None = None, always: bool = False) -> None:
         """Accept with the user's edits, unless the file changed on disk since the left side was
         shown: then the left side shows the new text and the user decides again. The file is read
         on a thread of its own: never here, and not on the async worker every package shares
@@ -180,9 +181,11 @@ class WindowReviews:
 
         `seen` is the proposal's change count when the user asked (default: now). What is sent must
         be what the user saw: if another package changed the proposal since (an on-save formatter,
-        a late code action), it is shown again instead."""
+        a late code action), it is shown again instead. `always`: the user chose the ACP agent's
+        "allow for this session" (Review.accept_always)."""
         if entry.accepting:
             return
+        entry.always = always
         seen = entry.proposal.change_count() if seen is None else seen
         if entry.proposal.change_count() != seen:
             self._show_again(entry)
@@ -230,7 +233,10 @@ class WindowReviews:
 
     def _finish_accept(self, entry: ReviewViews, content: str) -> None:
         self._dispose(entry)
-        entry.review.accept(content)
+        if entry.always:
+            entry.review.accept_always(content)
+        else:
+            entry.review.accept(content)
 
     def reject(self, entry: ReviewViews) -> None:
         self._dispose(entry)
@@ -340,6 +346,8 @@ class WindowReviews:
             return
         if href == "accept":
             self.accept(entry)
+        elif href == "accept-always" and entry.review.allow_always is not None:
+            self.accept(entry, always=True)
         elif href == "reject":
             self.reject(entry)
         elif href in ("next", "previous"):
@@ -389,6 +397,11 @@ def banner_html(entry: ReviewViews) -> str:
         notes.append(f'<span class="warning">{html.escape(links)}</span>')
     if review.revision > 1:
         notes.append(f"Updated proposal ({review.revision}); undo brings back your edits to the earlier one.")
+    if review.allow_always is not None:
+        notes.append(
+            f"<i>{html.escape(review.allow_always)}</i> accepts this change and lets {requester} make its later "
+            "edits in this chat <b>without a review</b>."
+        )
     notes.append("Edit this side freely: Save accepts it, closing it rejects it.")
     note_html = "".join(f"<div>{n}</div>" for n in notes)
     return (
@@ -397,7 +410,16 @@ def banner_html(entry: ReviewViews) -> str:
         "a { text-decoration: none; font-weight: bold; } .warning { color: var(--yellowish); }"
         "</style>"
         f'<div class="banner"><div><b>{requester}</b> proposes a change to <code>{path}</code></div>'
-        '<div><a href="accept">Accept</a> · <a href="reject">Reject</a> · '
+        f'<div><a href="accept">Accept</a> · {_always_link(review)}<a href="reject">Reject</a> · '
         '<a href="previous">◀ Previous change</a> · <a href="next">Next change ▶</a></div>'
         f"{note_html}</div></body>"
     )
+
+
+def _always_link(review: Review) -> str:
+    """An ACP agent's "allow for this session", under the agent's own name for it: accepting this
+    way lets its later edits in the session through without a review (the banner says so)."""
+    if review.allow_always is None:
+        return ""
+    name = html.escape(review.allow_always)
+    return f'<a href="accept-always" title="Accept; later edits in this chat are not reviewed">{name}</a> · '

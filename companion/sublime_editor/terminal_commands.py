@@ -18,7 +18,7 @@ import sublime_plugin
 
 from ..claude_ide.protocol import IDE_NAME
 from ..workspace.paths import is_inside
-from . import settings, terminal, terminal_launch
+from . import chat_sessions, settings, terminal, terminal_launch
 from .lifecycle import registry
 from .terminal import CLAUDE, GEMINI, Agent
 from .terminal_launch import POLL_MS, TERMINAL_WAIT_MS
@@ -175,22 +175,37 @@ def _mention_to_claude(state: WindowState, mentions: list[Mention]) -> None:
 
 
 def send(window: sublime.Window, mentions: list[Mention]) -> None:
-    """Send `mentions` to the agent used last in this window; with none yet and both served, ask."""
+    """Send `mentions` to the agent (terminal or chat) used last in this window; with none yet and
+    several to choose from, ask."""
     state = _state(window)
     agents = served_agents()
     last = terminal.agent_named(state.last_agent) if state is not None else None
-    if last in agents or len(agents) == 1:
+    last_chat = chat_sessions.by_target(window, state.last_agent) if state is not None else None
+    chats = [c for c in chat_sessions.chats(window) if not c.ended]
+    if state is not None and last_chat is not None:
+        _send_to_chat(state, last_chat, mentions)
+        return
+    if last in agents or (len(agents) == 1 and not chats):
         _send_to(window, last if last in agents else agents[0], mentions)
         return
-    if not agents:
+    if not agents and not chats:
         sublime.status_message("Gemini Companion: both agents are turned off in the settings; nothing was sent.")
         return
 
     def chosen(index: int) -> None:
-        if index >= 0:
+        if index >= len(agents) and state is not None:
+            _send_to_chat(state, chats[index - len(agents)], mentions)
+        elif index >= 0:
             _send_to(window, agents[index], mentions)
 
-    window.show_quick_panel([agent.title for agent in agents], chosen, placeholder="Send to…")
+    titles = [agent.title for agent in agents] + [c.panel.view.name() for c in chats]
+    window.show_quick_panel(titles, chosen, placeholder="Send to…")
+
+
+def _send_to_chat(state: WindowState, chat: chat_sessions.Chat, mentions: list[Mention]) -> None:
+    reg = registry()
+    if reg is not None:
+        chat_sessions.send_files(state, chat, mentions, reg.policy)
 
 
 def _send_to(window: sublime.Window, agent: Agent, mentions: list[Mention]) -> None:
@@ -283,6 +298,9 @@ class GeminiCompanionTerminalFocusListener(sublime_plugin.EventListener):
         state = _state(window)
         if agent is not None and state is not None:
             state.last_agent = agent.key
+        chat = chat_sessions.for_view(view)
+        if chat is not None and state is not None:  # a chat the user focuses is a Send target too
+            state.last_agent = f"chat:{chat.id}"
 
 
 def _send_or_choose(window: sublime.Window, agent: str | None, mentions: list[Mention]) -> None:

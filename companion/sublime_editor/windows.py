@@ -177,7 +177,7 @@ class WindowState:
     handle: WindowHandle
     reviews: WindowReviews
     terminal_folder: str | None = None  # where this window's agent terminals run
-    last_agent: str | None = None  # "gemini" or "claude": the agent terminal the user used last (Send goes there)
+    last_agent: str | None = None  # "gemini", "claude" or "chat:<id>": the agent the user used last (Send goes there)
     tools: WorkspaceSnapshot = field(default_factory=WorkspaceSnapshot)  # what the loop's tools read
     paths: dict[int, str] = field(default_factory=dict)  # view id → the file it shares in the context
 

@@ -7,11 +7,13 @@ JSON-RPC): `python chat_agent.py [PID_FILE]`. What it does depends on the prompt
   replies with the option chosen;
 - `edit PATH TEXT`: asks permission for an edit (a diff with the full old and new text), then
   writes through fs/write_text_file and replies "written";
+- `big COUNT SIZE`: COUNT chunks of SIZE characters each (the benchmark's 10 MB answer);
 - `wait`: replies nothing until cancelled (the turn ends `cancelled`);
 - `crash`: writes a line on stderr and exits 3 in the middle of the turn;
 - anything else: echoes "echo: <prompt>".
-Modes `default` and `yolo`; slash commands /explain and /review. Every prompt's text blocks are
-appended to PROMPTS_FILE (when the environment names one), for the test to read.
+Modes `default` and `yolo`; slash commands /explain and /review; session/load replays one
+exchange. Every prompt (its text blocks, then one line per resource) and every load is appended
+to PROMPTS_FILE (when the environment names one), for the test to read.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ async def serve() -> None:
         update_agent_thought,
         update_plan,
         update_tool_call,
+        update_user_message,
     )
     from acp.schema import (
         AgentCapabilities,
@@ -40,6 +43,7 @@ async def serve() -> None:
         AvailableCommandsUpdate,
         CurrentModeUpdate,
         InitializeResponse,
+        LoadSessionResponse,
         NewSessionResponse,
         PermissionOption,
         PromptResponse,
@@ -62,7 +66,7 @@ async def serve() -> None:
             self.cancelled = asyncio.Event()
 
         async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-            return InitializeResponse(protocol_version=1, agent_capabilities=AgentCapabilities())
+            return InitializeResponse(protocol_version=1, agent_capabilities=AgentCapabilities(load_session=True))
 
         async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
             asyncio.get_running_loop().call_later(0, lambda: asyncio.ensure_future(self._commands("s1")))
@@ -88,11 +92,9 @@ async def serve() -> None:
             return SetSessionModeResponse()
 
         async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
-            texts = [getattr(block, "text", "") for block in prompt]
-            record = os.environ.get("PROMPTS_FILE")
-            if record:
-                with open(record, "a", encoding="utf-8") as handle:
-                    handle.write("\n".join(texts) + "\n---\n")
+            texts = [getattr(block, "text", "") for block in prompt if getattr(block, "type", "") == "text"]
+            files = [_resource(block) for block in prompt if getattr(block, "type", "") != "text"]
+            self._record("\n".join(texts + files))
             words = texts[-1].strip().split(" ", 2)
             say = lambda text: self.conn.session_update(session_id, update_agent_message(text_block(text)))  # noqa: E731
             if words[0] == "stream":
@@ -109,6 +111,10 @@ async def serve() -> None:
                 await self.conn.session_update(
                     session_id, UsageUpdate(session_update="usage_update", used=1200, size=100000)
                 )
+            elif words[0] == "big":  # big COUNT SIZE: COUNT chunks of SIZE characters, as fast as it can
+                piece = "x" * (int(words[2].split()[0]) - 1) + "\n"
+                for _ in range(int(words[1])):
+                    await say(piece)
             elif words[0] == "run":
                 options = [
                     PermissionOption(option_id="go", name="Run it", kind="allow_once"),
@@ -165,7 +171,27 @@ async def serve() -> None:
         async def cancel(self, session_id: str, **kwargs: Any) -> None:
             self.cancelled.set()
 
+        async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
+            self._record(f"load {session_id}")
+            await self.conn.session_update(session_id, update_user_message(text_block("the earlier prompt")))
+            await self.conn.session_update(session_id, update_agent_message(text_block("the earlier answer")))
+            return LoadSessionResponse(modes=SessionModeState(current_mode_id=self.mode, available_modes=modes))
+
+        def _record(self, text: str) -> None:
+            record = os.environ.get("PROMPTS_FILE")
+            if record:
+                with open(record, "a", encoding="utf-8") as handle:
+                    handle.write(text + "\n---\n")
+
     await run_agent(Agent())  # type: ignore[arg-type]
+
+
+def _resource(block: Any) -> str:
+    """`resource <uri>` for a resource link, `embedded <uri>: <text>` for embedded context."""
+    inner = getattr(block, "resource", None)
+    if inner is not None:
+        return f"embedded {inner.uri}: {getattr(inner, 'text', '')}"
+    return f"resource {getattr(block, 'uri', '?')}"
 
 
 def main() -> None:

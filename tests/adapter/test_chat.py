@@ -275,3 +275,86 @@ def test_an_edit_rejected_leaves_the_file_unchanged(companion: Companion, worksp
     with open(path, encoding="utf-8") as handle:
         assert handle.read() == "one\n"
     assert "not written" in text(view)
+
+
+def prompts_file(tmp_path: Any) -> str:
+    return os.path.join(str(tmp_path), "prompts.txt")
+
+
+def recorded(path: str) -> list[str]:
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as handle:
+        return [entry.strip() for entry in handle.read().split("---\n") if entry.strip()]
+
+
+def test_send_selection_into_a_chat_attaches_the_file_as_a_resource(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    record = prompts_file(tmp_path)
+    path = write(workspace, "notes.txt", "one\ntwo\nthree\n")
+    window = setup(companion, workspace, [scripted(env={"PROMPTS_FILE": record})])
+    view = start_chat(companion, window)
+    chat = chat_of(view)
+    source = control.open_file(window, path)
+    control.select(source, sublime.Region(0, 6))
+    source.run_command("gemini_companion_send_selection")
+    assert chat.panel.prompt_text() == "@notes.txt#L1-2 "
+    assert window.active_view() == view
+    control.type_text(view, "explain this")
+    control.press_keys(view, "enter")
+    wait_turn(view)
+    sent = recorded(record)[-1].splitlines()
+    assert sent[0] == "@notes.txt#L1-2 explain this" and sent[-1] == f"resource file://{path}", sent
+
+
+def test_send_to_a_chat_respects_context_exclude_and_pause(companion: Companion, workspace: str) -> None:
+    secret = write(workspace, ".env", "TOKEN=1\n")
+    plain = write(workspace, "plain.txt", "x\n")
+    window = setup(companion, workspace)
+    view = start_chat(companion, window)
+    chat = chat_of(view)
+    control.open_file(window, secret).run_command("gemini_companion_send_file")
+    assert chat.panel.prompt_text() == ""
+    assert any("context_exclude" in m for m in control.status_messages())
+    window.run_command("gemini_companion_toggle_sharing")  # pause
+    control.settle()
+    control.focus(view)
+    control.open_file(window, plain).run_command("gemini_companion_send_file")
+    assert chat.panel.prompt_text() == ""
+    assert any("paused" in m for m in control.status_messages())
+
+
+def test_allow_for_this_session_is_a_third_banner_link_under_the_agents_name(
+    companion: Companion, workspace: str
+) -> None:
+    path = write(workspace, "notes.txt", "one\n")
+    window = setup(companion, workspace)
+    view = start_chat(companion, window)
+    send(view, f"edit {path} two")
+    proposal = control.pump_until(
+        lambda: next((v for v in window.views() if v.settings().get("gemini_companion.role") == "proposal"), None),
+        CEILING,
+        "the review",
+    )
+    (banner,) = control.phantoms(proposal, "gemini_companion.banner")
+    assert 'href="accept-always"' in banner["content"] and ">Allow for this session</a>" in banner["content"]
+    assert "without a review" in banner["content"]
+    control.click_link(proposal, "accept-always", "gemini_companion.banner")
+    wait_turn(view)
+    with open(path, encoding="utf-8") as handle:
+        assert handle.read() == "two"
+    assert chat_of(view).session.always_allowed
+
+
+def test_continue_last_chat_loads_the_remembered_session(companion: Companion, workspace: str, tmp_path: Any) -> None:
+    record = prompts_file(tmp_path)
+    window = setup(companion, workspace, [scripted(env={"PROMPTS_FILE": record})])
+    first = start_chat(companion, window)
+    first.close()
+    control.settle()
+    assert control.run_from_palette(window, "gemini_companion_continue_chat", {"agent": "Script"})
+    view = control.pump_until(lambda: chat_views(window), CEILING, "the continued chat")[0]
+    control.pump_until(lambda: "is ready" in text(view), CEILING, "the session to load")
+    assert "load s1" in recorded(record)
+    assert "## You\n\nthe earlier prompt" in text(view) and "the earlier answer" in text(view)
