@@ -358,3 +358,113 @@ def test_continue_last_chat_loads_the_remembered_session(companion: Companion, w
     control.pump_until(lambda: "is ready" in text(view), CEILING, "the session to load")
     assert "load s1" in recorded(record)
     assert "## You\n\nthe earlier prompt" in text(view) and "the earlier answer" in text(view)
+
+
+def real_gemini(tmp_path: Any, *turns: list[dict[str, Any]]) -> dict[str, Any]:
+    """The real Gemini CLI 0.61.0 `--acp`, offline: recorded model turns, a dummy key, a scratch home
+    (reference acp.md §2; as tests/acp/conftest.py runs it)."""
+    from tests.conformance.harness import PINNED, make_gemini_home, node, recorded_turns, require_node_modules
+
+    require_node_modules()  # fails with the command that installs it, never skips
+    home = make_gemini_home(os.path.join(str(tmp_path), "gemini-home"))
+    responses = os.path.join(str(tmp_path), "responses.jsonl")
+    with open(responses, "w", encoding="utf-8") as handle:
+        handle.write(recorded_turns(*turns))
+    env = {"HOME": home, "GEMINI_CLI_HOME": home, "GEMINI_API_KEY": "fake"}
+    args = [PINNED.gemini_js, "--acp", "--fake-responses-non-strict", responses]
+    return {"name": "Gemini CLI", "command": node(), "args": args, "env": env}
+
+
+def test_real_gemini_cli_streams_and_its_edit_is_reviewed_with_the_users_text_on_disk(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    from tests.conformance.harness import write_file_call
+
+    path = os.path.join(os.path.realpath(workspace), "hello.txt")
+    agent = real_gemini(tmp_path, [write_file_call(path, "hello\n")], [{"text": "Done, the file is written."}])
+    window = setup(companion, workspace, [agent])
+    view = start_chat(companion, window, "Gemini CLI")
+    send(view, "write hello.txt")
+    proposal = control.pump_until(
+        lambda: next((v for v in window.views() if v.settings().get("gemini_companion.role") == "proposal"), None),
+        CEILING,
+        "Gemini CLI's review",
+    )
+    (banner,) = control.phantoms(proposal, "gemini_companion.banner")
+    assert "<b>Gemini CLI</b> proposes a change to" in banner["content"]
+    assert ">Allow for this session</a>" in banner["content"]  # Gemini's own name for proceed_always
+    assert text(proposal) == "hello\n"
+    control.select(proposal, sublime.Region(0, proposal.size()))
+    control.type_text(proposal, "mine\n")
+    control.click_link(proposal, "accept", "gemini_companion.banner")
+    wait_turn(view)
+    with open(path, encoding="utf-8") as handle:
+        assert handle.read() == "mine\n"
+    body = text(view)
+    assert "## Gemini CLI\n\nDone, the file is written." in body, body
+    cards = [p["content"] for p in control.phantoms(view)]
+    assert any("completed" in c and "reviewed" in c for c in cards), cards
+
+
+def test_real_gemini_cli_edit_rejected_leaves_no_file(companion: Companion, workspace: str, tmp_path: Any) -> None:
+    from tests.conformance.harness import write_file_call
+
+    path = os.path.join(os.path.realpath(workspace), "hello.txt")
+    agent = real_gemini(tmp_path, [write_file_call(path, "hello\n")], [{"text": "It was rejected."}])
+    window = setup(companion, workspace, [agent])
+    view = start_chat(companion, window, "Gemini CLI")
+    assert "Chat: Gemini CLI (Default)" in view.get_status("gemini_companion")
+    send(view, "write hello.txt")
+    proposal = control.pump_until(
+        lambda: next((v for v in window.views() if v.settings().get("gemini_companion.role") == "proposal"), None),
+        CEILING,
+        "Gemini CLI's review",
+    )
+    control.close_tab(proposal)  # closing the review rejects it
+    wait_turn(view)
+    assert not os.path.exists(path)
+
+
+def test_a_reply_is_shown_in_batches_of_at_most_32_kib_per_main_thread_tick(
+    companion: Companion, workspace: str
+) -> None:
+    window = setup(companion, workspace)
+    view = start_chat(companion, window)
+    chat = chat_of(view)
+    logged = len(control.command_log())
+    chunk = "y" * 1023 + "\n"
+    for _ in range(100):  # what the loop thread hands over while the main thread is busy elsewhere
+        chat.port.agent_text(chunk)
+    control.settle()
+    inserts = [
+        args["characters"]
+        for _, name, args in control.command_log()[logged:]
+        if name == "gemini_companion_chat_insert" and "y" in args["characters"]
+    ]
+    assert [len(i) for i in inserts] == [32768, 32768, 32768, 4096]  # 100 chunks, 4 ticks
+    assert text(view).count(chunk) == 100
+
+
+def test_a_prompt_sent_while_the_agent_answers_stays_in_the_view(companion: Companion, workspace: str) -> None:
+    window = setup(companion, workspace)
+    view = start_chat(companion, window)
+    send(view, "wait")
+    control.type_text(view, "next question")
+    control.press_keys(view, "enter")
+    chat = chat_of(view)
+    assert chat.panel.prompt_text() == "next question"
+    assert any("your prompt stays" in m for m in control.status_messages())
+    control.press_keys(view, "escape")
+    wait_turn(view)
+    assert chat.panel.prompt_text() == "next question"
+
+
+def test_a_flood_of_updates_reaches_the_view_whole(companion: Companion, workspace: str) -> None:
+    from tests.acp import scripted_agent
+
+    flood = {"name": "Flood", "command": sys.executable, "args": [scripted_agent.__file__, "flood"]}
+    window = setup(companion, workspace, [flood])
+    view = start_chat(companion, window, "Flood")
+    send(view, "go")
+    wait_turn(view)
+    assert text(view).count(scripted_agent.REPLY) == scripted_agent.FLOOD
