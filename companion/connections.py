@@ -16,39 +16,17 @@ refuses WebSocket handshakes that wsproto cannot decode before wsproto sees them
 from __future__ import annotations
 
 import asyncio
-import logging
-import time
 import weakref
 from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
 
-log = logging.getLogger("gemini_companion")
+from .rate_limited import RateLimitedWarning
 
 MAX_UNPROVEN = 32
 MAX_CONNECTIONS = 256
 HEAD_TIMEOUT_SECONDS = 5.0
-REPORT_SECONDS = 30.0  # hostile input (and failed accepts) is reported once per period, with a count
-
-
-class RateLimitedWarning:
-    """One warning per REPORT_SECONDS for a kind of hostile input, saying how many there were:
-    a local program can send thousands of requests a second, and a line (or a ~3 KB traceback)
-    for each fills the log."""
-
-    def __init__(self, message: str) -> None:
-        self.message = message
-        self.count = 0
-        self.last_report: float | None = None
-
-    def __call__(self, *args: object) -> None:
-        self.count += 1
-        now = time.monotonic()
-        if self.last_report is not None and now - self.last_report < REPORT_SECONDS:
-            return
-        log.warning(self.message + " (%d times since the last report)", *args, self.count)
-        self.count, self.last_report = 0, now
 
 
 undecodable_handshake = RateLimitedWarning(
@@ -178,7 +156,10 @@ def _check_unproven(state_ref: weakref.ref[ServerState]) -> None:
     if state is not None:
         _pending_checks.pop(state, None)
         waiting = _unproven(state.connections)
-        for connection in waiting[: len(waiting) - MAX_UNPROVEN]:
+        excess = len(waiting) - MAX_UNPROVEN
+        # Only a positive excess: a negative slice end (`waiting[:-12]`) would drop the oldest
+        # of a burst of 17-31 clients that are all within the cap.
+        for connection in waiting[: max(excess, 0)]:
             _drop(connection, state.connections)  # the oldest go; newcomers take their places
 
 

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import pywin32_path, token_files
 from .claude_ide import lockfile
-from .connections import RateLimitedWarning
 from .context import ContextTracker
 from .gemini_ide import discovery
+from .rate_limited import RateLimitedWarning
 
 if TYPE_CHECKING:
     from .editor import Editor

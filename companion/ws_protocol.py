@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from uvicorn.protocols.websockets.wsproto_impl import WSProtocol
 
-from .connections import RateLimitedWarning
+from .rate_limited import RateLimitedWarning
 
 if TYPE_CHECKING:
     from uvicorn._types import WebSocketEvent

@@ -74,3 +74,32 @@ def test_a_burst_of_complete_requests_is_served_whole(window: WindowHandle) -> N
     served = [a for a in answers if a.startswith(b"HTTP/1.1 200 ")]
     assert len(served) == BURST, f"{BURST - len(served)} of {BURST} complete requests were not answered"
     target.assert_serving()
+
+
+def test_a_burst_within_the_cap_keeps_every_connection_even_before_its_request(window: WindowHandle) -> None:
+    """17 to 32 clients that connect at once and send their requests a moment later (as a client
+    pool does) are all within MAX_UNPROVEN: none may be dropped by the cap check the burst schedules."""
+    within = MAX_UNPROVEN - 2
+    target = Target(window, None, "", "")  # type: ignore[arg-type]
+    http = RawHttp(window.port)
+    session_id = target.new_session(http)
+    http.close()
+    release = frozen_loop(window)
+    clients: list[socket.socket] = []
+    try:
+        for _ in range(within):
+            clients.append(socket.create_connection(("127.0.0.1", window.port), timeout=30))
+    finally:
+        release.set()
+    # The burst's cap check runs on the loop's next turn; pinging through the same window on a
+    # fresh connection and having its answer means the check has run.
+    target.assert_serving()
+    try:
+        for number, sock in enumerate(clients):
+            sock.sendall(ping_request(target, session_id, number))
+        answers = [read_all(sock) for sock in clients]
+    finally:
+        for sock in clients:
+            sock.close()
+    served = [a for a in answers if a.startswith(b"HTTP/1.1 200 ")]
+    assert len(served) == within, f"{within - len(served)} of {within} connections within the cap were dropped"

@@ -211,6 +211,9 @@ if {bump!r}:
         handle_.write("\\n".join("Version: 99.0.0" if l.startswith("Version:") else l for l in text.split("\\n")))
     if {expect_stop!r}:
         control.pump_until(lambda: lifecycle.registry() is None, 60, "the servers to stop")
+        # Stopping returns at once (the main thread never waits for the loop thread): the loop
+        # thread deletes the discovery file a moment later.
+        control.pump_until(lambda: not os.path.exists(handle.discovery_path), 30, "the discovery file to go")
     else:
         control.pump(2.0)  # ten looks at 200 ms
         result["still_running"] = lifecycle.registry() is not None and lifecycle.upgraded() == []
