@@ -23,10 +23,13 @@ from .gemini_ide import discovery
 from .rate_limited import RateLimitedWarning
 
 if TYPE_CHECKING:
+    from .claude_ide.server import ClaudeSide
     from .editor import Editor
-    from .gemini_ide.server import ToolSpec, WindowServer
+    from .gemini_ide.server import WindowServer
+    from .tool_calls import ToolSpec
+    from .window import Window
 
-    ToolFactory = Callable[[WindowServer], list[ToolSpec]]
+    ToolFactory = Callable[[Window], list[ToolSpec]]
 
 log = logging.getLogger("gemini_companion")
 
@@ -73,6 +76,7 @@ class WindowHandle:
         self.requested_token = token
         self.ready: concurrent.futures.Future[WindowHandle] = concurrent.futures.Future()
         self.server: WindowServer | None = None  # loop-side object; read its fields only on the loop
+        self.claude: ClaudeSide | None = None  # loop-side: Claude Code's /ide room on the server's port
         self.port = 0
         self.token = ""
         self.discovery_path = ""
@@ -103,10 +107,10 @@ class WindowHandle:
         """Put `@path#L…` into the prompt of every connected Claude Code; the Future says how many."""
 
         async def send() -> int:
-            server = self.server
-            if server is None or server.claude is None:
+            claude = self.claude
+            if self.server is None or claude is None:
                 return 0
-            return server.claude.at_mentioned(path, line_start, line_end)
+            return claude.at_mentioned(path, line_start, line_end)
 
         return self.runtime.submit(send)
 
@@ -278,11 +282,16 @@ class Runtime:
             handle.requested_token or new_token(),
             handle.requested_port,
             folders=lambda: list(handle.folders),
-            claude_token=new_token() if handle.serves_claude else None,
         )
+        claude = None
+        if handle.serves_claude:
+            from .claude_ide.server import ClaudeSide  # the WebSocket stack, only when Claude Code is served
+
+            claude = ClaudeSide(server, new_token())
+        server.websocket = handle.claude = claude
         server.broadcaster.on_clients_changed = lambda: self._clients_changed(handle, server)
-        if server.claude is not None:
-            server.claude.on_clients_changed = lambda: self._clients_changed(handle, server)
+        if claude is not None:
+            claude.on_clients_changed = lambda: self._clients_changed(handle, server)
         server.on_context_sent = lambda params: _remember_paths(handle, params)
         if handle.tool_factory is not None:
             server.extra_tools = {spec.tool.name: spec for spec in handle.tool_factory(server)}
@@ -296,12 +305,12 @@ class Runtime:
                 return
             handle.server, handle.port, handle.token = server, server.port, server.token
             self._claim_discovery(handle)
-            if server.claude is not None:
-                handle.claude_token = server.claude.token
+            if claude is not None:
+                handle.claude_token = claude.token
                 self._claim_lock(handle)
         except BaseException as exc:
             await server.stop()
-            handle.server = None
+            handle.server = handle.claude = None
             if not handle.ready.done():
                 handle.ready.set_exception(exc)
             return
@@ -313,7 +322,7 @@ class Runtime:
 
     def _clients_changed(self, handle: WindowHandle, server: WindowServer) -> None:
         handle.connected_clients = [c.client_name for c in server.broadcaster.connected()]
-        handle.claude_clients = server.claude.client_names() if server.claude is not None else []
+        handle.claude_clients = handle.claude.client_names() if handle.claude is not None else []
         if handle.on_clients_changed is not None:
             handle.on_clients_changed(handle)
 

@@ -22,10 +22,10 @@ from mcp.server.lowlevel import Server
 
 from .. import __version__, disk_text
 from ..diffs import BY_CLAUDE, Outcome, Review
-from ..gemini_ide.notifications import call_listener
-from ..gemini_ide.server import ToolError, WindowServer, string_argument
 from ..security import Receive, Scope, Send
+from ..tool_calls import ToolError, error_result, string_argument
 from ..uris import diagnostics_by_uri, file_uri, path_of
+from ..window import Window, call_listener
 from . import protocol as cp
 from .websocket import Connection, ReadStream, WriteStream, refusal, refuse, serve_connection
 
@@ -35,7 +35,7 @@ SERVER_NAME = "gemini-companion-sublime-claude"
 
 
 class ClaudeSide:
-    def __init__(self, window: WindowServer, token: str) -> None:
+    def __init__(self, window: Window, token: str) -> None:
         self.window = window
         self.token = token
         self.connections: set[Connection] = set()
@@ -153,7 +153,7 @@ class ClaudeSide:
                 raise ToolError(f"Unknown tool {params.name!r}. Call tools/list for the tools this server offers.")
             return _texts(*await handler(ctx, arguments))
         except ToolError as exc:
-            return types.CallToolResult(content=[types.TextContent(type="text", text=str(exc))], is_error=True)
+            return error_result(str(exc))
 
     def _tool_handlers(self) -> dict[str, Callable[..., Any]]:
         return {

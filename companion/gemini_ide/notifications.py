@@ -23,6 +23,7 @@ from typing import Any
 import mcp_types
 from mcp.server.session import ServerSession
 
+from ..window import call_listener
 from .protocol import CONTEXT_UPDATE, DIFF_ACCEPTED, DIFF_REJECTED
 from .wire import InvalidNotification, validated_params
 
@@ -41,15 +42,6 @@ OUTCOMES = (DIFF_ACCEPTED, DIFF_REJECTED)
 class IdeNotification(mcp_types.Notification[dict[str, Any] | None, str]):
     method: str
     params: dict[str, Any] | None = None
-
-
-def call_listener(listener: Callable[[], None] | None) -> None:
-    """Tell the editor that the connected clients changed; its callback must never break the server."""
-    if listener is not None:
-        try:
-            listener()
-        except Exception as exc:
-            log.debug("clients-changed callback failed: %r", exc)
 
 
 @dataclass

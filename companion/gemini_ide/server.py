@@ -30,6 +30,8 @@ from ..diffs import BY_GEMINI, BY_TOOL, Outcome, Review, ReviewBusy, Reviews
 from ..editor import Editor
 from ..request_ids import RequestIds
 from ..security import MAX_BODY_BYTES, Receive, RequestGuard, Scope, Send, header
+from ..tool_calls import ToolError, ToolSpec, error_result, string_argument
+from ..window import WebSocketRoom
 from . import sse_lines
 from .notifications import Broadcaster
 from .protocol import (
@@ -55,10 +57,6 @@ STOP_TIMEOUT_SECONDS = 0.8
 SESSION_IDLE_SECONDS = 300.0
 
 
-class ToolError(Exception):
-    """A tool call that cannot be served; its message is shown to the client as is."""
-
-
 class WindowServer:
     """The MCP server of one editor window. Construct, `await start()`, `await stop()`; not reusable."""
 
@@ -69,10 +67,7 @@ class WindowServer:
         token: str,
         port: int = 0,
         folders: Callable[[], list[str]] = list,
-        claude_token: str | None = None,
     ) -> None:
-        from ..claude_ide.server import ClaudeSide  # imports the WebSocket stack only when Claude Code is served
-
         self.editor = editor
         self.folders = folders
         self.context = context
@@ -90,8 +85,9 @@ class WindowServer:
         self._pruner: asyncio.Task[None] | None = None
         self.extra_tools: dict[str, ToolSpec] = {}
         self.on_context_sent: Callable[[dict[str, Any]], None] | None = None
-        # Claude Code's /ide side on the same port (a WebSocket at "/"), or None when it is off.
-        self.claude = ClaudeSide(self, claude_token) if claude_token else None
+        # A room served on the same port as a WebSocket at "/" (Claude Code's /ide side), or None;
+        # the runtime joins it before start().
+        self.websocket: WebSocketRoom | None = None
 
     @property
     def url(self) -> str:
@@ -118,10 +114,10 @@ class WindowServer:
             ),
         )
         inner = RequestIds(_StreamWatcher(_HandshakeEraOnly(sdk_app), self), MAX_BODY_BYTES)
-        app = RequestGuard(inner, self.token, self.port, websocket=self.claude)
+        app = RequestGuard(inner, self.token, self.port, websocket=self.websocket)
         websocket: dict[str, Any] = {"ws": "none"}
-        if self.claude is not None:
-            from .. import ws_protocol  # the WebSocket stack is imported only when Claude Code is served
+        if self.websocket is not None:
+            from .. import ws_protocol  # the WebSocket stack is imported only when a room needs it
 
             websocket = ws_protocol.uvicorn_options()  # wsproto, guarded like the HTTP connections
         config = uvicorn.Config(
@@ -167,8 +163,8 @@ class WindowServer:
             self._pruner.cancel()
         for review in self.reviews.all():
             await self.close_review(review)
-        if self.claude is not None:
-            await self.claude.close()
+        if self.websocket is not None:
+            await self.websocket.close()
         await self._terminate_sessions()
         await self.broadcaster.close()
         if self._uvicorn is not None and self._serve_task is not None:
@@ -233,8 +229,8 @@ class WindowServer:
 
     def flush_context(self) -> None:
         self._debounce = None
-        if self.claude is not None:
-            self.claude.selection_changed()
+        if self.websocket is not None:
+            self.websocket.selection_changed()
         params = self.context.params()
         if params == self._last_context:
             return
@@ -331,7 +327,7 @@ class WindowServer:
                 raise ToolError(f"Unknown tool {params.name!r}. Call tools/list for the tools this server offers.")
             return await spec.handler(ctx, arguments)
         except ToolError as exc:
-            return _error_result(str(exc))
+            return error_result(str(exc))
 
     async def _open_diff(self, ctx: ServerRequestContext[Any], arguments: dict[str, Any]) -> types.CallToolResult:
         file_path = string_argument(arguments, "filePath")
@@ -436,27 +432,6 @@ class WindowServer:
         except Exception as exc:
             log.warning("the editor could not close the diff for %s: %r", review.file_path, exc)
             return review.proposal
-
-
-class ToolSpec:
-    """An extra tool offered by a window server (the workspace tools for other agents)."""
-
-    def __init__(self, tool: types.Tool, handler: Callable[..., Any]) -> None:
-        self.tool = tool
-        self.handler = handler
-
-
-def string_argument(arguments: dict[str, Any], name: str, allow_empty: bool = False) -> str:
-    value = arguments.get(name)
-    if not isinstance(value, str):
-        raise ToolError(f"The argument {name!r} must be a string.")
-    if not value and not allow_empty:
-        raise ToolError(f"The argument {name!r} must not be empty.")
-    return value
-
-
-def _error_result(message: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
 
 
 def _bind_loopback(port: int) -> socket.socket:

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..gemini_ide.server import ToolSpec, WindowServer
+    from ..tool_calls import ToolSpec
+    from ..window import Window
 
 LIST_FILES = "list_files"
 READ_FILE = "read_file"
@@ -85,11 +86,11 @@ def current(source: SettingsSource) -> WorkspaceToolSettings:
     return source() if callable(source) else source
 
 
-def tool_factory(settings: SettingsSource | None = None) -> Callable[[WindowServer], list[ToolSpec]]:
+def tool_factory(settings: SettingsSource | None = None) -> Callable[[Window], list[ToolSpec]]:
     """The `tool_factory` for `Runtime.open_window`: the enabled workspace tools of one window."""
     source: SettingsSource = settings if settings is not None else WorkspaceToolSettings()
 
-    def make(server: WindowServer) -> list[ToolSpec]:
+    def make(server: Window) -> list[ToolSpec]:
         from .tools import build_tools  # the MCP types are imported on the server loop only
 
         return build_tools(server, source)

@@ -14,8 +14,9 @@ from mcp.server.context import ServerRequestContext
 
 from .. import disk_text
 from ..diffs import Outcome
-from ..gemini_ide.server import ToolError, ToolSpec, WindowServer
+from ..tool_calls import ToolError, ToolSpec
 from ..uris import diagnostics_by_uri
+from ..window import Window
 from .ask import ask_gemini
 from .listing import ListOptions, list_files
 from .paths import PathPolicy, Resolved, WorkspaceError, is_inside
@@ -106,7 +107,7 @@ TOOL_DEFINITIONS: dict[str, types.Tool] = {
 }
 
 
-def build_tools(server: WindowServer, source: SettingsSource) -> list[ToolSpec]:
+def build_tools(server: Window, source: SettingsSource) -> list[ToolSpec]:
     """The enabled workspace tools of `server`'s window."""
     tools = WorkspaceTools(server, source)
     handlers = {
@@ -130,7 +131,7 @@ def _client_name(ctx: ServerRequestContext[Any]) -> str:
 
 
 class WorkspaceTools:
-    def __init__(self, server: WindowServer, source: SettingsSource) -> None:
+    def __init__(self, server: Window, source: SettingsSource) -> None:
         self.server = server
         self.source = source
 

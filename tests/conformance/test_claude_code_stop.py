@@ -24,8 +24,8 @@ def test_claude_codes_reconnect_while_the_window_stops_is_refused(window: Window
         try:
             window.wait_connected(claude)
             server = window.handle.server
-            assert server is not None and server.claude is not None
-            side = server.claude
+            side = window.handle.claude
+            assert server is not None and side is not None
             stopping = threading.Event()
             initialized_while_stopping: list[str] = []
             report = side.on_clients_changed

@@ -83,7 +83,7 @@ def test_a_window_without_claude_writes_no_lock_and_refuses_websockets(
     handle = claude_runtime.open_window(editor, [workspace])
     handle.ready.result(30)
     assert handle.lock_path == "" and not os.path.exists(lock_dir)
-    assert handle.server is not None and handle.server.claude is None
+    assert handle.server is not None and handle.claude is None and handle.server.websocket is None
 
 
 def test_stale_sublime_locks_are_swept_and_other_editors_locks_are_left(lock_dir: str, tmp_path: Path) -> None:
@@ -216,8 +216,7 @@ async def test_two_reviews_under_one_tab_name_both_stay_closable(
         assert answers == {"first.py": ["DIFF_REJECTED", "same"], "second.py": ["DIFF_REJECTED", "same"]}
         assert not first.is_open and not second.is_open
         assert sorted(r.id for r in editor.closed) == sorted([first.id, second.id])
-        assert claude_window.server is not None and claude_window.server.claude is not None
-        assert claude_window.server.claude.tabs == {}
+        assert claude_window.claude is not None and claude_window.claude.tabs == {}
     finally:
         await client.close()
 

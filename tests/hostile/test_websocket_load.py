@@ -88,11 +88,11 @@ async def test_many_claude_clients_get_exactly_their_outcomes_and_the_final_sele
             lines = [n["params"]["selection"]["start"]["line"] for n in client.notifications]
             assert lines == sorted(lines), "a client saw an older selection after a newer one"
             assert client.notifications[-1]["params"]["filePath"] == final
-        assert len(window.server.reviews) == 0 and window.server.claude is not None
-        assert window.server.claude.tabs == {}
+        assert len(window.server.reviews) == 0 and window.claude is not None
+        assert window.claude.tabs == {}
         await asyncio.gather(*(c.close() for c in clients))
         while window.claude_clients:
             await asyncio.sleep(0.02)
-        assert window.server.claude.connections == set()
+        assert window.claude.connections == set()
     finally:
         runtime.stop()

@@ -128,7 +128,7 @@ def test_turning_claude_code_off_removes_its_lock_and_its_status(
     control.pump_until(lambda: (s := registry().get(window)) is not None and s.handle is not handle, 30, "the restart")
     handle = companion.ready(window)
     control.settle()
-    assert not os.path.exists(lock) and handle.lock_path == "" and handle.server.claude is None
+    assert not os.path.exists(lock) and handle.lock_path == "" and handle.claude is None
     assert status_of(view) == "Gemini ○"
     assert not control.palette_shows(window, "gemini_companion_open_claude")
     # Send goes to Gemini CLI without asking: it is the only agent served.
