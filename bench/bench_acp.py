@@ -102,6 +102,8 @@ async def per_update(folder: str, chunks: int, gap_ms: float) -> dict[str, Any]:
         client.append((arrived - sent) / 1e3)
         if previous_write:
             writes.append(previous_write / 1e3)
+    arrivals = [arrived for arrived, _ in view.arrivals]
+    span_s = (arrivals[-1] - arrivals[0]) / 1e9
     skip = len(client) // 10  # warm-up
     client, writes = client[skip:], writes[skip:]
     return {
@@ -109,6 +111,7 @@ async def per_update(folder: str, chunks: int, gap_ms: float) -> dict[str, Any]:
         "client_p99_us": percentile(client, 99),
         "agent_write_p50_us": statistics.median(writes),
         "agent_write_p99_us": percentile(writes, 99),
+        "view_updates_per_s": (len(arrivals) - 1) / span_s if span_s else 0.0,
         "n": len(client),
     }
 
@@ -214,6 +217,7 @@ def table(results: dict[str, Any]) -> str:
         write = f"{data['agent_write_p50_us']:.0f} µs | {data['agent_write_p99_us']:.0f} µs | {data['n']}"
         rows.append(f"| {name}: stamp to the view (client) | {client} |")
         rows.append(f"| {name}: the agent's own write | {write} |")
+        rows.append(f"| {name}: updates reaching the view per second | {data['view_updates_per_s']:.0f} | | |")
     data = results["memory"]
     rows.append(f"| RSS: first chat session (SDK imported) | {data['first_session_mib']:.1f} MiB | | 1 |")
     rows.append(f"| RSS: per further idle session | {data['per_session_mib']:.2f} MiB | | {data['n']} |")
