@@ -15,8 +15,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .gemini_ide.protocol import MAX_OPEN_FILES, MAX_SELECTED_TEXT
 from .uris import file_uri
+
+# Gemini CLI's limits for `ide/contextUpdate` (its zod schema), applied to every agent's view of the context.
+MAX_OPEN_FILES = 10
+MAX_SELECTED_TEXT = 16384
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,11 @@
-"""Process facts without `ps` or `/proc`: is a PID alive, and which PID is the editor's."""
+"""Process facts without `ps` or `/proc`: is a PID alive, and which PID is the editor's; and how a
+child is started in a group of its own and killed (ask_gemini, the ACP agents)."""
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 
 def pid_alive(pid: int) -> bool:
@@ -96,3 +98,23 @@ def _same_file(a: str, b: str) -> bool:
         return os.path.samefile(a, b)
     except OSError:
         return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
+
+
+def new_group() -> dict[str, Any]:
+    """The subprocess options that start a child in a process group/session of its own."""
+    # Its own process group/session, so a Ctrl-C meant for us does not reach it and killing is targeted.
+    if sys.platform == "win32":
+        import subprocess
+
+        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+    return {"start_new_session": True}
+
+
+def kill_one(pid: int) -> None:
+    """Kill one process (SIGKILL where it exists); a process already gone is not an error."""
+    import signal
+
+    try:
+        os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+    except OSError:
+        pass

@@ -17,7 +17,7 @@ import signal
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..workspace.ask import _kill_one, _new_group  # the same process group and kill as ask_gemini
+from ..processes import kill_one, new_group  # the same process group and kill as ask_gemini
 
 MAX_LINE_BYTES = 64 * 1024 * 1024  # Gemini sends whole file texts in a diff: generous, but bounded
 _READ_LIMIT = 1024 * 1024  # StreamReader chunk limit; longer lines are read in pieces
@@ -112,7 +112,7 @@ async def start(argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> AgentP
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        **_new_group(),
+        **new_group(),
     )
     return AgentProcess(asyncio.subprocess.Process(transport, protocol, loop), exited, argv)
 
@@ -217,7 +217,7 @@ def _kill_all(pid: int, running: bool, tree: list[Any]) -> None:
     """Kill the agent (when still `running`), its process group (POSIX: it leads its own session)
     and the psutil processes of `tree` still alive; wait for them to go."""
     if running:
-        _kill_one(pid)
+        kill_one(pid)
     if hasattr(os, "killpg"):
         try:
             os.killpg(pid, signal.SIGKILL)

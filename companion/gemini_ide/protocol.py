@@ -15,9 +15,6 @@ DIFF_REJECTED = "ide/diffRejected"
 OPEN_DIFF = "openDiff"
 CLOSE_DIFF = "closeDiff"
 
-MAX_OPEN_FILES = 10
-MAX_SELECTED_TEXT = 16384
-
 IDE_INFO = {"name": "sublimetext", "displayName": "Sublime Text"}
 SERVER_NAME = "gemini-companion-sublime"
 

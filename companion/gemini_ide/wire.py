@@ -11,7 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .protocol import CONTEXT_UPDATE, DIFF_ACCEPTED, DIFF_REJECTED, MAX_OPEN_FILES, MAX_SELECTED_TEXT
+from ..context import MAX_OPEN_FILES, MAX_SELECTED_TEXT
+from .protocol import CONTEXT_UPDATE, DIFF_ACCEPTED, DIFF_REJECTED
 
 
 class _Wire(BaseModel):

@@ -13,8 +13,7 @@ import os
 
 import sublime
 
-from ..context import Position
-from ..gemini_ide.protocol import MAX_SELECTED_TEXT
+from ..context import MAX_SELECTED_TEXT, Position
 from . import terminal
 from .review_ui import REVIEW_SETTING
 from .windows import WindowState

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..doctor import troubleshooting
+from ..processes import kill_one, new_group
 from ..user_paths import expand_program
 from .gemini_trust import TRUST_FIX, UNTRUSTED_EXIT_CODE
 from .paths import WorkspaceError
@@ -75,7 +76,7 @@ async def ask_gemini(gemini_command: Sequence[str], prompt: str, model: str, cwd
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            **_new_group(),
+            **new_group(),
         )
     except FileNotFoundError:
         raise GeminiFailed(f"The Gemini CLI could not be started: {argv[0]} does not exist.") from None
@@ -149,15 +150,6 @@ def _tail(text: str) -> str:
     return text if len(text) <= _TAIL else "…" + text[-_TAIL:]
 
 
-def _new_group() -> dict[str, Any]:
-    # Its own process group/session, so a Ctrl-C meant for us does not reach it and killing is targeted.
-    if sys.platform == "win32":
-        import subprocess
-
-        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
-    return {"start_new_session": True}
-
-
 async def kill_tree(process: asyncio.subprocess.Process) -> None:
     """Kill `process` and every process it started; wait for it to be reaped."""
     if process.returncode is None:
@@ -172,13 +164,13 @@ def _kill_tree_sync(pid: int) -> None:
     try:
         import psutil
     except Exception:
-        _kill_one(pid)
+        kill_one(pid)
         return
     try:
         parent = psutil.Process(pid)
         children = parent.children(recursive=True)
     except psutil.Error:
-        _kill_one(pid)
+        kill_one(pid)
         return
     for proc in [parent, *children]:
         try:
@@ -186,12 +178,3 @@ def _kill_tree_sync(pid: int) -> None:
         except psutil.Error:
             pass
     psutil.wait_procs(children, timeout=3)
-
-
-def _kill_one(pid: int) -> None:
-    import signal
-
-    try:
-        os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
-    except OSError:
-        pass
