@@ -193,7 +193,8 @@ def main() -> None:
 
     from companion.context import Position
     from companion.runtime import Runtime
-    from companion.workspace.settings import WorkspaceToolSettings, tool_factory
+    from companion.workspace.factory import tool_factory
+    from companion.workspace.settings import WorkspaceToolSettings
 
     results: dict[str, Any] = {"tracker": tracker_numbers(views)}
     settings = WorkspaceToolSettings(list_limit=tree_files + 1000)

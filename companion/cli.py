@@ -17,7 +17,8 @@ from . import pywin32_path
 from .acp.terminal import add_chat_command, run_chat_command
 from .headless import POLICIES, HeadlessEditor
 from .runtime import Runtime
-from .workspace.settings import TOOL_NAMES, WorkspaceToolSettings, tool_factory
+from .workspace.factory import tool_factory
+from .workspace.settings import TOOL_NAMES, WorkspaceToolSettings
 
 STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGBREAK")
 

@@ -16,7 +16,7 @@ import sublime
 from ..context import SharingPolicy
 from ..diffs import Review
 from ..runtime import Runtime, RuntimeStopped, WindowHandle
-from ..workspace.settings import tool_factory
+from ..workspace.factory import tool_factory
 from . import direct_access, settings
 from .diagnostics import diagnostics as window_diagnostics
 from .diagnostics import select_text

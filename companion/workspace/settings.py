@@ -2,8 +2,8 @@
 
 The Sublime adapter fills `WorkspaceToolSettings` from the package settings (and Sublime's own
 `folder_exclude_patterns` / `file_exclude_patterns`); the headless runner from its command line.
-`tool_factory(settings)` is what `Runtime.open_window(..., tool_factory=...)` takes. `settings` may
-be a callable returning the current settings: handlers read it on every call, so limits and
+`factory.tool_factory(settings)` is what `Runtime.open_window(..., tool_factory=...)` takes. `settings`
+may be a callable returning the current settings: handlers read it on every call, so limits and
 switches changed while a window is open apply at once (a tool disabled later answers with an error;
 a tool enabled later appears when the window's server restarts).
 """
@@ -12,11 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ..tool_calls import ToolSpec
-    from ..window import Window
+from typing import Any
 
 LIST_FILES = "list_files"
 READ_FILE = "read_file"
@@ -84,18 +80,6 @@ SettingsSource = WorkspaceToolSettings | Callable[[], WorkspaceToolSettings]
 
 def current(source: SettingsSource) -> WorkspaceToolSettings:
     return source() if callable(source) else source
-
-
-def tool_factory(settings: SettingsSource | None = None) -> Callable[[Window], list[ToolSpec]]:
-    """The `tool_factory` for `Runtime.open_window`: the enabled workspace tools of one window."""
-    source: SettingsSource = settings if settings is not None else WorkspaceToolSettings()
-
-    def make(server: Window) -> list[ToolSpec]:
-        from .tools import build_tools  # the MCP types are imported on the server loop only
-
-        return build_tools(server, source)
-
-    return make
 
 
 def _names(value: Any, default: frozenset[str]) -> frozenset[str]:

@@ -13,7 +13,8 @@ import pytest
 
 from companion.diffs import Review
 from companion.runtime import Runtime, WindowHandle
-from companion.workspace.settings import WorkspaceToolSettings, tool_factory
+from companion.workspace.factory import tool_factory
+from companion.workspace.settings import WorkspaceToolSettings
 from tests.scripted_editor import ScriptedEditor
 
 ACCEPT = "application/json, text/event-stream"

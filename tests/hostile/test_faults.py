@@ -215,7 +215,8 @@ async def test_closing_the_window_while_the_editor_hangs_in_open_diff_ends_the_c
 async def test_closing_the_window_while_write_file_waits_for_the_user_ends_the_call_and_writes_nothing(
     runtime: Runtime, editor: ScriptedEditor, workspace: str
 ) -> None:
-    from companion.workspace.settings import WorkspaceToolSettings, tool_factory
+    from companion.workspace.factory import tool_factory
+    from companion.workspace.settings import WorkspaceToolSettings
 
     window = runtime.open_window(editor, [workspace], tool_factory=tool_factory(WorkspaceToolSettings()))
     await anyio.to_thread.run_sync(lambda: window.ready.result(30))

@@ -17,7 +17,8 @@ import pytest
 from companion import doctor
 from companion.gemini_ide import discovery
 from companion.runtime import Runtime, WindowHandle
-from companion.workspace.settings import WorkspaceToolSettings, tool_factory
+from companion.workspace.factory import tool_factory
+from companion.workspace.settings import WorkspaceToolSettings
 from tests.hostile.conftest import ACCEPT, RESET, RawHttp, Reply, Target, initialize_body, snapshot
 from tests.mcp_client import connect, text_of
 from tests.scripted_editor import ScriptedEditor

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 from companion.runtime import Runtime
-from companion.workspace.settings import WorkspaceToolSettings, tool_factory
+from companion.workspace.factory import tool_factory
+from companion.workspace.settings import WorkspaceToolSettings
 from tests.hostile.conftest import RawHttp, Reply, Target
 from tests.scripted_editor import ScriptedEditor
 

@@ -325,7 +325,8 @@ def serve(config: dict[str, Any]) -> dict[str, Any]:
     from companion import processes
     from companion.headless import HeadlessEditor
     from companion.runtime import Runtime
-    from companion.workspace.settings import WorkspaceToolSettings, tool_factory
+    from companion.workspace.factory import tool_factory
+    from companion.workspace.settings import WorkspaceToolSettings
 
     facts: dict[str, Any] = {}
     runtime = Runtime(

@@ -21,7 +21,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from companion.gemini_ide.discovery import discovery_dir
 from companion.headless import HeadlessEditor
 from companion.runtime import Runtime
-from companion.workspace.settings import WorkspaceToolSettings, tool_factory
+from companion.workspace.factory import tool_factory
+from companion.workspace.settings import WorkspaceToolSettings
 from tests.serve_process import ServeProcess
 from tools import libraries as L
 

@@ -21,7 +21,8 @@ from mcp_types import CallToolResult
 from companion.diffs import Review
 from companion.runtime import Runtime, WindowHandle
 from companion.workspace.ask import GeminiFailed, ask_gemini
-from companion.workspace.settings import WorkspaceToolSettings, tool_factory
+from companion.workspace.factory import tool_factory
+from companion.workspace.settings import WorkspaceToolSettings
 from tests.mcp_client import connect, text_of
 from tests.scripted_editor import ScriptedEditor
 from tests.workspace.standin import install
