@@ -67,7 +67,7 @@ class TerminalView:
         self._say(f"\n[mode: {visible(current_id)}]\n")
 
     def models(self, current_id: str, models: list[Mode]) -> None:
-        pass  # shown by the REPL's greeting
+        pass  # the terminal chat has no model picker
 
     def config_options(self, options: list[ConfigOption]) -> None:
         pass  # the terminal chat has no settings menu
