@@ -31,6 +31,7 @@ import sublime_plugin
 from ..gemini_ide.discovery import node_tmpdir
 from ..user_paths import expand_path
 from . import direct_access, settings
+from .connect_views import copy_links
 from .lifecycle import registry
 from .review_ui import CONNECT_SETTING
 
@@ -251,7 +252,7 @@ def show(window: sublime.Window) -> sublime.View:
     view.set_read_only(True)
     view.sel().clear()
     view.sel().add(sublime.Region(0, 0))
-    _copy_links[view.id()] = sublime.PhantomSet(view, COPY_LINKS)
+    copy_links[view.id()] = sublime.PhantomSet(view, COPY_LINKS)
     _render_copy_link(view, info)
     if info.python is not None:
         python = info.python
@@ -277,12 +278,9 @@ def _update(view: sublime.View, info: ConnectInfo) -> None:
     _render_copy_link(view, info)
 
 
-_copy_links: dict[int, sublime.PhantomSet] = {}  # Connect view id → its Copy link
-
-
 def _render_copy_link(view: sublime.View, info: ConnectInfo) -> None:
     """The Copy link under the masked command; its HTML holds no token, only its callback does."""
-    phantoms = _copy_links.get(view.id())
+    phantoms = copy_links.get(view.id())
     token = info.token
     masked = view.find(TOKEN_MASK, 0, sublime.FindFlags.LITERAL)
     if phantoms is None:
@@ -298,15 +296,6 @@ def _render_copy_link(view: sublime.View, info: ConnectInfo) -> None:
     content = '<body id="gemini-companion-connect"><a href="copy">Copy this command with the token</a></body>'
     region = sublime.Region(view.line(masked).b)
     phantoms.update([sublime.Phantom(region, content, sublime.PhantomLayout.BLOCK, on_navigate=copy)])
-
-
-def close_views() -> None:
-    """Close every Connect view (main thread): after an unload its port and token are stale."""
-    for window in sublime.windows():
-        for view in window.views():
-            if view.settings().get(VIEW_SETTING):
-                view.close()
-    _copy_links.clear()
 
 
 class GeminiCompanionConnectAgentCommand(sublime_plugin.WindowCommand):

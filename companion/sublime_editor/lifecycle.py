@@ -20,6 +20,7 @@ from ..context import DEFAULT_EXCLUDES, SharingPolicy
 from ..processes import editor_pid
 from ..runtime import Runtime
 from . import chat_sessions, context_feed, dependencies, direct_access, settings
+from .connect_views import close_views
 from .windows import WindowRegistry
 
 T = TypeVar("T")
@@ -181,8 +182,6 @@ def shutdown(api_alive: bool = True, keep_settings_listeners: bool = False) -> N
         sublime.load_settings(PREFERENCES).clear_on_change(SETTINGS_LISTENER)
     if registry is not None:
         if api_alive:
-            from .connect_command import close_views  # it imports this module
-
             registry.close_all()
             close_views()
         else:

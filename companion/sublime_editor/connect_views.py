@@ -1,0 +1,23 @@
+"""The Connect views' state below the command that opens them: their Copy links, and closing them
+all when the package unloads (their port and token are stale then). Main thread only.
+
+Its own module so that the lifecycle, which closes them, and the Connect command, which imports the
+lifecycle's registry, do not import each other.
+"""
+
+from __future__ import annotations
+
+import sublime
+
+from .review_ui import CONNECT_SETTING
+
+copy_links: dict[int, sublime.PhantomSet] = {}  # Connect view id → its Copy link
+
+
+def close_views() -> None:
+    """Close every Connect view (main thread): after an unload its port and token are stale."""
+    for window in sublime.windows():
+        for view in window.views():
+            if view.settings().get(CONNECT_SETTING):
+                view.close()
+    copy_links.clear()
