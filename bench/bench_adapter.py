@@ -557,7 +557,8 @@ def thread_cpu_times(chat_view: Any) -> tuple[list[int], list[int]]:
     timed_flush.__name__ = timed_flush.__qualname__ = "flush"  # the fake names callbacks by it
     timed_flush.__module__ = flush.__module__
     chat_view.StreamingChatView.flush = timed_flush
-    return samples
+    sublime.View._modify = timed_modify
+    return samples, outside_buffer
 
 
 def chat_main(quick: bool) -> None:
