@@ -468,3 +468,15 @@ def test_a_flood_of_updates_reaches_the_view_whole(companion: Companion, workspa
     send(view, "go")
     wait_turn(view)
     assert text(view).count(scripted_agent.REPLY) == scripted_agent.FLOOD
+
+
+def test_a_window_the_registry_closes_stops_its_chats_agents(companion: Companion, workspace: str) -> None:
+    """The lifecycle's reconcile closes a window's server when the window is gone, with or without
+    an event (sublimehq/sublime_text#5148): its chats' agents go with it, view events or not."""
+    window = setup(companion, workspace)
+    view = start_chat(companion, window)
+    pids, chat = agent_pids(view), chat_of(view)
+    assert pids and all(psutil.pid_exists(p) for p in pids)
+    companion.registry().close(window)
+    control.pump_until(lambda: not any(psutil.pid_exists(p) for p in pids), CEILING, "the agent to stop")
+    assert chat.ended
