@@ -88,6 +88,7 @@ def test_a_reply_streams_into_the_chat_view_with_cards_plan_thought_and_status(
     assert "Let me think." not in body and "Read notes.txt" not in body  # cards, not model text
     status = view.get_status("gemini_companion")
     assert "Chat: Script (Ask first)" in status, status
+    assert view.get_status("gemini_companion.chat_usage") == "context 1200/100000"
 
 
 def test_thoughts_unfold_on_click(companion: Companion, workspace: str) -> None:
@@ -480,3 +481,42 @@ def test_a_window_the_registry_closes_stops_its_chats_agents(companion: Companio
     companion.registry().close(window)
     control.pump_until(lambda: not any(psutil.pid_exists(p) for p in pids), CEILING, "the agent to stop")
     assert chat.ended
+
+
+def test_on_exit_stops_every_chats_agent_without_an_api_call(editor: Any, workspace: str, tmp_path: Any) -> None:
+    companion = Companion(os.path.join(str(tmp_path), "tmp", "gemini", "ide"))
+    window = setup(companion, workspace)
+    pids = agent_pids(start_chat(companion, window))
+    assert pids and all(psutil.pid_exists(p) for p in pids)
+    control.exit_editor()  # Sublime quits: on_exit, no plugin_unloaded
+    assert not any(psutil.pid_exists(p) for p in pids)  # on_exit waited for the agents' trees
+    assert control.violations() == []
+    assert control.errors() == []
+
+
+def test_an_agent_that_needs_a_login_says_so_in_the_chat(companion: Companion, workspace: str) -> None:
+    from tests.acp import scripted_agent
+
+    agent = {"name": "Needs login", "command": sys.executable, "args": [scripted_agent.__file__, "auth"]}
+    window = setup(companion, workspace, [agent])
+    companion.ready(window)
+    assert control.run_from_palette(window, "gemini_companion_new_chat", {"agent": "Needs login"})
+    (view,) = chat_views(window)
+    control.pump_until(lambda: "⚠" in text(view), CEILING, "the failure")
+    assert "Needs login needs a login" in text(view), text(view)
+    assert "Chat:" not in view.get_status("gemini_companion")  # an ended chat is not in the status bar
+
+
+def test_closing_a_chat_whose_agent_never_answers_stops_it(companion: Companion, workspace: str, tmp_path: Any) -> None:
+    from tests.acp import scripted_agent
+
+    pid_file = os.path.join(str(tmp_path), "agent.pid")
+    agent = {"name": "Silent", "command": sys.executable, "args": [scripted_agent.__file__, "garbage-only", pid_file]}
+    window = setup(companion, workspace, [agent])
+    companion.ready(window)
+    assert control.run_from_palette(window, "gemini_companion_new_chat", {"agent": "Silent"})
+    (view,) = chat_views(window)
+    pid = int(control.pump_until(lambda: recorded(pid_file), CEILING, "the agent to start")[0])
+    assert "Starting Silent" in text(view) and psutil.pid_exists(pid)
+    control.close_tab(view)  # never frozen: the user closes the chat while its agent says nothing
+    control.pump_until(lambda: not psutil.pid_exists(pid), CEILING, "the silent agent to stop")
