@@ -26,7 +26,7 @@ from ..runtime import RuntimeStopped
 from ..workspace.paths import is_inside
 from . import chat_input, terminal
 from .chat_view import CHAT_SETTING, ChatPanel, StreamingChatView
-from .windows import WindowState
+from .window_state import WindowState
 
 if TYPE_CHECKING:
     from ..acp.session import ChatSession

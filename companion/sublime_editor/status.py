@@ -5,7 +5,7 @@ from __future__ import annotations
 import sublime
 
 from . import chat_sessions, settings
-from .windows import WindowState
+from .window_state import WindowState
 
 STATUS_KEY = "gemini_companion"
 

@@ -8,7 +8,6 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import sublime
@@ -22,6 +21,7 @@ from .diagnostics import diagnostics as window_diagnostics
 from .diagnostics import select_text
 from .main_thread import on_main
 from .review_ui import WindowReviews
+from .window_state import WindowState
 from .workspace_tools import WorkspaceSnapshot, read_settings
 
 log = logging.getLogger("gemini_companion")
@@ -169,17 +169,6 @@ class SublimeEditor:
             if view is not None and view.is_valid():
                 return view
         return None
-
-
-@dataclass
-class WindowState:
-    window: sublime.Window
-    handle: WindowHandle
-    reviews: WindowReviews
-    terminal_folder: str | None = None  # where this window's agent terminals run
-    last_agent: str | None = None  # "gemini", "claude" or "chat:<id>": the agent the user used last (Send goes there)
-    tools: WorkspaceSnapshot = field(default_factory=WorkspaceSnapshot)  # what the loop's tools read
-    paths: dict[int, str] = field(default_factory=dict)  # view id → the file it shares in the context
 
 
 class WindowRegistry:
