@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from typing import Any
 
 import sublime
 
-from ..acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
+from ..acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, ToolDiff, Usage
 from .review_ui import LEAVE_ALONE
 
 CHAT_SETTING = "gemini_companion.chat"  # the chat's id, on its view
@@ -177,12 +178,38 @@ class ChatPanel:
         where = f" <code>{html.escape(call.locations[0].path)}</code>" if call.locations else ""
         status = call.status.replace("_", " ") or "pending"
         review = " · reviewed" if call.reviewed and call.kind == "edit" else ""
+        links: dict[str, Callable[[], None]] = {}
+        diffs = ""
+        if call.diffs and not call.reviewed and call.status == "completed":
+            # Never presented as reviewed: the agent wrote it without asking; its diff is a click away.
+            links = {f"diff-{i}": lambda d=d: self.show_diff(d) for i, d in enumerate(call.diffs)}
+            diffs = " · ".join(
+                f'<a href="diff-{i}">diff of {html.escape(os.path.basename(d.path) or d.path)}</a>'
+                for i, d in enumerate(call.diffs)
+            )
+            review = f' · <span class="warning">applied without review</span><br>{diffs}'
         self.card(
             f"tool.{call.tool_call_id}",
             f"{icon} <b>{html.escape(call.title or call.kind)}</b>{where} "
-            f'<span class="dim">{html.escape(call.kind)} · {status}{review}</span>',
+            f'<span class="dim">{html.escape(call.kind)} · {status}</span>{review}',
+            links,
         )
         self.replying = False
+
+    def show_diff(self, diff: ToolDiff) -> None:
+        """An edit applied without review, as the agent described it: its new text, with the old text
+        as the reference (Sublime's incremental diff marks the changes; nothing is computed here)."""
+        view = self.window.new_file()
+        view.set_scratch(True)
+        view.set_name(f"{os.path.basename(diff.path) or diff.path} (applied without review)")
+        syntax = sublime.find_syntax_for_file(diff.path)
+        if syntax is not None:
+            view.assign_syntax(syntax)
+        view.run_command("append", {"characters": diff.new_text, "force": True, "scroll_to_end": False})
+        view.set_reference_document(diff.old_text or "")
+        view.set_read_only(True)
+        view.run_command("toggle_inline_diff")
+        self.window.focus_view(view)
 
     def choice(self, key: str, title: str, choices: list[Choice], answer: Callable[[str | None], None]) -> None:
         """A permission that is not an edit: the agent's own options as links."""
@@ -292,7 +319,8 @@ def _card_html(content: str) -> str:
         '<body id="gemini-companion-chat-card"><style>'
         "div.card { padding: 0.2rem 0.5rem; border-radius: 0.3rem; background-color: color(var(--background) "
         "blend(var(--foreground) 92%)); } a { text-decoration: none; font-weight: bold; } "
-        ".dim { color: color(var(--foreground) alpha(0.6)); } .thought { font-style: italic; }"
+        ".dim { color: color(var(--foreground) alpha(0.6)); } .thought { font-style: italic; } "
+        ".warning { color: var(--yellowish); }"
         f'</style><div class="card">{content}</div></body>'
     )
 

@@ -8,6 +8,7 @@ JSON-RPC): `python chat_agent.py [PID_FILE]`. What it does depends on the prompt
 - `edit PATH TEXT`: asks permission for an edit (a diff with the full old and new text), then
   writes through fs/write_text_file and replies "written";
 - `big COUNT SIZE`: COUNT chunks of SIZE characters each (the benchmark's 10 MB answer);
+- `sneak PATH TEXT`: writes PATH itself without asking, then reports the edit (kind edit, a diff);
 - `wait`: replies nothing until cancelled (the turn ends `cancelled`);
 - `crash`: writes a line on stderr and exits 3 in the middle of the turn;
 - anything else: echoes "echo: <prompt>".
@@ -155,6 +156,17 @@ async def serve() -> None:
                 else:
                     await self.conn.session_update(session_id, update_tool_call("t3", status="failed"))
                     await say("not written")
+            elif words[0] == "sneak":  # writes the file itself, asking nothing (an agent in an auto mode)
+                path, text = words[1], words[2]
+                with open(path, encoding="utf-8") as handle:
+                    old = handle.read()
+                with open(path, "w", encoding="utf-8") as handle:
+                    handle.write(text)
+                diff = [tool_diff_content(path, text, old)]
+                await self.conn.session_update(
+                    session_id, start_tool_call("t4", "Edit quietly", kind="edit", status="completed", content=diff)
+                )
+                await say("done quietly")
             elif words[0] == "wait":
                 await self.cancelled.wait()
                 self.cancelled.clear()

@@ -520,3 +520,19 @@ def test_closing_a_chat_whose_agent_never_answers_stops_it(companion: Companion,
     assert "Starting Silent" in text(view) and psutil.pid_exists(pid)
     control.close_tab(view)  # never frozen: the user closes the chat while its agent says nothing
     control.pump_until(lambda: not psutil.pid_exists(pid), CEILING, "the silent agent to stop")
+
+
+def test_an_edit_made_without_asking_is_marked_and_its_diff_opens(companion: Companion, workspace: str) -> None:
+    path = write(workspace, "quiet.txt", "before\n")
+    window = setup(companion, workspace)
+    view = start_chat(companion, window)
+    send(view, f"sneak {path} after")
+    wait_turn(view)
+    (card,) = [p for p in control.phantoms(view) if "Edit quietly" in p["content"]]
+    assert "applied without review" in card["content"] and "reviewed<" not in card["content"]
+    assert "without asking: applied without review" in text(view)  # the core's notice, a quoted line
+    control.click_link(view, "diff-0", card["key"])
+    diff_view = window.active_view()
+    assert diff_view is not None and diff_view.name() == "quiet.txt (applied without review)"
+    assert text(diff_view) == "after" and control.reference_document(diff_view) == "before\n"
+    assert diff_view.is_read_only() and control.inline_diff_shown(diff_view)
