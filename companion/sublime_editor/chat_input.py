@@ -118,9 +118,10 @@ class GeminiCompanionChatListener(sublime_plugin.EventListener):
             chat.panel.guard()
 
     def on_modified(self, view: sublime.View) -> None:
+        # Reported after the command that changed the buffer: the change count tells whose it was.
         chat = _chat(view)
-        if chat is not None and not chat.panel.writing:
-            chat.panel.user_edited_last = True
+        if chat is not None:
+            chat.panel.user_edited_last = view.change_count() != chat.panel.own_change
 
     def on_query_completions(
         self, view: sublime.View, prefix: str, locations: list[int]
@@ -150,23 +151,25 @@ class GeminiCompanionChatInsertCommand(sublime_plugin.TextCommand):
         chat = _chat(self.view)
         read_only = self.view.is_read_only()
         self.view.set_read_only(False)
-        if chat is not None:
-            chat.panel.writing = True
         try:
             self.view.insert(edit, point, characters)
         finally:
             if chat is not None:
-                chat.panel.writing = False
+                chat.panel.own_change = self.view.change_count()
                 chat.panel.user_edited_last = False
             self.view.set_read_only(read_only)
 
 
 class GeminiCompanionChatEraseCommand(sublime_plugin.TextCommand):
     def run(self, edit: sublime.Edit, begin: int, end: int) -> None:
+        chat = _chat(self.view)
         read_only = self.view.is_read_only()
         self.view.set_read_only(False)
         self.view.erase(edit, sublime.Region(begin, end))
         self.view.set_read_only(read_only)
+        if chat is not None:
+            chat.panel.own_change = self.view.change_count()
+            chat.panel.user_edited_last = False
 
 
 class GeminiCompanionChatNoopCommand(sublime_plugin.TextCommand):

@@ -80,7 +80,7 @@ class ChatPanel:
         self.thought_text = ""
         self.thought_open = False
         self.notice_regions: list[sublime.Region] = []
-        self.writing = False  # the companion is inserting (on_modified then is not the user's)
+        self.own_change = -1  # the view's change count after the companion's last edit
         self.user_edited_last = False  # the newest change is the user's typing (undo may take it back)
         self._insert(0, SEPARATOR)
         self.transcript_end, self.input_start = 0, len(SEPARATOR)
@@ -382,7 +382,8 @@ class StreamingChatView:
         decided: asyncio.Future[str | None] = loop.create_future()
 
         def answer(option_id: str | None) -> None:  # main thread
-            loop.call_soon_threadsafe(lambda: decided.done() or decided.set_result(option_id))
+            if not loop.is_closed():  # the runtime may have stopped meanwhile
+                loop.call_soon_threadsafe(lambda: decided.done() or decided.set_result(option_id))
 
         with self._lock:
             self._asked += 1
