@@ -8,7 +8,9 @@ server reads snapshots on its loop, so every method takes the lock.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -68,9 +70,23 @@ class SharingPolicy:
     share_selection: bool = True
 
     def excludes(self, path: str) -> bool:
-        name = os.path.basename(path)
-        normalized = path.replace(os.sep, "/")
-        return any(fnmatch.fnmatch(name, pattern) or fnmatch.fnmatch(normalized, pattern) for pattern in self.exclude)
+        matcher = _any_of(tuple(self.exclude))
+        if matcher is None:
+            return False
+        name = os.path.normcase(os.path.basename(path))
+        normalized = os.path.normcase(path.replace(os.sep, "/"))
+        return matcher.match(name) is not None or matcher.match(normalized) is not None
+
+
+@functools.lru_cache(maxsize=8)
+def _any_of(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One expression matching what `fnmatch.fnmatch` matches for any of `patterns` (each is
+    normcased and translated as it does), or None for no patterns. Every context update checks
+    each of up to ten files against ~30 default patterns; one fnmatch per pattern made that about
+    a quarter of a millisecond of the server's loop per update (cProfile)."""
+    if not patterns:
+        return None
+    return re.compile("|".join(f"(?:{fnmatch.translate(os.path.normcase(p))})" for p in patterns))
 
 
 @dataclass

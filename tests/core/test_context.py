@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import fnmatch
 import itertools
+import os
 
 import pytest
 
-from companion.context import ContextTracker, Position, SharingPolicy
+from companion.context import DEFAULT_EXCLUDES, ContextTracker, Position, SharingPolicy
 from companion.gemini_ide.wire import validated_params
 from companion.runtime import WindowHandle
 from tests.mcp_client import connect
@@ -100,6 +102,20 @@ def test_custom_exclusions_match_names_and_paths() -> None:
     for path in ("/w/private/notes.md", "/w/run.log", "/w/ok.py"):
         tracker.activate(path)
     assert tracker.snapshot_paths() == ["/w/ok.py"]
+
+
+def test_exclusions_decide_as_fnmatch_does_for_every_pattern_and_path() -> None:
+    # The patterns are matched as one expression; each must still match exactly what fnmatch
+    # matches against the file's name or its whole path (brackets, ranges, an unclosed "[").
+    patterns = [*DEFAULT_EXCLUDES, "*/private/*", "[!a]*.txt", "data[0-9].csv", "weird[", "", "a|b", "(x)"]
+    paths = ["/w/.env", "/w/src/.env.prod", "/w/private/n.md", "/w/b.txt", "/w/a.txt", "/w/data7.csv",
+             "/w/weird[", "/w/a|b", "/w/(x)", "/w/ok.py", "/home/me/.ssh/id_ed25519.pub", "/w/x.PEM"]  # fmt: skip
+    for chosen in [(), (patterns[0],), tuple(patterns)]:
+        policy = SharingPolicy(exclude=chosen)
+        for path in paths:
+            expected = any(fnmatch.fnmatch(os.path.basename(path), p) or fnmatch.fnmatch(path, p) for p in chosen)
+            assert policy.excludes(path) is expected, (chosen, path)
+    assert not SharingPolicy(exclude=()).excludes("/w/.env")  # no patterns exclude nothing
 
 
 def test_selection_sharing_can_be_turned_off_keeping_the_cursor() -> None:
