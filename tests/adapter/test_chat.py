@@ -549,3 +549,25 @@ def test_undo_in_the_chat_never_takes_back_the_transcript(companion: Companion, 
     control.type_text(view, "typo")
     control.press_keys(view, "ctrl+z")
     assert text(view) == before  # the user's own typing is undone as usual
+
+
+def test_real_gemini_cli_cancel_during_its_review_closes_it_and_writes_nothing(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    from tests.conformance.harness import write_file_call
+
+    path = os.path.join(os.path.realpath(workspace), "hello.txt")
+    agent = real_gemini(tmp_path, [write_file_call(path, "hello\n")], [{"text": "Stopped."}])
+    window = setup(companion, workspace, [agent])
+    view = start_chat(companion, window, "Gemini CLI")
+    send(view, "write hello.txt")
+    control.pump_until(
+        lambda: next((v for v in window.views() if v.settings().get("gemini_companion.role") == "proposal"), None),
+        CEILING,
+        "Gemini CLI's review",
+    )
+    assert control.press_keys(view, "escape") == "gemini_companion_chat_cancel"
+    wait_turn(view)
+    assert not [v for v in window.views() if v.settings().get("gemini_companion.role")]  # the review closed
+    assert not os.path.exists(path)
+    assert "The turn ended: cancelled." in text(view)
