@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING
 import sublime
 import sublime_plugin
 
+from . import chat_sessions
+
 if TYPE_CHECKING:
     from sublime_types import CommandArgs
 
-HISTORY_SIZE = 100
 PROMPT_CONTEXT = "gemini_companion.chat_prompt"  # a caret in a chat's prompt
 TURN_CONTEXT = "gemini_companion.chat_turn"  # a chat view whose agent is answering
 FIRST_LINE_CONTEXT = "gemini_companion.chat_prompt_first_line"  # the caret on the prompt's first line
@@ -27,39 +28,7 @@ EDITING = frozenset({"insert", "insert_snippet", "paste", "cut", "left_delete", 
 UNDOING = frozenset({"undo", "soft_undo", "redo", "redo_or_repeat", "soft_redo"})
 
 
-class History:
-    """Sent prompts, newest last; `back`/`forward` walk them, keeping what was being typed."""
-
-    def __init__(self) -> None:
-        self.entries: list[str] = []
-        self.position = 0
-        self.draft = ""
-
-    def add(self, text: str) -> None:
-        if not self.entries or self.entries[-1] != text:
-            self.entries.append(text)
-            del self.entries[:-HISTORY_SIZE]
-        self.position = len(self.entries)
-        self.draft = ""
-
-    def back(self, current: str) -> str | None:
-        if self.position == 0:
-            return None
-        if self.position == len(self.entries):
-            self.draft = current
-        self.position -= 1
-        return self.entries[self.position]
-
-    def forward(self) -> str | None:
-        if self.position >= len(self.entries):
-            return None
-        self.position += 1
-        return self.draft if self.position == len(self.entries) else self.entries[self.position]
-
-
-def _chat(view: sublime.View):  # -> Chat | None (chat_sessions imports this module)
-    from . import chat_sessions
-
+def _chat(view: sublime.View) -> chat_sessions.Chat | None:
     return chat_sessions.for_view(view)
 
 
@@ -139,8 +108,6 @@ class GeminiCompanionChatListener(sublime_plugin.EventListener):
         return offered
 
     def on_close(self, view: sublime.View) -> None:
-        from . import chat_sessions
-
         chat_sessions.view_closed(view)
 
 

@@ -24,7 +24,8 @@ from ..acp.resources import Resource
 from ..context import SharingPolicy
 from ..runtime import RuntimeStopped
 from ..workspace.paths import is_inside
-from . import chat_input, terminal
+from . import status, terminal
+from .chat_history import History
 from .chat_view import CHAT_SETTING, ChatPanel, StreamingChatView
 from .window_state import WindowState
 
@@ -47,7 +48,7 @@ class Chat:
         self.folders = folders
         self.panel = ChatPanel(state.window, self.id, spec.name)
         self.port = StreamingChatView(self.panel, on_state=self._state_changed)
-        self.history = chat_input.History()
+        self.history = History()
         self.attached: dict[str, Resource] = {}  # mention in the prompt -> the file it sends
         self.session: ChatSession | None = None  # loop thread only
         self.ready = False
@@ -164,8 +165,7 @@ class Chat:
         self._show_status()
 
     def _show_status(self) -> None:
-        from . import status  # status imports windows, as this module does
-
+        self.state.chat_status = status_label(self.state.window)
         status.show(self.state)
 
     # -- loop thread --
@@ -262,6 +262,8 @@ def view_closed(view: sublime.View) -> None:
         group = _chats.get(chat.state.window.id(), [])
         if chat in group:
             group.remove(chat)
+        if chat.state.window.is_valid():
+            chat._show_status()  # the closed chat leaves the status bar
 
 
 def window_closed(state: WindowState) -> None:

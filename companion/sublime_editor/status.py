@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sublime
 
-from . import chat_sessions, settings
+from . import settings
 from .window_state import WindowState
 
 STATUS_KEY = "gemini_companion"
@@ -38,7 +38,7 @@ def show(state: WindowState) -> None:
     if not window.is_valid():
         return
     text = status_text(state) if settings.get("show_status_bar", True) else ""
-    chat = chat_sessions.status_label(window) if text else ""
+    chat = state.chat_status if text else ""
     text = f"{text} · {chat}" if chat else text
     for view in window.views():
         if text:

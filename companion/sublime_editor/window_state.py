@@ -25,3 +25,4 @@ class WindowState:
     last_agent: str | None = None  # "gemini", "claude" or "chat:<id>": the agent the user used last (Send goes there)
     tools: WorkspaceSnapshot = field(default_factory=WorkspaceSnapshot)  # what the loop's tools read
     paths: dict[int, str] = field(default_factory=dict)  # view id → the file it shares in the context
+    chat_status: str = ""  # the window's chats in its status bar ("Chat: Gemini CLI (Default)"; chat_sessions)

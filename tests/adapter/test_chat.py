@@ -571,3 +571,14 @@ def test_real_gemini_cli_cancel_during_its_review_closes_it_and_writes_nothing(
     assert not [v for v in window.views() if v.settings().get("gemini_companion.role")]  # the review closed
     assert not os.path.exists(path)
     assert "The turn ended: cancelled." in text(view)
+
+
+def test_closing_a_chat_takes_it_off_the_status_bar(companion: Companion, workspace: str) -> None:
+    window = setup(companion, workspace)
+    view = start_chat(companion, window)
+    other = control.open_file(window, write(workspace, "a.txt", "a\n"))
+    control.settle()
+    assert "Chat: Script" in other.get_status("gemini_companion")
+    control.close_tab(view)
+    control.settle()
+    assert "Chat:" not in other.get_status("gemini_companion")
