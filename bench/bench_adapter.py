@@ -474,6 +474,14 @@ def measure_close_without_event(tmp: str, count: int) -> list[float]:
     return delays
 
 
+def private_editor(tmp: str) -> None:
+    """A fresh fake Sublime whose discovery and lock files stay in `tmp`."""
+    os.environ["TMPDIR"] = os.path.join(tmp, "tmp")
+    os.environ["CLAUDE_CONFIG_DIR"] = os.path.join(tmp, "claude")
+    os.makedirs(os.environ["TMPDIR"])
+    control.reset(os.path.join(tmp, "data"))
+
+
 def lifecycle_main(quick: bool) -> None:
     """`--lifecycle`: unloading with a busy loop thread, a window command on a large project, and a
     window closed without its event. Runs on any checkout of the package (the "before" numbers in
@@ -481,10 +489,7 @@ def lifecycle_main(quick: bool) -> None:
     n_unload, n_command = (10, 200) if quick else (60, 2000)
     busy_s = 0.5
     with tempfile.TemporaryDirectory() as tmp:
-        os.environ["TMPDIR"] = os.path.join(tmp, "tmp")
-        os.environ["CLAUDE_CONFIG_DIR"] = os.path.join(tmp, "claude")
-        os.makedirs(os.environ["TMPDIR"])
-        control.reset(os.path.join(tmp, "data"))
+        private_editor(tmp)
         small = os.path.join(tmp, "small")
         os.makedirs(small)
         window = control.new_window([small])
@@ -568,10 +573,7 @@ def chat_main(quick: bool) -> None:
     `StreamingChatView.flush` ticks are picked out. Per update = the ticks' total over the chunks."""
     count, size = (1000, 1000) if quick else (10_000, 1000)  # 1 MB / 10 MB
     with tempfile.TemporaryDirectory() as tmp:
-        os.environ["TMPDIR"] = os.path.join(tmp, "tmp")
-        os.environ["CLAUDE_CONFIG_DIR"] = os.path.join(tmp, "claude")
-        os.makedirs(os.environ["TMPDIR"])
-        control.reset(os.path.join(tmp, "data"))
+        private_editor(tmp)
         folder = os.path.join(tmp, "work")
         os.makedirs(folder)
         agent = {"name": "Bench", "command": sys.executable, "args": [CHAT_AGENT]}

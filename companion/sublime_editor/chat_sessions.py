@@ -55,6 +55,7 @@ class Chat:
         self.busy = False  # a turn runs
         self.ended = False  # the agent is gone (failed, stopped)
         self._closing: concurrent.futures.Future[None] | None = None
+        self.silent = False  # set at exit: nothing more is shown
 
     # -- main thread --
 
@@ -101,8 +102,12 @@ class Chat:
     def set_model(self, model_id: str) -> None:
         self._submit(lambda: self._call("set_model", model_id), self._answered)
 
-    def close(self) -> concurrent.futures.Future[None]:
-        """Stop the agent and everything it started (idempotent; from any thread)."""
+    def close(self, api_alive: bool = True) -> concurrent.futures.Future[None]:
+        """Stop the agent and everything it started (idempotent; from any thread). Without the API
+        (at exit) nothing the stopping session still reports reaches Sublime."""
+        if not api_alive:
+            self.silent = True
+            self.port.silence()
         if self._closing is None:
             self.ended = True
             try:
@@ -127,6 +132,8 @@ class Chat:
             return
 
         def done(f: concurrent.futures.Future[T]) -> None:  # on the loop thread
+            if self.silent:  # Sublime has exited: its API is gone
+                return
             error = f.exception()
             result = None if error is not None else f.result()
             sublime.set_timeout(lambda: then(result, error) if self.panel.is_valid() else None)
@@ -272,9 +279,9 @@ def window_closed(state: WindowState) -> None:
         chat.close()
 
 
-def close_all() -> list[concurrent.futures.Future[None]]:
+def close_all(api_alive: bool = True) -> list[concurrent.futures.Future[None]]:
     """Unload or exit: stop every chat's agent; the futures end when each agent's tree is gone."""
-    closing = [chat.close() for group in _chats.values() for chat in group]
+    closing = [chat.close(api_alive) for group in _chats.values() for chat in group]
     _chats.clear()
     return closing
 

@@ -334,6 +334,7 @@ class StreamingChatView:
         self._lock = threading.Lock()
         self._queue: list[tuple[str, Any]] = []
         self._scheduled = False
+        self._silent = False  # Sublime has exited: nothing more is queued or scheduled
         self._asked = 0
 
     # -- the port (loop thread) --
@@ -397,8 +398,16 @@ class StreamingChatView:
 
     # -- batching --
 
+    def silence(self) -> None:
+        """From now on (exit: the API is gone) every update is dropped (any thread)."""
+        with self._lock:
+            self._silent = True
+            self._queue.clear()
+
     def _put(self, what: str, payload: Any) -> None:
         with self._lock:
+            if self._silent:
+                return
             self._queue.append((what, payload))
             if self._scheduled:
                 return
@@ -409,6 +418,8 @@ class StreamingChatView:
         """One main-thread tick: everything queued, but at most MAX_CHARS_PER_TICK characters of
         text; the rest waits for the next tick."""
         with self._lock:
+            if self._silent:
+                return
             queue, self._queue = self._queue, []
         budget = MAX_CHARS_PER_TICK
         text: list[str] = []

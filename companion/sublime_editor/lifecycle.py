@@ -186,7 +186,7 @@ def shutdown(api_alive: bool = True, keep_settings_listeners: bool = False) -> N
             close_views()
         else:
             registry.forget_all()
-    chats_closing = chat_sessions.close_all()
+    chats_closing = chat_sessions.close_all(api_alive)
     if runtime is not None and chats_closing:
         _stop_after(runtime, chats_closing, api_alive)
     elif runtime is not None:

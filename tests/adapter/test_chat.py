@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 import psutil
+import pytest
 
 from tests.adapter.conftest import Companion, pkg, write
 from tests.sublime_fake import _plugin_host, control, sublime
@@ -52,6 +53,15 @@ def wait_turn(view: sublime.View) -> None:
     chat = chat_of(view)
     control.pump_until(lambda: not chat.busy, CEILING, "the turn to end")
     control.settle()
+
+
+def review_proposal(window: sublime.Window) -> sublime.View:
+    """The proposal view of the review the agent's edit opens, once it shows."""
+    return control.pump_until(
+        lambda: next((v for v in window.views() if v.settings().get("gemini_companion.role") == "proposal"), None),
+        CEILING,
+        "the review",
+    )
 
 
 def agent_pids(view: sublime.View) -> list[int]:
@@ -245,11 +255,7 @@ def test_an_edit_opens_the_review_named_after_the_agent_and_accept_writes_the_us
     window = setup(companion, workspace)
     view = start_chat(companion, window)
     send(view, f"edit {path} two")
-    proposal = control.pump_until(
-        lambda: next((v for v in window.views() if v.settings().get("gemini_companion.role") == "proposal"), None),
-        CEILING,
-        "the review",
-    )
+    proposal = review_proposal(window)
     (banner,) = control.phantoms(proposal, "gemini_companion.banner")
     assert "<b>Script</b> proposes a change to" in banner["content"]
     control.select(proposal, sublime.Region(0, proposal.size()))
@@ -266,11 +272,7 @@ def test_an_edit_rejected_leaves_the_file_unchanged(companion: Companion, worksp
     window = setup(companion, workspace)
     view = start_chat(companion, window)
     send(view, f"edit {path} two")
-    proposal = control.pump_until(
-        lambda: next((v for v in window.views() if v.settings().get("gemini_companion.role") == "proposal"), None),
-        CEILING,
-        "the review",
-    )
+    proposal = review_proposal(window)
     control.click_link(proposal, "reject", "gemini_companion.banner")
     wait_turn(view)
     with open(path, encoding="utf-8") as handle:
@@ -333,11 +335,7 @@ def test_allow_for_this_session_is_a_third_banner_link_under_the_agents_name(
     window = setup(companion, workspace)
     view = start_chat(companion, window)
     send(view, f"edit {path} two")
-    proposal = control.pump_until(
-        lambda: next((v for v in window.views() if v.settings().get("gemini_companion.role") == "proposal"), None),
-        CEILING,
-        "the review",
-    )
+    proposal = review_proposal(window)
     (banner,) = control.phantoms(proposal, "gemini_companion.banner")
     assert 'href="accept-always"' in banner["content"] and ">Allow for this session</a>" in banner["content"]
     assert "without a review" in banner["content"]
@@ -376,21 +374,25 @@ def real_gemini(tmp_path: Any, *turns: list[dict[str, Any]]) -> dict[str, Any]:
     return {"name": "Gemini CLI", "command": node(), "args": args, "env": env}
 
 
-def test_real_gemini_cli_streams_and_its_edit_is_reviewed_with_the_users_text_on_disk(
-    companion: Companion, workspace: str, tmp_path: Any
-) -> None:
+def gemini_writes_hello(
+    companion: Companion, workspace: str, tmp_path: Any, answer: str
+) -> tuple[sublime.Window, sublime.View, str, sublime.View]:
+    """A chat with the real Gemini CLI whose model writes hello.txt, then answers `answer`; returns
+    once the write's review shows (window, chat view, the file's path, the proposal view)."""
     from tests.conformance.harness import write_file_call
 
     path = os.path.join(os.path.realpath(workspace), "hello.txt")
-    agent = real_gemini(tmp_path, [write_file_call(path, "hello\n")], [{"text": "Done, the file is written."}])
+    agent = real_gemini(tmp_path, [write_file_call(path, "hello\n")], [{"text": answer}])
     window = setup(companion, workspace, [agent])
     view = start_chat(companion, window, "Gemini CLI")
     send(view, "write hello.txt")
-    proposal = control.pump_until(
-        lambda: next((v for v in window.views() if v.settings().get("gemini_companion.role") == "proposal"), None),
-        CEILING,
-        "Gemini CLI's review",
-    )
+    return window, view, path, review_proposal(window)
+
+
+def test_real_gemini_cli_streams_and_its_edit_is_reviewed_with_the_users_text_on_disk(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    _, view, path, proposal = gemini_writes_hello(companion, workspace, tmp_path, "Done, the file is written.")
     (banner,) = control.phantoms(proposal, "gemini_companion.banner")
     assert "<b>Gemini CLI</b> proposes a change to" in banner["content"]
     assert ">Allow for this session</a>" in banner["content"]  # Gemini's own name for proceed_always
@@ -408,19 +410,8 @@ def test_real_gemini_cli_streams_and_its_edit_is_reviewed_with_the_users_text_on
 
 
 def test_real_gemini_cli_edit_rejected_leaves_no_file(companion: Companion, workspace: str, tmp_path: Any) -> None:
-    from tests.conformance.harness import write_file_call
-
-    path = os.path.join(os.path.realpath(workspace), "hello.txt")
-    agent = real_gemini(tmp_path, [write_file_call(path, "hello\n")], [{"text": "It was rejected."}])
-    window = setup(companion, workspace, [agent])
-    view = start_chat(companion, window, "Gemini CLI")
+    _, view, path, proposal = gemini_writes_hello(companion, workspace, tmp_path, "It was rejected.")
     assert "Chat: Gemini CLI (Default)" in view.get_status("gemini_companion")
-    send(view, "write hello.txt")
-    proposal = control.pump_until(
-        lambda: next((v for v in window.views() if v.settings().get("gemini_companion.role") == "proposal"), None),
-        CEILING,
-        "Gemini CLI's review",
-    )
     control.close_tab(proposal)  # closing the review rejects it
     wait_turn(view)
     assert not os.path.exists(path)
@@ -483,11 +474,17 @@ def test_a_window_the_registry_closes_stops_its_chats_agents(companion: Companio
     assert chat.ended
 
 
-def test_on_exit_stops_every_chats_agent_without_an_api_call(editor: Any, workspace: str, tmp_path: Any) -> None:
+@pytest.mark.parametrize("mid_turn", [False, True])
+def test_on_exit_stops_every_chats_agent_without_an_api_call(
+    editor: Any, workspace: str, tmp_path: Any, mid_turn: bool
+) -> None:
     companion = Companion(os.path.join(str(tmp_path), "tmp", "gemini", "ide"))
     window = setup(companion, workspace)
-    pids = agent_pids(start_chat(companion, window))
+    view = start_chat(companion, window)
+    pids = agent_pids(view)
     assert pids and all(psutil.pid_exists(p) for p in pids)
+    if mid_turn:  # the turn's end comes while Sublime exits, and must not reach its API
+        send(view, "wait")
     control.exit_editor()  # Sublime quits: on_exit, no plugin_unloaded
     assert not any(psutil.pid_exists(p) for p in pids)  # on_exit waited for the agents' trees
     assert control.violations() == []
@@ -554,18 +551,7 @@ def test_undo_in_the_chat_never_takes_back_the_transcript(companion: Companion, 
 def test_real_gemini_cli_cancel_during_its_review_closes_it_and_writes_nothing(
     companion: Companion, workspace: str, tmp_path: Any
 ) -> None:
-    from tests.conformance.harness import write_file_call
-
-    path = os.path.join(os.path.realpath(workspace), "hello.txt")
-    agent = real_gemini(tmp_path, [write_file_call(path, "hello\n")], [{"text": "Stopped."}])
-    window = setup(companion, workspace, [agent])
-    view = start_chat(companion, window, "Gemini CLI")
-    send(view, "write hello.txt")
-    control.pump_until(
-        lambda: next((v for v in window.views() if v.settings().get("gemini_companion.role") == "proposal"), None),
-        CEILING,
-        "Gemini CLI's review",
-    )
+    window, view, path, _ = gemini_writes_hello(companion, workspace, tmp_path, "Stopped.")
     assert control.press_keys(view, "escape") == "gemini_companion_chat_cancel"
     wait_turn(view)
     assert not [v for v in window.views() if v.settings().get("gemini_companion.role")]  # the review closed
