@@ -69,6 +69,31 @@ class AsyncEditor(ScriptedEditor):
         return self._shown_event
 
 
+class _Calls(list[tuple[str, Any]]):
+    """The view's calls in order; `until` waits on the chat's loop for a condition on them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._changed: asyncio.Event | None = None
+
+    def append(self, item: tuple[str, Any]) -> None:
+        super().append(item)
+        if self._changed is not None:
+            self._changed.set()
+
+    async def until(self, condition: Any, what: str) -> None:
+        async def arrived() -> None:
+            while not condition():
+                self._changed = self._changed or asyncio.Event()
+                self._changed.clear()
+                await self._changed.wait()
+
+        try:
+            await asyncio.wait_for(arrived(), CEILING)
+        except asyncio.TimeoutError:
+            raise AssertionError(f"{what} did not reach the view within {CEILING} s: {list(self)!r}") from None
+
+
 @dataclass
 class RecordingView:
     """The ChatView, recording every call; non-edit permissions get `answer_kind`'s option."""
@@ -78,7 +103,7 @@ class RecordingView:
     notices: list[str] = field(default_factory=list)
     tool_calls: list[tuple[str, str, str, str]] = field(default_factory=list)
     asked: list[tuple[str, list[Choice]]] = field(default_factory=list)
-    calls: list[tuple[str, Any]] = field(default_factory=list)  # (method, argument) in order
+    calls: _Calls = field(default_factory=_Calls)  # (method, argument) in order
 
     def user_text(self, text: str) -> None:
         self.calls.append(("user_text", text))

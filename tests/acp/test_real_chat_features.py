@@ -76,8 +76,14 @@ async def test_a_gemini_session_is_continued_after_the_agent_restarted(gemini: A
     try:
         await second.load(session_id)
         assert second.session_id == session_id and second.mode == "default"
-        assert "Remember the word kiwi." in "".join(view.called("user_text"))  # the history, replayed
-        assert "Noted, kiwi." in "".join(view.text)
+        # The history is replayed as session/update notifications. Gemini CLI 0.61.0 does not await
+        # that replay before answering session/load (`session.streamHistory(...)` without await in
+        # loadSession, bundle/gemini-3HFX2LNT.js L16457), so it may still be arriving: wait for it.
+        await view.calls.until(
+            lambda: "Remember the word kiwi." in "".join(view.called("user_text"))
+            and "Noted, kiwi." in "".join(view.text),
+            "the replayed history",
+        )
         assert await second.prompt("Which word was it?") == "end_turn"
     finally:
         await second.close()
