@@ -37,6 +37,7 @@ NODE_PROJECTS = (
     os.path.join(CONFORMANCE, "oldest"),
     os.path.join(CONFORMANCE, "claude"),
     os.path.join(CONFORMANCE, "acp_claude"),  # claude-agent-acp, for the ACP chat tests (tests/acp)
+    os.path.join(ROOT, "tests", "workspace", "cmd_shim"),  # npm's cmd-shim, for the Windows batch-shim tests
 )
 MIN_PYTHON = (3, 10)
 SUBLIME_PYTHON = (3, 14)

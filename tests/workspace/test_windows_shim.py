@@ -27,16 +27,15 @@ HOSTILE_PROMPTS = [
 SCRIPT = os.path.join("node_modules", "@google", "gemini-cli", "bundle", "gemini.js")
 
 
+CMD_SHIM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cmd_shim", "node_modules", "cmd-shim")
+
+
 def cmd_shim_module() -> str:
-    """npm's own cmd-shim, beside the Node.js on PATH (`<prefix>/lib/node_modules/npm` on macOS and
-    Linux, `<prefix>/node_modules/npm` on Windows)."""
-    binary = os.path.realpath(node())
-    for prefix in (os.path.dirname(os.path.dirname(binary)), os.path.dirname(binary)):
-        for modules in (os.path.join(prefix, "lib", "node_modules"), os.path.join(prefix, "node_modules")):
-            found = os.path.join(modules, "npm", "node_modules", "cmd-shim")
-            if os.path.isfile(os.path.join(found, "package.json")):
-                return found
-    raise AssertionError(f"npm's cmd-shim was not found beside {binary}: install Node.js with its bundled npm.")
+    """npm's own cmd-shim, pinned at the version npm 11 bundles (`tests/workspace/cmd_shim`, installed
+    by `dev.py test`): the Node.js a Linux distribution ships may come without npm's bundled copy."""
+    if not os.path.isfile(os.path.join(CMD_SHIM, "package.json")):
+        raise AssertionError(f"npm's cmd-shim is not installed in {CMD_SHIM}: run `python3 dev.py test` once.")
+    return CMD_SHIM
 
 
 def npm_install(prefix: str, shebang: str | None = "#!/usr/bin/env node", script: str = SCRIPT) -> str:
