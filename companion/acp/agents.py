@@ -119,3 +119,17 @@ def agent_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
     companion would open a second review of the same edit (reference acp.md §2, "Double review")."""
     source = os.environ if base is None else base
     return {k: v for k, v in source.items() if not k.upper().startswith("GEMINI_CLI_IDE_")}
+
+
+TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")  # what Node's os.tmpdir() reads, POSIX and Windows
+
+
+def with_private_temp(env: Mapping[str, str], folder: str) -> dict[str, str]:
+    """`env` with the temporary folder moved to the chat's own `folder`.
+
+    Dropping GEMINI_CLI_IDE_* is not enough: with `ide.enabled` in the user's settings, Gemini CLI
+    still finds the window's discovery file in `os.tmpdir()/gemini/ide` by its workspace path
+    (getConnectionConfigFromFile in @google/gemini-cli-core 0.61.0), connects as an IDE client and
+    opens a second review of every edit it already asks about over ACP. In a folder of its own it
+    finds none; the chat's review is the one review."""
+    return {**env, **{name: folder for name in TEMP_VARIABLES}}

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
+import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
@@ -40,7 +42,7 @@ from ..diffs import Outcome, Reviews
 from ..editor import Editor
 from ..workspace.paths import PathPolicy
 from . import process, updates
-from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command
+from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
 from .edits import NotRebuildable, edit_path, is_edit, proposed_text
 from .files import AgentFiles, FsRefused
 from .resources import Attachment, Resource, attach
@@ -101,6 +103,7 @@ class ChatSession:
         self._asking: set[asyncio.Task[Any]] = set()
         self._tree: list[Any] = []  # the agent's descendants seen once it answered (psutil processes)
         self._watcher: asyncio.Task[None] | None = None
+        self._temp = ""  # the agent's own temporary folder (with_private_temp), removed with the chat
 
     # -- lifecycle --
 
@@ -147,8 +150,9 @@ class ChatSession:
             argv = resolve_command(self.spec, self.env)
         except AgentNotFound as exc:
             raise ChatFailed(str(exc)) from None
+        self._temp = await asyncio.to_thread(tempfile.mkdtemp, prefix="gemini-companion-agent-")
         try:
-            self.agent = await process.start(argv, self.folders[0], self.env)
+            self.agent = await process.start(argv, self.folders[0], with_private_temp(self.env, self._temp))
         except OSError as exc:
             raise ChatFailed(
                 f"{self.spec.name} could not be started ({argv[0]}: {exc.strerror or exc}); "
@@ -230,6 +234,9 @@ class ChatSession:
             await self.agent.stop(self._tree)
         if self._watcher is not None:
             self._watcher.cancel()
+        if self._temp:
+            await asyncio.to_thread(shutil.rmtree, self._temp, True)
+            self._temp = ""
 
     async def _watch_exit(self) -> None:
         """An agent whose process ended while a child still holds its stdout would leave a request

@@ -405,6 +405,9 @@ def test_real_gemini_cli_streams_and_its_edit_is_reviewed_with_the_users_text_on
         assert handle.read() == "mine\n"
     body = text(view)
     assert "## Gemini CLI\n\nDone, the file is written." in body, body
+    # One review of the edit: the chat's Gemini (ide.enabled in its settings) never found the window's
+    # discovery file, so it never joined as an IDE client to open a second review of the same edit.
+    assert companion.ready(view.window()).connected_clients == []
     cards = [p["content"] for p in control.phantoms(view)]
     assert any("completed" in c and "reviewed" in c for c in cards), cards
 
