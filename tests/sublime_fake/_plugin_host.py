@@ -322,6 +322,10 @@ def forget_view(view_id: int) -> None:
 
 
 def _run_view_callbacks(name: str, view_id: int, *args: Any) -> None:
+    if _host().api_shut_down:
+        # An `_async` event queued before the editor quit: `on_exit` runs "immediately before the
+        # plugin_host process exits" (4213 stubs, sublime_plugin `on_exit` L550): it never arrives.
+        return
     view = sublime.View(view_id)
     for listener in list(plugins().callbacks[name]):
         _trap(name, getattr(listener, name), view, *args)
@@ -351,6 +355,8 @@ def window_event(name: str, window_id: int, *args: Any) -> None:
     if name in SYNC_AND_ASYNC:
 
         def run_async() -> None:
+            if host.api_shut_down:  # queued before the editor quit: never delivered (as above)
+                return
             for listener in list(plugins().callbacks[f"{name}_async"]):
                 _trap(f"{name}_async", getattr(listener, f"{name}_async"), window, *args)
 
