@@ -118,3 +118,30 @@ def kill_one(pid: int) -> None:
         os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
     except OSError:
         pass
+
+
+def descendants(pid: int) -> list[Any]:
+    """The processes `pid` started (psutil), or [] without psutil or once it is gone."""
+    try:
+        import psutil
+
+        return psutil.Process(pid).children(recursive=True)
+    except Exception:
+        return []
+
+
+def kill_and_wait(processes: list[Any], timeout: float = 3.0) -> None:
+    """Kill these psutil processes (the ones already gone are skipped) and wait for them to go."""
+    try:
+        import psutil
+    except Exception:
+        return
+    alive = []
+    for proc in processes:
+        try:
+            proc.kill()
+            alive.append(proc)
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=timeout)
+

@@ -17,7 +17,7 @@ import signal
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..processes import kill_one, new_group  # the same process group and kill as ask_gemini
+from ..processes import descendants, kill_and_wait, kill_one, new_group  # as ask_gemini does
 
 MAX_LINE_BYTES = 64 * 1024 * 1024  # Gemini sends whole file texts in a diff: generous, but bounded
 _READ_LIMIT = 1024 * 1024  # StreamReader chunk limit; longer lines are read in pieces
@@ -203,16 +203,6 @@ def _json_object(text: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def descendants(pid: int) -> list[Any]:
-    """The processes `pid` started (psutil), or [] without psutil or once it is gone."""
-    try:
-        import psutil
-
-        return psutil.Process(pid).children(recursive=True)
-    except Exception:
-        return []
-
-
 def _kill_all(pid: int, running: bool, tree: list[Any]) -> None:
     """Kill the agent (when still `running`), its process group (POSIX: it leads its own session)
     and the psutil processes of `tree` still alive; wait for them to go."""
@@ -223,15 +213,4 @@ def _kill_all(pid: int, running: bool, tree: list[Any]) -> None:
             os.killpg(pid, signal.SIGKILL)
         except OSError:
             pass  # the group is empty: everyone already left
-    try:
-        import psutil
-    except Exception:
-        return
-    alive = []
-    for proc in tree:
-        try:
-            proc.kill()
-            alive.append(proc)
-        except psutil.Error:
-            pass
-    psutil.wait_procs(alive, timeout=3)
+    kill_and_wait(tree)

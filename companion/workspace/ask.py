@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..doctor import troubleshooting
-from ..processes import kill_one, new_group
+from ..processes import descendants, kill_and_wait, kill_one, new_group
 from ..user_paths import expand_program
 from .gemini_trust import TRUST_FIX, UNTRUSTED_EXIT_CODE
 from .paths import WorkspaceError
@@ -161,20 +161,6 @@ async def kill_tree(process: asyncio.subprocess.Process) -> None:
 
 
 def _kill_tree_sync(pid: int) -> None:
-    try:
-        import psutil
-    except Exception:
-        kill_one(pid)
-        return
-    try:
-        parent = psutil.Process(pid)
-        children = parent.children(recursive=True)
-    except psutil.Error:
-        kill_one(pid)
-        return
-    for proc in [parent, *children]:
-        try:
-            proc.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(children, timeout=3)
+    children = descendants(pid)  # before the parent goes: its orphans are no longer its children
+    kill_one(pid)
+    kill_and_wait(children)
