@@ -14,7 +14,6 @@ import threading
 from collections.abc import Sequence
 
 from . import pywin32_path
-from .acp.terminal import add_chat_command, run_chat_command
 from .headless import POLICIES, HeadlessEditor
 from .runtime import Runtime
 from .workspace.factory import tool_factory
@@ -84,9 +83,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--port", type=port_number, help="the window server on this port (token from its discovery file)"
     )
     bridge.add_argument("--debug", action="store_true", help="verbose logging on stderr")
-    add_chat_command(commands, POLICIES)
-    args = parser.parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if arguments[:1] != ["serve"]:
+        # Not for `serve`: the chat's modules would delay the discovery file (a Gemini CLI starting
+        # at the same moment reads it once), and serve's arguments never need them.
+        from .acp.terminal import add_chat_command
+
+        add_chat_command(commands, POLICIES)
+    args = parser.parse_args(arguments)
     if args.command == "chat":
+        from .acp.terminal import run_chat_command
+
         pywin32_path.make_importable()
         return run_chat_command(args)
     if args.command == "bridge":

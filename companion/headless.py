@@ -7,18 +7,17 @@ proposed content: a model writes that content, so it must not be able to decide 
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 import os
 import re
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from . import disk_text
-from .diffs import Review
-from .disk_text import DiskText
+if TYPE_CHECKING:  # `serve` imports this module before its discovery file is out: nothing heavy at the top
+    from .diffs import Review
+    from .disk_text import DiskText
 
 POLICIES = ("prompt", "accept", "reject")
 
@@ -63,6 +62,8 @@ class HeadlessEditor:
                     # input() blocks: one plain thread asks, so the loop keeps serving meanwhile.
                     self._prompter = threading.Thread(target=self._prompt_loop, name="companion-prompt", daemon=True)
                     self._prompter.start()
+        import asyncio
+
         await asyncio.sleep(0)
 
     async def close_review(self, review: Review) -> str:
@@ -138,6 +139,8 @@ class HeadlessEditor:
 def unified_diff(file_path: str, proposal: str, disk: DiskText | None = None) -> str:
     """The proposal against the file on disk (empty when the file is new) as a unified diff, with
     every control character shown as an escape: a proposal must not drive the terminal."""
+    from . import disk_text
+
     disk = disk if disk is not None else disk_text.read(file_path)
     label = file_path if disk.exists else f"{file_path} (new file)"
     if disk.not_shown is not None:

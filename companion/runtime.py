@@ -8,21 +8,23 @@ caller nothing but starting a thread.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import logging
 import os
+import socket
 import threading
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import pywin32_path, token_files
+from . import loopback, pywin32_path, token_files
 from .claude_ide import lockfile
 from .context import ContextTracker
 from .gemini_ide import discovery
 from .rate_limited import RateLimitedWarning
 
 if TYPE_CHECKING:
+    import asyncio
+
     from .claude_ide.server import ClaudeSide
     from .editor import Editor
     from .gemini_ide.server import WindowServer
@@ -86,6 +88,8 @@ class WindowHandle:
         self.lock_refused = False  # ... because its folder is not safe (private_dirs): the status bar says so
         self.discovery_problem = ""  # why the discovery file was not written: its folder is not safe
         self.closed = False
+        self.published = False  # its discovery (and lock) files are out, naming its port and tokens
+        self.listening: socket.socket | None = None  # bound and listening, until its server takes it
         # Snapshots for the editor's status bar and doctor view (replaced whole, so any thread may read).
         self.connected_clients: list[str] = []
         self.claude_clients: list[str] = []
@@ -146,6 +150,10 @@ class Runtime:
         self._opening: set[asyncio.Task[Any]] = set()  # servers still starting (loop thread only)
         self._unready: set[WindowHandle] = set()  # windows whose `ready` has no answer yet (under _lock)
         self._ended_because: RuntimeStopped | None = None  # why the loop thread ended on its own
+        # Windows asked for before the loop thread took them: it publishes them before it imports
+        # asyncio (under _lock; None once taken).
+        self._early: list[WindowHandle] | None = []
+        self._starting: set[WindowHandle] = set()  # published, not serving yet (loop thread only)
 
     # -- thread plumbing --
 
@@ -160,6 +168,9 @@ class Runtime:
 
     def _run(self) -> None:
         try:
+            self._before_the_loop()
+            import asyncio  # only now: see _before_the_loop
+
             asyncio.run(self._main())
         except BaseException as exc:
             log.exception("the companion's loop thread ended with an error")
@@ -179,20 +190,31 @@ class Runtime:
             if not handle.ready.done():
                 handle.ready.set_exception(error)
 
-    async def _main(self) -> None:
-        asyncio.get_running_loop().set_exception_handler(AcceptErrorLog())
-        self._stop_requested = asyncio.Event()
+    def _before_the_loop(self) -> None:
+        """On the loop thread, before asyncio (and long before the server stack) is imported: the
+        windows asked for so far listen and publish their files at once. A Gemini CLI that Terminus
+        restores starts with Sublime and reads the discovery file once, as it starts."""
         _wait_for_stopping_loops()
         if callable(self._editor_pid_source):
             try:
                 self.editor_pid = self._editor_pid_source()
             except Exception as exc:
                 log.warning("could not determine the editor's PID, using our own: %s", exc)
-        removed = discovery.sweep_stale(self.editor_pid, self.discovery_directory)
-        for path in removed:
+        with self._lock:
+            early, self._early = self._early or [], None
+        for handle in early:
+            self._listen_and_publish(handle)
+        # After publishing: our own files name ports that already listen, so they are never stale.
+        for path in discovery.sweep_stale(self.editor_pid, self.discovery_directory):
             log.info("removed a stale discovery file: %s", path)
         for path in lockfile.sweep_stale(self.editor_pid, self.lock_directory):
             log.info("removed a stale Claude Code lock file: %s", path)
+
+    async def _main(self) -> None:
+        import asyncio
+
+        asyncio.get_running_loop().set_exception_handler(AcceptErrorLog())
+        self._stop_requested = asyncio.Event()
         with self._lock:
             self._loop = asyncio.get_running_loop()
             pending, self._pending = self._pending, []
@@ -204,13 +226,16 @@ class Runtime:
         await self._stop_requested.wait()
         if self._opening:  # let servers that are binding finish, so they stop cleanly instead of being cancelled
             await asyncio.wait(self._opening, timeout=1.0)
-        await asyncio.gather(*(self._close_window(w) for w in list(self.windows)), return_exceptions=True)
+        closing = [*self.windows, *self._starting]  # a window still loading its server has files out too
+        await asyncio.gather(*(self._close_window(w) for w in closing), return_exceptions=True)
 
     def submit(self, make: Callable[[], Coroutine[Any, Any, T]]) -> concurrent.futures.Future[T]:
         """Run the coroutine `make()` on the loop from any thread; the result comes as a Future."""
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
 
         def launch() -> None:
+            import asyncio  # on the loop thread, where it is loaded
+
             task = asyncio.ensure_future(make())
             task.add_done_callback(lambda t: _copy_result(t, future))
 
@@ -258,6 +283,8 @@ class Runtime:
         handle = WindowHandle(self, editor, folders, port, token, tool_factory, claude, gemini)
         with self._lock:
             self._unready.add(handle)
+            if self._early is not None:
+                self._early.append(handle)
         handle.ready.add_done_callback(lambda _: self._ready_answered(handle))
         self.submit(lambda: self._open_window(handle)).add_done_callback(
             lambda opening: _answer_if_unanswered(handle, opening)
@@ -265,29 +292,93 @@ class Runtime:
         return handle
 
     async def _open_window(self, handle: WindowHandle) -> None:
+        """Listen and publish first (done already for a window asked for before the loop), then load
+        the server stack and serve.
+
+        Gemini CLI reads the discovery file once, as it starts (a Gemini CLI tab that Terminus
+        restores starts with Sublime): the files go out before the MCP SDK is imported, and a client
+        that connects meanwhile waits in the socket's backlog until the server takes it over."""
+        import asyncio
+
+        if not handle.published and not self._listen_and_publish(handle):
+            return  # `ready` says why
+        sock, handle.listening = handle.listening, None
+        assert sock is not None
+        task = asyncio.current_task()
+        assert task is not None  # submit() runs every coroutine as a task
+        self._opening.add(task)
+        try:
+            # Let every other window queued with this one publish its files before the import below
+            # holds the loop for most of a second.
+            await asyncio.sleep(0)
+            server = None if handle.closed else self._new_server(handle, sock)
+            if server is not None:
+                await self._serve(handle, server)
+        except BaseException as exc:
+            self._unpublish(handle)
+            handle.server = handle.claude = None
+            if not handle.ready.done():
+                handle.ready.set_exception(exc)
+            return
+        finally:
+            self._opening.discard(task)
+            self._starting.discard(handle)
+            if handle.server is None:
+                sock.close()  # never served (closed or failed): the port is free again
+        if handle.server is None:
+            return  # the window closed while its server was starting
+        self.windows.append(handle)
+        log.info("window server listening on %s (discovery file %s)", handle.url, handle.discovery_path)
+        handle.ready.set_result(handle)
+
+    def _listen_and_publish(self, handle: WindowHandle) -> bool:
+        """Bind the window's socket and write its files; False (with `ready` answered) on failure.
+        Needs nothing but the standard library and our own light modules."""
         from .security import new_token
 
         try:
-            pywin32_path.make_importable()  # mcp imports pywin32 on Windows: its folders must be on sys.path
-            from .gemini_ide.server import WindowServer  # the server stack: a missing or broken library fails here
-        except BaseException as exc:
+            sock = loopback.bind_loopback(handle.requested_port)
+        except OSError as exc:
             handle.ready.set_exception(exc)
-            return
-        if handle.closed:
-            return
-        # If building the server fails (a tool factory, say), open_window's done-callback answers `ready`.
-        server = WindowServer(
-            handle.editor,
-            handle.context,
-            handle.requested_token or new_token(),
-            handle.requested_port,
-            folders=lambda: list(handle.folders),
-        )
+            return False
+        handle.listening = sock
+        handle.port = sock.getsockname()[1]
+        handle.token = handle.requested_token or new_token()
+        handle.claude_token = new_token() if handle.serves_claude else ""
+        try:
+            self._publish(handle)
+        except BaseException as exc:
+            self._unpublish(handle)
+            handle.listening = None
+            sock.close()
+            handle.ready.set_exception(exc)
+            return False
+        self._starting.add(handle)
+        return True
+
+    def _publish(self, handle: WindowHandle) -> None:
+        handle.published = True
+        self._claim_discovery(handle)
+        if handle.serves_claude:
+            self._claim_lock(handle)
+
+    def _unpublish(self, handle: WindowHandle) -> None:
+        handle.published = False
+        handle.discovery_path = _withdrawn(handle.discovery_path)
+        handle.lock_path = _withdrawn(handle.lock_path)
+
+    def _new_server(self, handle: WindowHandle, sock: socket.socket) -> WindowServer:
+        """The window's server on `sock`, its rooms joined; imports the server stack (a missing or
+        broken library fails here)."""
+        pywin32_path.make_importable()  # mcp imports pywin32 on Windows: its folders must be on sys.path
+        from .gemini_ide.server import WindowServer
+
+        server = WindowServer(handle.editor, handle.context, handle.token, sock, folders=lambda: list(handle.folders))
         claude = None
         if handle.serves_claude:
             from .claude_ide.server import ClaudeSide  # the WebSocket stack, only when Claude Code is served
 
-            claude = ClaudeSide(server, new_token())
+            claude = ClaudeSide(server, handle.claude_token)
         server.websocket = handle.claude = claude
         server.broadcaster.on_clients_changed = lambda: self._clients_changed(handle, server)
         if claude is not None:
@@ -295,30 +386,18 @@ class Runtime:
         server.on_context_sent = lambda params: _remember_paths(handle, params)
         if handle.tool_factory is not None:
             server.extra_tools = {spec.tool.name: spec for spec in handle.tool_factory(server)}
-        task = asyncio.current_task()
-        assert task is not None  # submit() runs every coroutine as a task
-        self._opening.add(task)
+        return server
+
+    async def _serve(self, handle: WindowHandle, server: WindowServer) -> None:
         try:
             await server.start()
-            if handle.closed:  # the window closed while its server was binding
-                await server.stop()
-                return
-            handle.server, handle.port, handle.token = server, server.port, server.token
-            self._claim_discovery(handle)
-            if claude is not None:
-                handle.claude_token = claude.token
-                self._claim_lock(handle)
-        except BaseException as exc:
+        except BaseException:
             await server.stop()
-            handle.server = handle.claude = None
-            if not handle.ready.done():
-                handle.ready.set_exception(exc)
+            raise
+        if handle.closed:  # the window closed while its server was starting
+            await server.stop()
             return
-        finally:
-            self._opening.discard(task)
-        self.windows.append(handle)
-        log.info("window server listening on %s (discovery file %s)", handle.url, handle.discovery_path)
-        handle.ready.set_result(handle)
+        handle.server = server
 
     def _clients_changed(self, handle: WindowHandle, server: WindowServer) -> None:
         handle.connected_clients = [c.client_name for c in server.broadcaster.connected()]
@@ -357,7 +436,7 @@ class Runtime:
 
     async def _set_folders(self, handle: WindowHandle, folders: list[str]) -> None:
         handle.folders = folders
-        if handle.server is not None and not handle.closed:
+        if handle.published and not handle.closed:
             self._claim_discovery(handle)
             if handle.serves_claude:
                 self._claim_lock(handle)

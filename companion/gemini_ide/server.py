@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -59,22 +58,25 @@ SESSION_IDLE_SECONDS = 300.0
 
 
 class WindowServer:
-    """The MCP server of one editor window. Construct, `await start()`, `await stop()`; not reusable."""
+    """The MCP server of one editor window, on a socket already listening. Construct, `await start()`,
+    `await stop()` (which closes the socket); not reusable."""
 
     def __init__(
         self,
         editor: Editor,
         context: ContextTracker,
         token: str,
-        port: int = 0,
+        sock: socket.socket,
         folders: Callable[[], list[str]] = list,
     ) -> None:
         self.editor = editor
         self.folders = folders
         self.context = context
         self.token = token
-        self._requested_port = port
-        self.port = 0
+        # Bound and listening already (loopback.bind_loopback, before this module was imported):
+        # the discovery file naming its port may be out, and clients may wait in its backlog.
+        self._sock = sock
+        self.port: int = sock.getsockname()[1]
         self.reviews = Reviews(self._decision_from_any_thread)
         self.broadcaster = Broadcaster(context.params)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -98,8 +100,7 @@ class WindowServer:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        sock = _bind_loopback(self._requested_port)
-        self.port = sock.getsockname()[1]
+        sock = self._sock
         self._mcp = self._build_mcp_server()
         sse_lines.install()  # large notifications must not hold up the loop (see sse_lines)
         sdk_app = self._mcp.streamable_http_app(
@@ -183,6 +184,7 @@ class WindowServer:
                 await asyncio.gather(self._serve_task, return_exceptions=True)
             except Exception as exc:
                 log.debug("server on port %s ended with %r", self.port, exc)
+        self._sock.close()  # a server stopped before it served still holds its listening socket
 
     def _stop_accepting(self) -> None:
         """Before any connection is closed: a client reconnects at once (Claude Code within 2-10 ms)
@@ -442,25 +444,6 @@ class WindowServer:
         except Exception as exc:
             log.warning("the editor could not close the diff for %s: %r", review.file_path, exc)
             return review.proposal
-
-
-def _bind_loopback(port: int) -> socket.socket:
-    # IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on sockets created with it, and without
-    # it every response stalls ~40 ms on Nagle + delayed ACK.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        if port:
-            # POSIX: rebind a fixed port still in TIME_WAIT. Windows' SO_REUSEADDR would instead let
-            # two sockets share a port in use, so there a fixed port is claimed exclusively.
-            exclusive = getattr(socket, "SO_EXCLUSIVEADDRUSE", None)
-            option = exclusive if os.name == "nt" and exclusive is not None else socket.SO_REUSEADDR
-            sock.setsockopt(socket.SOL_SOCKET, option, 1)
-        sock.bind(("127.0.0.1", port))
-    except OSError:
-        sock.close()
-        raise
-    sock.setblocking(False)
-    return sock
 
 
 class _StraightToSessions:

@@ -17,7 +17,6 @@ import os
 import stat
 import sys
 import urllib.parse
-import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -80,7 +79,9 @@ def path_from_argument(argument: str) -> str:
     parsed = urllib.parse.urlsplit(argument)
     if parsed.netloc not in ("", "localhost"):
         raise WorkspaceError(f"Refused {argument!r}: only local file:// URIs are accepted (no host).")
-    path = urllib.request.url2pathname(parsed.path)
+    from urllib.request import url2pathname  # here: it pulls in http.client, ssl and email (slow to import)
+
+    path = url2pathname(parsed.path)
     if not path:
         raise WorkspaceError(f"Refused {argument!r}: the URI has no path.")
     if "\x00" in path:  # `%00` decodes to NUL, which no file name can hold
