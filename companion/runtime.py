@@ -279,12 +279,13 @@ class Runtime:
         `claude`, the server also serves Claude Code's /ide integration and writes its lock file;
         without `gemini`, its discovery file is one Gemini CLI does not read (the bridge still does).
         """
-        self.start()
         handle = WindowHandle(self, editor, folders, port, token, tool_factory, claude, gemini)
         with self._lock:
-            self._unready.add(handle)
-            if self._early is not None:
+            if self._early is not None:  # before the thread starts, which publishes these first
                 self._early.append(handle)
+        self.start()
+        with self._lock:
+            self._unready.add(handle)
         handle.ready.add_done_callback(lambda _: self._ready_answered(handle))
         self.submit(lambda: self._open_window(handle)).add_done_callback(
             lambda opening: _answer_if_unanswered(handle, opening)
