@@ -1,6 +1,6 @@
 """How soon a window is discoverable, and how soon it answers, beside the Node reference, in one run.
 
-    .venv/bin/python bench/bench_start.py [--runs N] [--out bench/results/start.json]
+    .venv/bin/python bench/bench_start.py [--runs N] [--before CHECKOUT] [--out bench/results/start.json]
 
 Gemini CLI reads the discovery file once, as it starts; a Gemini CLI tab that Terminus restores
 starts with Sublime. What counts is how soon the file is out, and then how soon `initialize` is
@@ -15,6 +15,9 @@ answered. Three starts take turns run by run, so all meet the same load on a sha
   (`companion.runtime`, `companion.headless`), from `Runtime.open_window`: to the discovery file,
   to the first answered `initialize` (the loop thread's start, psutil and the stale-file sweep
   included, as in Sublime).
+
+`--before CHECKOUT` adds the serve and plugin starts of another checkout (its `companion/`, the same
+libraries) to the same turns: before and after in one run.
 
 Each start gets its own TMPDIR (Node's os.tmpdir(): the discovery folder is <TMPDIR>/gemini/ide) and
 CLAUDE_CONFIG_DIR. A poller in this process sees the file appear (0.5 ms period); as soon as it does,
@@ -125,9 +128,9 @@ def initialize(port: int, token: str, deadline: float) -> float:
             connection.close()
 
 
-def _env(tmpdir: str) -> dict[str, str]:
+def _env(tmpdir: str, checkout: str = ROOT) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GEMINI_CLI_IDE_")}
-    env.update(TMPDIR=tmpdir, CLAUDE_CONFIG_DIR=os.path.join(tmpdir, "claude"), PYTHONPATH=ROOT)
+    env.update(TMPDIR=tmpdir, CLAUDE_CONFIG_DIR=os.path.join(tmpdir, "claude"), PYTHONPATH=checkout)
     return env
 
 
@@ -161,14 +164,15 @@ def reference(node: str, workspace: str) -> dict[str, float]:
             process.wait(10)
 
 
-def serve(workspace: str) -> dict[str, float]:
+def serve(workspace: str, checkout: str = ROOT) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmpdir:
         start = time.monotonic()
         process = subprocess.Popen(
             [sys.executable, "-m", "companion", "serve", "--workspace", workspace, "--diff-policy", "accept"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            env=_env(tmpdir),
+            env=_env(tmpdir, checkout),
+            cwd=checkout,
             text=True,
         )
         try:
@@ -178,13 +182,14 @@ def serve(workspace: str) -> dict[str, float]:
             process.wait(10)
 
 
-def plugin(workspace: str) -> dict[str, float]:
+def plugin(workspace: str, checkout: str = ROOT) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmpdir:
         process = subprocess.Popen(
             [sys.executable, "-c", PLUGIN_SNIPPET, workspace],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env=_env(tmpdir),
+            env=_env(tmpdir, checkout),
+            cwd=checkout,
             text=True,
         )
         try:
@@ -202,12 +207,17 @@ def plugin(workspace: str) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--before", help="another checkout whose serve and plugin starts join the same turns")
     parser.add_argument("--out", help="write the figures here as JSON")
     args = parser.parse_args()
     node = _ide.node()
     if node is None:
         raise SystemExit(f"bench_start.py {_ide.MISSING}")
-    starts = {"reference": lambda ws: reference(node, ws), "serve": serve, "plugin": plugin}
+    starts: dict[str, Any] = {"reference": lambda ws: reference(node, ws), "serve": serve, "plugin": plugin}
+    if args.before:
+        before = os.path.abspath(args.before)
+        starts["serve (before)"] = lambda ws: serve(ws, before)
+        starts["plugin (before)"] = lambda ws: plugin(ws, before)
     samples: dict[str, list[dict[str, float]]] = {name: [] for name in starts}
     with tempfile.TemporaryDirectory() as workspace:
         for measure in starts.values():

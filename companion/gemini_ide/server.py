@@ -463,7 +463,11 @@ class _StraightToSessions:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            await self.sessions.handle_request(scope, receive, send)
+            # Past the SDK's RequestBodyLimitMiddleware (its only step before this one, mcp 2.3.0
+            # streamable_http_manager.py L114/L176-181): RequestIds has already read the whole body
+            # under the same limit (413 past it), and that middleware would buffer it again, copying
+            # it twice more (8 MiB openDiff: 2 of the 4 copies, cProfile). Private, so pinned exactly.
+            await self.sessions._handle_request(scope, receive, send)  # pyright: ignore[reportPrivateUsage]
         else:
             await self.app(scope, receive, send)
 
