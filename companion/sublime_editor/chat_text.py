@@ -74,12 +74,13 @@ class ForeignText:
         """What to put into the view for `text`, the next part of the stream."""
         out: list[str] = []
         if text:
-            self._resume(out)
+            self._resume(out, text)
         text, self._held = self._held + text, ""
         pos = 0
         while pos < len(text):
             if self._line_start:
-                at = _escape_at(text[pos : pos + 8], final=False) if self._fence is None else -1
+                plain = self._fence is not None or text[pos] not in " #>"  # most lines: nothing to look at
+                at = -1 if plain else _escape_at(text[pos : pos + 8], final=False)
                 if at is None:
                     self._held = text[pos:]
                     break
@@ -129,31 +130,31 @@ class ForeignText:
         self._start(0)
         return shown
 
-    def _resume(self, out: list[str]) -> None:
+    def _resume(self, out: list[str], text: str) -> None:
         if self._reopen and self._fence is not None:
             out.append(self._fence + "\n")
         self._reopen = False
-        if self._goes_on:
+        if self._goes_on and not text.startswith("\n"):  # a line that goes on, not one that ends
             out.append(CONTINUATION[1:])
             self._column = len(CONTINUATION) - 1
-            self._goes_on = False
+        self._goes_on = False
 
     def _put(self, out: list[str], part: str) -> None:
         """Part of one line of the text (no newline), broken after MAX_LINE_CHARS."""
         if len(self._head) < HEAD_CHARS:
             self._head += part[: HEAD_CHARS - len(self._head)]
-        while part:
-            room = MAX_LINE_CHARS - self._column
-            if room <= 0:
+        start = 0
+        while start < len(part):
+            if self._column >= MAX_LINE_CHARS:
                 out.append(CONTINUATION)
                 self._column = len(CONTINUATION) - 1
-                room = MAX_LINE_CHARS - self._column
-            out.append(part[:room])
-            self._column += min(room, len(part))
-            part = part[room:]
+            end = min(len(part), start + MAX_LINE_CHARS - self._column)
+            out.append(part[start:end])
+            self._column += end - start
+            start = end
 
     def _line_ended(self) -> None:
-        fence = _fence(self._head)
+        fence = _fence(self._head) if self._head[:1] in (" ", "`", "~") else None
         if fence is not None:
             mark, run, rest = fence
             if self._fence is None and not (mark == "`" and "`" in rest):

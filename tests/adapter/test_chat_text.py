@@ -64,3 +64,10 @@ def test_finish_closes_a_dangling_fence_for_good() -> None:
     first = text.feed("~~~\ncode\n") + text.finish()
     assert first == "~~~\ncode\n~~~\n"
     assert text.feed("## You\n") == "\\## You\n"  # the next text starts outside any fence
+
+
+def test_a_line_cut_by_the_companions_lines_goes_on_after_the_mark_and_cannot_start_a_heading() -> None:
+    text = ForeignText()
+    out = text.feed("see") + text.interrupt() + "[card]\n" + text.feed("## You") + text.interrupt()
+    out += "[card]\n" + text.feed("\nnext") + text.finish()
+    assert out == "see\n[card]\n↪ ## You\n[card]\n\nnext\n"
