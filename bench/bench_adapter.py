@@ -566,6 +566,25 @@ def thread_cpu_times(chat_view: Any) -> tuple[list[int], list[int]]:
     return samples, outside_buffer
 
 
+def open_chat(tmp: str) -> tuple[sublime.View, Any]:
+    """A fresh fake Sublime with the package loaded and a chat with the scripted agent, ready."""
+    private_editor(tmp)
+    folder = os.path.join(tmp, "work")
+    os.makedirs(folder)
+    agent = {"name": "Bench", "command": sys.executable, "args": [CHAT_AGENT]}
+    control.user_settings("Gemini Companion.sublime-settings", {"agents": [agent]})
+    window = control.new_window([folder])
+    control.load_plugin()
+    wait_ready(window)
+    window.run_command("gemini_companion_new_chat", {"agent": "Bench"})
+    view = next(v for v in window.views() if v.settings().get("gemini_companion.chat") is not None)
+    sessions = sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.chat_sessions"]
+    chat = sessions.for_view(view)
+    control.pump_until(lambda: chat.ready or chat.ended, 60, "the chat to start")
+    control.settle()
+    return view, chat
+
+
 def chat_main(quick: bool) -> None:
     """`--chat`: the main thread's time while a chat streams a large answer. The scripted agent
     (tests/adapter/chat_agent.py, a real process on the SDK's agent side) sends COUNT chunks of SIZE
@@ -573,19 +592,7 @@ def chat_main(quick: bool) -> None:
     `StreamingChatView.flush` ticks are picked out. Per update = the ticks' total over the chunks."""
     count, size = (1000, 1000) if quick else (10_000, 1000)  # 1 MB / 10 MB
     with tempfile.TemporaryDirectory() as tmp:
-        private_editor(tmp)
-        folder = os.path.join(tmp, "work")
-        os.makedirs(folder)
-        agent = {"name": "Bench", "command": sys.executable, "args": [CHAT_AGENT]}
-        control.user_settings("Gemini Companion.sublime-settings", {"agents": [agent]})
-        window = control.new_window([folder])
-        control.load_plugin()
-        wait_ready(window)
-        window.run_command("gemini_companion_new_chat", {"agent": "Bench"})
-        view = next(v for v in window.views() if v.settings().get("gemini_companion.chat") is not None)
-        sessions = sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.chat_sessions"]
-        chat = sessions.for_view(view)
-        control.pump_until(lambda: chat.ready or chat.ended, 60, "the chat to start")
+        view, chat = open_chat(tmp)
         control.type_text(view, f"big {count} {size}")
         cpu, ours = thread_cpu_times(sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.chat_view"])
         control.start_timing()
@@ -622,25 +629,6 @@ def chat_main(quick: bool) -> None:
     print("\n".join(lines))
     if violations or errors or shown < count * size:
         raise SystemExit(1)
-
-
-def open_chat(tmp: str) -> tuple[sublime.View, Any]:
-    """A fresh fake Sublime with the package loaded and a chat with the scripted agent, ready."""
-    private_editor(tmp)
-    folder = os.path.join(tmp, "work")
-    os.makedirs(folder)
-    agent = {"name": "Bench", "command": sys.executable, "args": [CHAT_AGENT]}
-    control.user_settings("Gemini Companion.sublime-settings", {"agents": [agent]})
-    window = control.new_window([folder])
-    control.load_plugin()
-    wait_ready(window)
-    window.run_command("gemini_companion_new_chat", {"agent": "Bench"})
-    view = next(v for v in window.views() if v.settings().get("gemini_companion.chat") is not None)
-    sessions = sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.chat_sessions"]
-    chat = sessions.for_view(view)
-    control.pump_until(lambda: chat.ready or chat.ended, 60, "the chat to start")
-    control.settle()
-    return view, chat
 
 
 def chat_ticks(timings: list[tuple[str, str, int]]) -> list[int]:
