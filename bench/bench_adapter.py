@@ -566,6 +566,25 @@ def thread_cpu_times(chat_view: Any) -> tuple[list[int], list[int]]:
     return samples, outside_buffer
 
 
+def open_chat(tmp: str) -> tuple[sublime.View, Any]:
+    """A fresh fake Sublime with the package loaded and a chat with the scripted agent, ready."""
+    private_editor(tmp)
+    folder = os.path.join(tmp, "work")
+    os.makedirs(folder)
+    agent = {"name": "Bench", "command": sys.executable, "args": [CHAT_AGENT]}
+    control.user_settings("Gemini Companion.sublime-settings", {"agents": [agent]})
+    window = control.new_window([folder])
+    control.load_plugin()
+    wait_ready(window)
+    window.run_command("gemini_companion_new_chat", {"agent": "Bench"})
+    view = next(v for v in window.views() if v.settings().get("gemini_companion.chat") is not None)
+    sessions = sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.chat_sessions"]
+    chat = sessions.for_view(view)
+    control.pump_until(lambda: chat.ready or chat.ended, 60, "the chat to start")
+    control.settle()
+    return view, chat
+
+
 def chat_main(quick: bool) -> None:
     """`--chat`: the main thread's time while a chat streams a large answer. The scripted agent
     (tests/adapter/chat_agent.py, a real process on the SDK's agent side) sends COUNT chunks of SIZE
@@ -573,19 +592,7 @@ def chat_main(quick: bool) -> None:
     `StreamingChatView.flush` ticks are picked out. Per update = the ticks' total over the chunks."""
     count, size = (1000, 1000) if quick else (10_000, 1000)  # 1 MB / 10 MB
     with tempfile.TemporaryDirectory() as tmp:
-        private_editor(tmp)
-        folder = os.path.join(tmp, "work")
-        os.makedirs(folder)
-        agent = {"name": "Bench", "command": sys.executable, "args": [CHAT_AGENT]}
-        control.user_settings("Gemini Companion.sublime-settings", {"agents": [agent]})
-        window = control.new_window([folder])
-        control.load_plugin()
-        wait_ready(window)
-        window.run_command("gemini_companion_new_chat", {"agent": "Bench"})
-        view = next(v for v in window.views() if v.settings().get("gemini_companion.chat") is not None)
-        sessions = sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.chat_sessions"]
-        chat = sessions.for_view(view)
-        control.pump_until(lambda: chat.ready or chat.ended, 60, "the chat to start")
+        view, chat = open_chat(tmp)
         control.type_text(view, f"big {count} {size}")
         cpu, ours = thread_cpu_times(sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.chat_view"])
         control.start_timing()
@@ -624,12 +631,93 @@ def chat_main(quick: bool) -> None:
         raise SystemExit(1)
 
 
+def chat_ticks(timings: list[tuple[str, str, int]]) -> list[int]:
+    return [ns for thread, name, ns in timings if thread == "main" and name.endswith(CHAT_FLUSH)]
+
+
+def timed_turn(view: sublime.View, chat: Any, prompt: str, cpu: list[int]) -> tuple[list[int], list[int]]:
+    """The chat's ticks (wall ns, CPU ns) while the agent answers `prompt`."""
+    control.type_text(view, prompt)
+    cpu.clear()
+    control.start_timing()
+    view.run_command("gemini_companion_chat_send")
+    control.pump_until(lambda: not chat.busy, 600, "the answer")
+    control.settle()
+    return chat_ticks(control.stop_timing()), list(cpu)
+
+
+def render_main(quick: bool) -> None:
+    """`--render` (issue #28): the chat's main-thread tick for a 1000-chunk thought and for a
+    200 000-character line. Held: the loop thread hands over 1000 thought chunks while the main
+    thread is busy elsewhere (the test thread calls the port, as `test_chat_render.py` does), then
+    one tick shows them. Streamed: the scripted agent sends them (`think 1000`, `long 200000`) and
+    every tick of the turn is timed. Runs on any checkout of the package (the "before" figures in
+    bench/README.md come from this script run against the commit before the fix)."""
+    rounds = 3 if quick else 10
+    with tempfile.TemporaryDirectory() as tmp:
+        view, chat = open_chat(tmp)
+        cpu, ours = thread_cpu_times(sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.chat_view"])
+        held: tuple[list[int], list[int]] = ([], [])
+        for _ in range(rounds):
+            for index in range(1000):
+                chat.port.thought(f"t{index} ")
+            cpu.clear()
+            control.start_timing()
+            control.settle()
+            held[0].extend(chat_ticks(control.stop_timing()))
+            held[1].extend(cpu)
+            chat.port.turn_ended("end_turn")
+            control.settle()
+        streamed: tuple[list[int], list[int]] = ([], [])
+        lines: tuple[list[int], list[int], list[int]] = ([], [], [])
+        for _ in range(rounds):
+            wall, spent = timed_turn(view, chat, "think 1000", cpu)
+            streamed[0].extend(wall)
+            streamed[1].extend(spent)
+        for _ in range(rounds):
+            ours.clear()
+            wall, spent = timed_turn(view, chat, "long 200000", cpu)
+            lines[0].extend(wall)
+            lines[1].extend(spent)
+            lines[2].extend(ours)
+        longest = max(len(line) for line in view.substr(sublime.Region(0, view.size())).split("\n"))
+        control.unload_plugin()
+        control.pump_until(lambda: not loop_threads(), 30, "the loop thread to end")
+        violations, errors = control.violations(), control.errors()
+        control.shutdown()
+    out = [
+        f"Chat rendering on the fake Sublime (Python {sys.version.split()[0]}{', --quick' if quick else ''}), "
+        f"{rounds} rounds each",
+        "",
+        "| measurement (main thread) | p50 ms | p99 ms | max ms | n | target |",
+        "|---|---|---|---|---|---|",
+        row("1000 thought chunks held, then one tick: wall", summary(held[0]), 1.0),
+        row("… CPU time of the main thread (time.thread_time)", summary(held[1]), 1.0),
+        row("a 1000-chunk thought streamed (think 1000), every tick: wall", summary(streamed[0]), 1.0),
+        row("… CPU time", summary(streamed[1]), 1.0),
+        row("a 200 000-character line (long 200000), every tick: wall", summary(lines[0]), None),
+        row("… CPU time", summary(lines[1]), None),
+        row("… of which outside the fake's buffer edit (View._modify)", summary(lines[2]), 1.0),
+        f"| ticks per turn: thought {len(streamed[0]) / rounds:.1f}, line {len(lines[0]) / rounds:.1f} | | | | | |",
+        f"| longest line in the view | {longest} characters | | | | |",
+    ]
+    if violations or errors:
+        out.append(f"\nThread violations: {violations}\nPlugin errors: {errors}")
+    print("\n".join(out))
+    if violations or errors:
+        raise SystemExit(1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer samples (a smoke run)")
     parser.add_argument("--lifecycle", action="store_true", help="only the unload / window command / close rows")
     parser.add_argument("--chat", action="store_true", help="only the chat's streaming rows (a 10 MB answer)")
+    parser.add_argument("--render", action="store_true", help="only the chat's thought and long-line ticks")
     args = parser.parse_args()
+    if args.render:
+        render_main(args.quick)
+        return
     if args.lifecycle:
         lifecycle_main(args.quick)
         return

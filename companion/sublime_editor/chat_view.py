@@ -8,6 +8,9 @@ characters of text per tick, so a 10 MB answer is many short ticks, never one lo
 The view's text: the transcript, then SEPARATOR, then the prompt the user types (from `input_start`
 to the end). Everything before `input_start` is the companion's: the view is read-only while a
 caret is there, so the user can select and copy the transcript but types only in the prompt.
+What the agent and the user wrote goes in through `chat_text.ForeignText`: it cannot imitate the
+companion's headings and notices, break the view's layout with a very long line, or leave a code
+fence open over them.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 import sublime
 
 from ..acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, ToolDiff, Usage
+from .chat_text import ForeignText
 from .review_ui import LEAVE_ALONE
 
 CHAT_SETTING = "gemini_companion.chat"  # the chat's id, on its view
@@ -32,6 +36,8 @@ THOUGHT_PREVIEW_CHARS = 4000  # an expanded thought shows this much of its end
 CARD_KEY = "gemini_companion.chat.card."
 NOTICE_SCOPE = "markup.quote"
 NOTICE_KEY = "gemini_companion.chat.notices"
+HEADING_KEY = "gemini_companion.chat.headings"  # underlines the companion's headings, as no text can
+HEADING_FLAGS = sublime.DRAW_NO_FILL | sublime.DRAW_NO_OUTLINE | sublime.DRAW_SOLID_UNDERLINE
 ICONS = {"pending": "○", "in_progress": "◐", "completed": "●", "failed": "✕", "": "○"}
 
 
@@ -76,15 +82,17 @@ class ChatPanel:
         self.models: tuple[str, list[Mode]] = ("", [])
         self.options: list[ConfigOption] = []
         self.replying = False  # the agent's heading is shown for this turn
-        self.thinking: Card | None = None
+        self.reply = ForeignText()  # the agent's text of this turn, as shown
+        self.thinking: str | None = None  # the key of the thought card this turn writes to
         self.thought_text = ""
         self.thought_open = False
         self.notice_regions: list[sublime.Region] = []
+        self.heading_regions: list[sublime.Region] = []
         self.own_change = -1  # the view's change count after the companion's last edit
         self.user_edited_last = False  # the newest change is the user's typing (undo may take it back)
         self._insert(0, SEPARATOR)
         self.transcript_end, self.input_start = 0, len(SEPARATOR)
-        self.write(f"# Chat: {agent_name}\n")
+        self._heading(f"# Chat: {agent_name}")
 
     def is_valid(self) -> bool:
         return self.view.is_valid()
@@ -103,29 +111,47 @@ class ChatPanel:
         self.input_start += len(text)
 
     def _line_start(self) -> None:
+        """Before a line of the companion's own: the agent's text is cut off (its fence closed)."""
+        self.write(self.reply.interrupt())
         if self.transcript_end and self.view.substr(self.transcript_end - 1) != "\n":
             self.write("\n")
+
+    def _heading(self, line: str) -> None:
+        """A heading line of the companion's own, underlined (a region: no Markdown can draw one)."""
+        start = self.transcript_end
+        self.write(f"{line}\n")
+        self.heading_regions.append(sublime.Region(start, self.transcript_end - 1))
+        self.view.add_regions(HEADING_KEY, list(self.heading_regions), "markup.heading", "", HEADING_FLAGS)
 
     def agent_text(self, text: str) -> None:
         if not self.replying:
             self._end_thinking()
             self._line_start()
-            self.write(f"\n## {self.agent_name}\n\n")
+            self.write("\n")
+            self._heading(f"## {self.agent_name}")
+            self.write("\n")
             self.replying = True
-        self.write(text)
+        self.write(self.reply.feed(text))
 
     def user_prompt(self, text: str) -> None:
         self._end_thinking()
+        self.write(self.reply.finish())  # a new turn: the last reply is over, whatever it left open
         self._line_start()
-        self.write(f"\n## You\n\n{text}\n")
+        prompt = ForeignText()
+        self.write("\n")
+        self._heading("## You")
+        self.write(f"\n{prompt.feed(text)}{prompt.finish()}")
         self.replying = False
 
     def notice(self, text: str, kind: NoticeKind = "info") -> None:
-        """A notice is a quoted line of its own, marked, never inside the model's text."""
+        """A notice is a quoted line of its own, marked, never inside the model's text. What the
+        agent says as a notice says so, on one line: it cannot pass for the companion's."""
         self._line_start()
         mark = {"warning": "⚠", "agent": "ⓘ", "info": "ⓘ"}.get(kind, "ⓘ")
+        lead = f"> {mark} {self.agent_name}: " if kind == "agent" else f"> {mark} "
+        body = ForeignText(column=len(lead))
         start = self.transcript_end
-        self.write(f"> {mark} {text}\n")
+        self.write(lead + body.feed(" ".join(text.splitlines())) + body.finish())
         self.notice_regions.append(sublime.Region(start, self.transcript_end - 1))
         scope = "region.yellowish" if kind == "warning" else "region.bluish"
         self.view.add_regions(NOTICE_KEY + kind, [r for r in self.notice_regions], scope, "", sublime.DRAW_NO_FILL)
@@ -133,6 +159,7 @@ class ChatPanel:
 
     def turn_ended(self, stop_reason: str) -> None:
         self._end_thinking()
+        self.write(self.reply.finish())  # a turn cancelled inside a code fence leaves none open
         if stop_reason not in ("end_turn", ""):
             self.notice(f"The turn ended: {stop_reason.replace('_', ' ')}.", "info")
         self.replying = False
@@ -237,28 +264,28 @@ class ChatPanel:
         if self.thinking is None:
             self.thought_text = ""
             self.thought_open = False
-            self.thinking = self.card(f"thought.{len(self.cards)}", "")
+            self.thinking = f"thought.{len(self.cards)}"
             self.replying = False
         self.thought_text += text
         self._render_thought(self.thinking, self.thought_text, self.thought_open)
 
-    def _render_thought(self, card: Card, text: str, expanded: bool) -> None:
+    def _render_thought(self, key: str, text: str, expanded: bool) -> None:
         words = f"Thinking… ({len(text)} characters)"
         if not expanded:
-            self.card(card.key, f'💭 <a href="expand">{words}</a>', {"expand": lambda: self._toggle(card, text, True)})
+            self.card(key, f'💭 <a href="expand">{words}</a>', {"expand": lambda: self._toggle(key, text, True)})
             return
         shown = html.escape(text[-THOUGHT_PREVIEW_CHARS:]).replace("\n", "<br>")
         self.card(
-            card.key,
+            key,
             f'💭 <a href="fold">{words}</a><div class="thought">{shown}</div>',
-            {"fold": lambda: self._toggle(card, text, False)},
+            {"fold": lambda: self._toggle(key, text, False)},
         )
 
-    def _toggle(self, card: Card, text: str, expanded: bool) -> None:
-        if card is self.thinking:
+    def _toggle(self, key: str, text: str, expanded: bool) -> None:
+        if key == self.thinking:
             self.thought_open = expanded
             text = self.thought_text
-        self._render_thought(card, text, expanded)
+        self._render_thought(key, text, expanded)
 
     def _end_thinking(self) -> None:
         self.thinking = None
@@ -416,33 +443,36 @@ class StreamingChatView:
 
     def flush(self) -> None:
         """One main-thread tick: everything queued, but at most MAX_CHARS_PER_TICK characters of
-        text; the rest waits for the next tick."""
+        text; the rest waits for the next tick. Chunks in a row (text, or thought) are shown at
+        once: a 1000-chunk thought is one card update, not 1000."""
         with self._lock:
             if self._silent:
                 return
             queue, self._queue = self._queue, []
         budget = MAX_CHARS_PER_TICK
-        text: list[str] = []
+        run: tuple[str, list[str]] = ("", [])  # the chunks in a row, of one kind
         rest: list[tuple[str, Any]] = []
         for index, (what, payload) in enumerate(queue):
-            if what == "text":
-                if budget <= 0:
-                    rest = queue[index:]
-                    break
-                piece = payload[:budget]
-                if len(piece) < len(payload):
-                    rest = [("text", payload[len(piece) :]), *queue[index + 1 :]]
-                text.append(piece)
-                budget -= len(piece)
+            if what in ("text", "thought"):
+                if what == "text":
+                    if budget <= 0:
+                        rest = queue[index:]
+                        break
+                    piece = payload[:budget]
+                    if len(piece) < len(payload):
+                        rest = [("text", payload[len(piece) :]), *queue[index + 1 :]]
+                    payload, budget = piece, budget - len(piece)
+                if run[0] != what:
+                    self._show_run(run)
+                    run = (what, [])
+                run[1].append(payload)
                 if rest:
                     break
                 continue
-            if text:
-                self._show_text("".join(text))
-                text = []
+            self._show_run(run)
+            run = ("", [])
             self._show(what, payload)
-        if text:
-            self._show_text("".join(text))
+        self._show_run(run)
         with self._lock:
             self._queue[:0] = rest
             again = bool(self._queue)
@@ -450,9 +480,10 @@ class StreamingChatView:
         if again:
             sublime.set_timeout(self.flush)
 
-    def _show_text(self, text: str) -> None:
-        if self.panel.is_valid():
-            self.panel.agent_text(text)
+    def _show_run(self, run: tuple[str, list[str]]) -> None:
+        what, chunks = run
+        if chunks and self.panel.is_valid():
+            (self.panel.agent_text if what == "text" else self.panel.thought)("".join(chunks))
 
     def _show(self, what: str, payload: Any) -> None:
         panel = self.panel
@@ -462,8 +493,6 @@ class StreamingChatView:
             return
         if what == "user":
             panel.user_prompt(payload)
-        elif what == "thought":
-            panel.thought(payload)
         elif what == "tool":
             panel.tool_call(payload)
         elif what == "plan":

@@ -8,6 +8,9 @@ JSON-RPC): `python chat_agent.py [PID_FILE]`. What it does depends on the prompt
 - `edit PATH TEXT`: asks permission for an edit (a diff with the full old and new text), then
   writes through fs/write_text_file and replies "written";
 - `big COUNT SIZE`: COUNT chunks of SIZE characters each (the benchmark's 10 MB answer);
+- `long LENGTH`: one line of LENGTH characters (minified code) in chunks of 1000, then a newline;
+- `think COUNT`: a thought in COUNT chunks, then the reply "thought";
+- `fence`: opens a code fence, writes a line in it, then waits until cancelled;
 - `sneak PATH TEXT`: writes PATH itself without asking, then reports the edit (kind edit, a diff);
 - `wait`: replies nothing until cancelled (the turn ends `cancelled`);
 - `crash`: writes a line on stderr and exits 3 in the middle of the turn;
@@ -116,6 +119,20 @@ async def serve() -> None:
                 piece = "x" * (int(words[2].split()[0]) - 1) + "\n"
                 for _ in range(int(words[1])):
                     await say(piece)
+            elif words[0] == "long":
+                length = int(words[1])
+                for start in range(0, length, 1000):
+                    await say(chr(0x61 + (start // 1000) % 26) * (min(start + 1000, length) - start))
+                await say("\n")
+            elif words[0] == "think":
+                for index in range(int(words[1])):
+                    await self.conn.session_update(session_id, update_agent_thought(text_block(f"t{index} ")))
+                await say("thought")
+            elif words[0] == "fence":
+                await say("Here is the code:\n```python\nprint('cut off')\n")
+                await self.cancelled.wait()
+                self.cancelled.clear()
+                return PromptResponse(stop_reason="cancelled")
             elif words[0] == "run":
                 options = [
                     PermissionOption(option_id="go", name="Run it", kind="allow_once"),

@@ -16,6 +16,7 @@ Threads, as in the real plugin host:
 
 from __future__ import annotations
 
+import collections
 import heapq
 import itertools
 import threading
@@ -214,6 +215,7 @@ class Host:
         self.dialog_answers: list[Any] = []
         self.unknown_commands: list[tuple[str, str, Any]] = []
         self.command_log: list[tuple[str, str, Any]] = []  # (target, name, args) of every command run
+        self.ui_calls: collections.Counter[str] = collections.Counter()  # API name -> calls that changed the UI
         self.terminus_installed = False
         self.terminus_calls: list[tuple[str, dict[str, Any]]] = []
         self.quick_panels: list[dict[str, Any]] = []
@@ -246,6 +248,7 @@ class Host:
 
     def ui_call(self, api: str) -> None:
         """An API call that changes the UI: it belongs on the main thread, and before shutdown."""
+        self.ui_calls[api] += 1
         if not self.on_main_thread():
             self.violations.append(f"{api} called on thread {threading.current_thread().name!r}")
         self.api_call(api)

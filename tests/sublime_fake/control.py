@@ -153,6 +153,11 @@ def unknown_commands() -> list[tuple[str, str, Any]]:
     return list(_state.host().unknown_commands)
 
 
+def ui_calls(api: str) -> int:
+    """How many times the UI-changing API call `api` (e.g. "View.add_phantom") was made so far."""
+    return _state.host().ui_calls[api]
+
+
 def command_log() -> list[tuple[str, str, Any]]:
     return list(_state.host().command_log)
 

@@ -98,6 +98,7 @@ HIDDEN = RegionFlags.HIDDEN
 PERSISTENT = RegionFlags.PERSISTENT
 DRAW_NO_FILL = RegionFlags.DRAW_NO_FILL
 DRAW_NO_OUTLINE = RegionFlags.DRAW_NO_OUTLINE
+DRAW_SOLID_UNDERLINE = RegionFlags.DRAW_SOLID_UNDERLINE
 
 
 class QueryOperator(enum.IntEnum):
