@@ -11,6 +11,7 @@ Behaviours, each acting on `session/prompt`:
 - `linger`: writes "PID TMPDIR" to $HOSTILE_RECORD and never answers, ignoring stdin EOF and SIGHUP.
 - `orphans`: starts a child in its own session and a double-forked grandchild (each writes its PID
   to $HOSTILE_RECORD.N), then crashes.
+- `escape`: a double-forked grandchild with an empty environment, holding stdout open; then crashes.
 """
 
 from __future__ import annotations
@@ -144,14 +145,29 @@ def linger(session_id: str) -> None:
 def orphans(session_id: str) -> None:
     record = os.environ["HOSTILE_RECORD"]
     subprocess.Popen([sys.executable, "-c", RECORD_PID + SLEEPER, record + ".1"], start_new_session=True)
-    if os.fork() == 0:  # the double fork: the middle process exits, the grandchild is orphaned
-        os.setsid()
-        if os.fork() == 0:
-            os.execv(sys.executable, [sys.executable, "-c", RECORD_PID + SLEEPER, record + ".2"])
-        os._exit(0)
+    double_fork(record + ".2", dict(os.environ))
     while not (os.path.exists(record + ".1") and os.path.exists(record + ".2")):
         time.sleep(0.05)
     os._exit(1)  # the crash
+
+
+def escape(session_id: str) -> None:
+    """A double-forked grandchild with an empty environment (nothing marks it as the agent's),
+    holding the agent's stdout and stderr open; then the crash."""
+    record = os.environ["HOSTILE_RECORD"]
+    double_fork(record + ".1", {})
+    while not os.path.exists(record + ".1"):
+        time.sleep(0.05)
+    os._exit(1)
+
+
+def double_fork(record: str, env: dict[str, str]) -> None:
+    """The middle process exits at once, orphaning the grandchild in a session of its own."""
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.execve(sys.executable, [sys.executable, "-c", RECORD_PID + SLEEPER, record], env)
+        os._exit(0)
 
 
 ACTIONS = {
@@ -161,6 +177,7 @@ ACTIONS = {
     "reads": reads,
     "linger": linger,
     "orphans": orphans,
+    "escape": escape,
 }
 
 if __name__ == "__main__":

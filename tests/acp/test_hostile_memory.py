@@ -82,10 +82,11 @@ def hostile(workspace: str, behaviour: str, view: RecordingView, **env: str) -> 
     return ChatSession(spec, [workspace], AsyncEditor(), view, env={**os.environ, **env}, read_limit_bytes=16 * MB)
 
 
-@pytest.mark.parametrize("kind", ["text", "diff"])
-async def test_16_tool_calls_of_25_mb_leave_little_held_after_the_turn(workspace: str, kind: str) -> None:
+@pytest.mark.parametrize(("kind", "mb"), [("text", 25), ("diff", 25), ("diff", 12)])
+async def test_16_big_tool_calls_leave_little_held_after_the_turn(workspace: str, kind: str, mb: int) -> None:
+    """25 MB: over the cap per call; 16 × 12 MB: each under it, together over the cap in total."""
     view = SizesView()
-    session = hostile(workspace, "tool-content", view, HOSTILE_CALLS="16", HOSTILE_MB="25", HOSTILE_KIND=kind)
+    session = hostile(workspace, "tool-content", view, HOSTILE_CALLS="16", HOSTILE_MB=str(mb), HOSTILE_KIND=kind)
     before = rss()
     try:
         await session.start()
@@ -95,7 +96,7 @@ async def test_16_tool_calls_of_25_mb_leave_little_held_after_the_turn(workspace
         assert max(view.kept.values()) <= updates.KEPT_PER_CALL
     finally:
         await session.close()
-    print(f"\n{kind}: 16 tool calls of 25 MB, held after the turn: {held / MB:.0f} MB")
+    print(f"\n{kind}: 16 tool calls of {mb} MB, held after the turn: {held / MB:.0f} MB")
     assert held < 150 * MB, f"{held / MB:.0f} MB held after the turn (547 MB before the caps)"
 
 
