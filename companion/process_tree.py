@@ -5,7 +5,11 @@ child nor in its process group.
 - All platforms: its descendants are recorded while it runs (`update`, called periodically).
 - Linux: we become a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so an orphan of the tree is
   re-parented to us instead of to init; our children carrying the tree's `marker` environment
-  variable (inherited from the child) are the tree's, whatever forks happened in between.
+  variable (inherited from the child) are the tree's, whatever forks happened in between. Being a
+  subreaper is process-wide and stays: in Sublime's plugin host an orphan of another plugin's
+  process becomes ours too and, once it ends, stays a zombie (a PID entry, no memory) until the
+  plugin host exits; only the agent trees' are reaped. A process that clears its environment and
+  double-forks is not recognised (tests/acp: `escape`).
 - Windows: the child is put in a Job object; terminating the job ends every process in it. Coded
   against the Win32 documentation and type-checked, NOT run here (no Windows on the test machine).
   A process the child starts before it is assigned (a few milliseconds) is only caught by `update`.
@@ -101,8 +105,10 @@ class ProcessTree:
                 if proc.status() != psutil.STATUS_ZOMBIE or proc.ppid() != os.getpid():
                     continue
                 proc.wait(0)
+            except psutil.NoSuchProcess:
+                pass  # gone: nothing left to stop
             except psutil.Error:
-                pass
+                continue  # not ours to ask: kept, to be killed with the rest
             del self.seen[pid]
 
 
