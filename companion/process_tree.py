@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import secrets
 import sys
+import threading
 from typing import Any
 
 from .processes import kill_and_wait
@@ -60,24 +61,29 @@ class ProcessTree:
         self.pid = pid
         self.marker = marker
         self.seen: dict[int, Any] = {}
+        self._lock = threading.Lock()  # the periodic update's thread may still run when `kill` does
         self._root = _process(pid)  # kept: psutil then refuses a reused PID instead of listing its children
         self._job = _WindowsJob(pid) if sys.platform == "win32" else None
 
     def update(self) -> None:
         """Record the child's descendants now, and the orphans of its tree we adopted (Linux);
         reap those of ours that already ended, so no zombie stays."""
-        found = _descendants(self._root) + self._adopted()
-        for proc in found:
-            self.seen.setdefault(proc.pid, proc)
-        self._reap()
+        with self._lock:
+            self._update()
 
     def kill(self) -> None:
         """Kill every process of the tree (the child itself is the caller's) and wait for them."""
-        self.update()
-        if self._job is not None:
-            self._job.terminate()
-        kill_and_wait(list(self.seen.values()))
-        self.seen.clear()
+        with self._lock:
+            self._update()
+            if self._job is not None:
+                self._job.terminate()
+            kill_and_wait(list(self.seen.values()))
+            self.seen.clear()
+
+    def _update(self) -> None:
+        for proc in _descendants(self._root) + self._adopted():
+            self.seen.setdefault(proc.pid, proc)
+        self._reap()
 
     def _adopted(self) -> list[Any]:
         if not _subreaper:
