@@ -15,11 +15,10 @@ from collections.abc import Sequence
 
 from . import pywin32_path
 from .headless import POLICIES, HeadlessEditor
+from .processes import STOP_SIGNALS
 from .runtime import Runtime
 from .workspace.factory import tool_factory
 from .workspace.settings import TOOL_NAMES, WorkspaceToolSettings
-
-STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGBREAK")
 
 
 def port_number(text: str) -> int:

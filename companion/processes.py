@@ -100,6 +100,11 @@ def _same_file(a: str, b: str) -> bool:
         return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
 
 
+# The signals that ask a command-line process to stop (Ctrl-C, kill, a closed terminal, Ctrl-\\,
+# Ctrl-Break on Windows): `serve` and `chat` stop cleanly on each, leaving no process or file behind.
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGBREAK")
+
+
 def new_group() -> dict[str, Any]:
     """The subprocess options that start a child in a process group/session of its own."""
     # Its own process group/session, so a Ctrl-C meant for us does not reach it and killing is targeted.

@@ -14,7 +14,7 @@ from ..workspace.reading import read_text
 from ..workspace.writing import existing_format, write_atomically
 from .review_gate import AcceptedEdit
 
-READ_LIMIT_BYTES = disk_text.MAX_SHOWN_BYTES
+READ_LIMIT_BYTES = 100 * 1024  # the `read_file_limit_kb` setting's default (as read_file's)
 EDITOR_TIMEOUT_SECONDS = 30
 
 
@@ -23,9 +23,10 @@ class FsRefused(Exception):
 
 
 class AgentFiles:
-    def __init__(self, policy: PathPolicy, editor: Editor) -> None:
+    def __init__(self, policy: PathPolicy, editor: Editor, read_limit: int = READ_LIMIT_BYTES) -> None:
         self.policy = policy
         self.editor = editor
+        self.read_limit = read_limit  # bytes: the `read_file_limit_kb` setting, which a refusal names
 
     async def resolve(self, path: str) -> Resolved:
         try:
@@ -56,7 +57,7 @@ class AgentFiles:
         if unsaved is None and not target.exists:
             return ""
         try:
-            result = await asyncio.to_thread(read_text, target, unsaved, READ_LIMIT_BYTES, path)
+            result = await asyncio.to_thread(read_text, target, unsaved, self.read_limit, path)
         except WorkspaceError as exc:
             raise FsRefused(str(exc)) from None
         if line is None and limit is None:

@@ -3,8 +3,11 @@ stderr tail kept for error messages, and stopped with everything it started.
 
 `AgentStdio` is the SDK's message-level transport seam (`send`/`receive`/`close`): the SDK does the
 JSON-RPC; this only frames lines and keeps a misbehaving agent from hurting us: lines that are not
-JSON objects are skipped and counted, a line over MAX_LINE_BYTES ends the chat (its message could
-be a response we wait on, so skipping it could hang), and a flood yields to the loop.
+JSON objects (or nested too deep to parse) are skipped and counted, a line over MAX_LINE_BYTES ends
+the chat (its message could be a response we wait on, so skipping it could hang), and a flood yields
+to the loop. Backpressure: at most MAX_REQUESTS_IN_FLIGHT of the agent's requests are being answered
+at once, each until its answer is in the agent's stdin pipe; beyond that, the agent is not read, so
+an agent that does not read our answers cannot make us hold more of them.
 """
 
 from __future__ import annotations
@@ -17,13 +20,18 @@ import signal
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..processes import descendants, kill_and_wait, kill_one, new_group  # as ask_gemini does
+from ..process_tree import ProcessTree, become_subreaper, new_marker
+from ..processes import kill_one, new_group  # as ask_gemini does
 
 MAX_LINE_BYTES = 64 * 1024 * 1024  # Gemini sends whole file texts in a diff: generous, but bounded
 _READ_LIMIT = 1024 * 1024  # StreamReader chunk limit; longer lines are read in pieces
 _STDERR_TAIL = 40  # lines
 _YIELD_EVERY = 64  # messages read back to back before letting the loop run other work
 STOP_GRACE_SECONDS = 2.0
+TRACK_SECONDS = 1.0  # how often the agent's process tree is recorded while it runs
+# An answer can be a whole file (read_file_limit_kb): a few at once bounds our memory, and a
+# request waiting on the user (a review) holds one.
+MAX_REQUESTS_IN_FLIGHT = 4
 
 
 class AgentStopped(Exception):
@@ -33,8 +41,16 @@ class AgentStopped(Exception):
 class AgentProcess:
     """One running agent and its stdio."""
 
-    def __init__(self, process: asyncio.subprocess.Process, exited: asyncio.Event, argv: Sequence[str]) -> None:
+    def __init__(
+        self,
+        process: asyncio.subprocess.Process,
+        transport: asyncio.SubprocessTransport,
+        exited: asyncio.Event,
+        argv: Sequence[str],
+        tree: ProcessTree,
+    ) -> None:
         self.process = process
+        self._transport = transport  # closed by `stop`: left to the garbage collector, it outlives the loop
         # Set when the process itself ends. `process.wait()` also waits for its pipes to close,
         # which a child holding them (Gemini CLI relaunches itself) can delay forever.
         self.exited = exited
@@ -44,7 +60,11 @@ class AgentProcess:
         self.first_skipped = ""
         self.framing_error: str | None = None  # why reading stopped, when it was not a plain EOF
         self.stdout_closed = asyncio.Event()
+        # Set while the agent is not read: MAX_REQUESTS_IN_FLIGHT of its requests are being answered.
+        self.backpressure = asyncio.Event()
+        self.tree = tree
         self._stderr_task = asyncio.ensure_future(self._collect_stderr())
+        self._tracker = asyncio.ensure_future(self._track_tree())
 
     @property
     def pid(self) -> int:
@@ -68,11 +88,18 @@ class AgentProcess:
                 return
             self.stderr_tail.append(line.decode("utf-8", "replace").rstrip()[:1000])
 
-    async def stop(self, known: Sequence[Any] = ()) -> None:
-        """Close stdin (agents exit on EOF), then terminate, then kill the whole tree: its
-        descendants now, those `known` earlier (psutil processes: a child orphaned by a crash is no
-        longer under the agent) and, on POSIX, its process group."""
-        tree = [*known, *await asyncio.to_thread(descendants, self.pid)]
+    async def _track_tree(self) -> None:
+        """Record the agent's process tree while it runs: a child it starts in its own session and
+        that it then leaves (by crashing) is no longer under it when the chat stops."""
+        while True:
+            await asyncio.to_thread(self.tree.update)
+            if await self._exited(TRACK_SECONDS):
+                return
+
+    async def stop(self) -> None:
+        """Close stdin (agents exit on EOF), then terminate, then kill the whole tree: every process
+        it started that `tree` saw (process_tree.py) and, on POSIX, its process group; then close
+        the pipes."""
         stdin = self.process.stdin
         if stdin is not None and not stdin.is_closing():
             stdin.close()
@@ -82,9 +109,11 @@ class AgentProcess:
             except ProcessLookupError:
                 pass
             await self._exited(STOP_GRACE_SECONDS)
-        await asyncio.to_thread(_kill_all, self.pid, self.process.returncode is None, tree)
+        self._tracker.cancel()
+        await asyncio.to_thread(_kill_all, self.pid, self.process.returncode is None, self.tree)
         await self._exited(5)
         self._stderr_task.cancel()
+        self._transport.close()
 
     async def _exited(self, timeout: float) -> bool:
         try:
@@ -103,18 +132,21 @@ async def start(argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> AgentP
     meant for us reaches it only as our session/cancel, and stopping it is targeted."""
     loop = asyncio.get_running_loop()
     exited = asyncio.Event()
+    marker = new_marker()
+    await asyncio.to_thread(become_subreaper)  # before it starts: its orphans come to us (Linux)
     # asyncio.create_subprocess_exec, with a protocol that also says when the process itself ends.
     transport, protocol = await loop.subprocess_exec(
         lambda: _Protocol(exited, _READ_LIMIT, loop),
         *argv,
         cwd=cwd,
-        env=dict(env),
+        env={**env, marker[0]: marker[1]},
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         **new_group(),
     )
-    return AgentProcess(asyncio.subprocess.Process(transport, protocol, loop), exited, argv)
+    tree = await asyncio.to_thread(ProcessTree, transport.get_pid(), marker)
+    return AgentProcess(asyncio.subprocess.Process(transport, protocol, loop), transport, exited, argv, tree)
 
 
 class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
@@ -133,13 +165,37 @@ class AgentStdio:
     def __init__(self, agent: AgentProcess) -> None:
         self.agent = agent
         self._read_in_a_row = 0
+        self._slots = asyncio.Semaphore(MAX_REQUESTS_IN_FLIGHT)
+        self._answering: collections.Counter[str] = collections.Counter()  # request ids holding a slot
 
     async def send(self, message: dict[str, Any]) -> None:
-        stdin = self.agent.process.stdin
-        if stdin is None or stdin.is_closing():
-            raise ConnectionError("the agent's input is closed")
-        stdin.write((json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8"))
-        await stdin.drain()
+        answered = self._answered_request(message)
+        try:
+            stdin = self.agent.process.stdin
+            if stdin is None or stdin.is_closing():
+                raise ConnectionError("the agent's input is closed")
+            stdin.write((json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8"))
+            await stdin.drain()  # an answer holds its slot until the agent reads it
+        finally:
+            if answered is not None:
+                self._answering[answered] -= 1
+                self._slots.release()
+
+    def _answered_request(self, message: dict[str, Any]) -> str | None:
+        """The key of the agent's request this message answers, when it holds a slot."""
+        if "method" in message or "id" not in message:
+            return None
+        key = _id_key(message["id"])
+        return key if self._answering[key] > 0 else None
+
+    async def _take_slot(self, request_id: Any) -> None:
+        """Wait until fewer than MAX_REQUESTS_IN_FLIGHT requests of the agent are being answered;
+        meanwhile nothing more is read from it (it blocks writing, not we buffering)."""
+        if self._slots.locked():
+            self.agent.backpressure.set()
+        await self._slots.acquire()
+        self.agent.backpressure.clear()
+        self._answering[_id_key(request_id)] += 1
 
     async def receive(self) -> dict[str, Any] | None:
         while True:
@@ -160,6 +216,8 @@ class AgentStdio:
                 if not self.agent.first_skipped:
                     self.agent.first_skipped = text[:200].decode("utf-8", "replace")
                 continue
+            if "method" in message and "id" in message:
+                await self._take_slot(message["id"])
             return message
 
     async def close(self) -> None:
@@ -198,14 +256,19 @@ def _json_object(text: bytes) -> dict[str, Any] | None:
         return None
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a line nested deeper than the parser recurses is garbage too
         return None
     return value if isinstance(value, dict) else None
 
 
-def _kill_all(pid: int, running: bool, tree: list[Any]) -> None:
+def _id_key(request_id: Any) -> str:
+    """A JSON-RPC id (any JSON value from a hostile agent) as a hashable key."""
+    return json.dumps(request_id, sort_keys=True)
+
+
+def _kill_all(pid: int, running: bool, tree: ProcessTree) -> None:
     """Kill the agent (when still `running`), its process group (POSIX: it leads its own session)
-    and the psutil processes of `tree` still alive; wait for them to go."""
+    and every process of its tree still alive; wait for them to go."""
     if running:
         kill_one(pid)
     if hasattr(os, "killpg"):
@@ -213,4 +276,4 @@ def _kill_all(pid: int, running: bool, tree: list[Any]) -> None:
             os.killpg(pid, signal.SIGKILL)
         except OSError:
             pass  # the group is empty: everyone already left
-    kill_and_wait(tree)
+    tree.kill()

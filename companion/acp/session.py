@@ -44,10 +44,10 @@ from ..workspace.paths import PathPolicy
 from . import process, updates
 from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
 from .edits import NotRebuildable, edit_path, is_edit, proposed_text
-from .files import AgentFiles, FsRefused
+from .files import READ_LIMIT_BYTES, AgentFiles, FsRefused
 from .resources import Attachment, Resource, attach
 from .review_gate import AcceptedEdit, ReviewGate, ReviewOpen
-from .view import ChatView, Choice, Command, ConfigOption, Mode, ToolCall
+from .view import ChatView, Choice, Command, ConfigOption, Mode
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,7 @@ class ChatSession:
         env: Mapping[str, str] | None = None,
         start_timeout: float = START_TIMEOUT_SECONDS,
         reviews: Reviews | None = None,
+        read_limit_bytes: int | None = None,
     ) -> None:
         self.spec = spec
         self.folders = [os.path.abspath(f) for f in folders]
@@ -83,7 +84,8 @@ class ChatSession:
         self.env = agent_environment({**(os.environ if env is None else env), **spec.env})
         self.start_timeout = start_timeout
         self.gate = ReviewGate(editor, spec.name, reviews)  # the window's Reviews, shared with other chats
-        self.files = AgentFiles(PathPolicy(self.folders), editor)
+        limit = read_limit_bytes or READ_LIMIT_BYTES  # the `read_file_limit_kb` setting
+        self.files = AgentFiles(PathPolicy(self.folders), editor, limit)
         self.agent: process.AgentProcess | None = None
         self.session_id = ""
         self.can_load = False  # the agent's `loadSession` capability (after initialize)
@@ -92,7 +94,7 @@ class ChatSession:
         self.mode: str | None = None
         self._conn: ClientSideConnection | None = None
         self._notes: list[str] = []  # told to the agent with the next prompt
-        self._calls: dict[str, ToolCall] = {}  # by id: updates carry only what changed
+        self._calls = updates.ToolCalls()  # by id: updates carry only what changed; content capped
         self.modes: list[Mode] = []
         self.models: list[Mode] = []
         self.model: str | None = None
@@ -101,7 +103,6 @@ class ChatSession:
         self.title: str | None = None
         self._asked: set[str] = set()  # tool call ids that went through a permission request
         self._asking: set[asyncio.Task[Any]] = set()
-        self._tree: list[Any] = []  # the agent's descendants seen once it answered (psutil processes)
         self._watcher: asyncio.Task[None] | None = None
         self._temp = ""  # the agent's own temporary folder (with_private_temp), removed with the chat
 
@@ -168,12 +169,9 @@ class ChatSession:
         agent = answer.agent_capabilities
         self.can_load = bool(agent and agent.load_session)
         self.embeds_resources = bool(agent and agent.prompt_capabilities and agent.prompt_capabilities.embedded_context)
-        self._tree = await asyncio.to_thread(process.descendants, self.agent.pid)
 
     async def _open(self, session_id: str, session: Any, raw: dict[str, Any]) -> None:
-        assert self.agent is not None
         self.session_id = session_id
-        self._tree += await asyncio.to_thread(process.descendants, self.agent.pid)  # opening may start more
         self._opened(session, raw)
         await self._to_review_mode(session.modes)
 
@@ -231,7 +229,7 @@ class ChatSession:
             except Exception as exc:
                 log.debug("closing the connection: %r", exc)
         if self.agent is not None:
-            await self.agent.stop(self._tree)
+            await self.agent.stop()
         if self._watcher is not None:
             self._watcher.cancel()
         if self._temp:
@@ -555,6 +553,25 @@ class ChatSession:
         if edit.edited:
             self._note_edited(edit)
         return WriteTextFileResponse()
+
+    # terminal/*: we advertise `terminal: false`, yet the SDK answers these with success (`null`,
+    # `{}`) when a client lacks the method, so an agent would think it ran a command. Each is
+    # refused with the SDK's method-not-found (-32601) instead.
+
+    async def create_terminal(self, **params: Any) -> None:
+        raise RequestError.method_not_found("terminal/create")
+
+    async def terminal_output(self, **params: Any) -> None:
+        raise RequestError.method_not_found("terminal/output")
+
+    async def wait_for_terminal_exit(self, **params: Any) -> None:
+        raise RequestError.method_not_found("terminal/wait_for_exit")
+
+    async def kill_terminal(self, **params: Any) -> None:
+        raise RequestError.method_not_found("terminal/kill")
+
+    async def release_terminal(self, **params: Any) -> None:
+        raise RequestError.method_not_found("terminal/release")
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         log.debug("agent notification %s ignored", method)

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from ..headless import HeadlessEditor, visible
+from ..processes import STOP_SIGNALS
 from .agents import PRESETS, AgentSpec, custom_agent
 from .view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
 
@@ -194,7 +195,9 @@ async def _repl(session: ChatSession, interrupts: _Interrupts) -> int:
 
 
 class _Interrupts:
-    """Ctrl-C: during a turn, the first cancels it (session/cancel); otherwise it stops the chat."""
+    """Ctrl-C: during a turn, the first cancels it (session/cancel); otherwise it stops the chat.
+    The other stop signals (kill, a closed terminal, as `serve` handles them) stop the chat at once,
+    which still stops the agent with all it started and removes its temporary folder."""
 
     def __init__(self, session: ChatSession) -> None:
         self.session = session
@@ -202,7 +205,7 @@ class _Interrupts:
         self._main: asyncio.Task[Any] | None = None
         self._in_turn = False
         self._cancelled_turn = False
-        self._previous: Any = None
+        self._previous: dict[int, Any] = {}
         self._cancelling: asyncio.Future[None] | None = None
 
     async def run(self, awaitable: Awaitable[T]) -> T:
@@ -223,23 +226,30 @@ class _Interrupts:
         self._loop = asyncio.get_running_loop()
         self._main = asyncio.current_task()
         # signal.signal works on every platform; the handler hands over to the loop's thread.
-        self._previous = signal.signal(signal.SIGINT, self._from_signal)
+        for name in STOP_SIGNALS:
+            if hasattr(signal, name):
+                number = getattr(signal, name)
+                self._previous[number] = signal.signal(number, self._from_signal)
 
-    def _from_signal(self, *_: object) -> None:
+    def _from_signal(self, number: int, *_: object) -> None:
         if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._on_interrupt)
+            self._loop.call_soon_threadsafe(self._on_interrupt if number == signal.SIGINT else self._stop)
+
+    def _stop(self) -> None:
+        if self._main is not None:
+            self._main.cancel()
 
     def _on_interrupt(self) -> None:
         if self._in_turn and not self._cancelled_turn:
             self._cancelled_turn = True
             print("\n[cancelling the turn; Ctrl-C again to stop the chat]", file=sys.stderr, flush=True)
             self._cancelling = asyncio.ensure_future(self.session.cancel())
-        elif self._main is not None:
-            self._main.cancel()
+        else:
+            self._stop()
 
     def remove(self) -> None:
-        if self._loop is not None:
-            signal.signal(signal.SIGINT, self._previous)
+        for number, previous in self._previous.items():
+            signal.signal(number, previous)
 
 
 def add_chat_command(commands: Any, policies: Sequence[str]) -> None:

@@ -6,7 +6,17 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ..disk_text import MAX_SHOWN_BYTES
 from .view import Command, ConfigChoice, ConfigOption, Location, Mode, PlanEntry, ToolCall, ToolDiff, Usage
+
+# What a chat keeps of its tool calls' content, in characters. The views show a call's diffs (an
+# edit applied without review) and none of its text output; a call may carry far more (a hostile
+# agent sent 16 calls of 25 MB). Per call: diffs up to what a review can show, text output up to
+# OUTPUT_KEPT (an error message, a command's tail end is not needed); in total, KEPT_IN_TOTAL for all
+# calls of a chat, the content of the calls updated longest ago going first.
+KEPT_PER_CALL = MAX_SHOWN_BYTES  # 16 Mi characters
+OUTPUT_KEPT = 64 * 1024
+KEPT_IN_TOTAL = 64 * 1024 * 1024
 
 
 def plan_entry(data: dict[str, Any]) -> PlanEntry:
@@ -75,13 +85,82 @@ def merge_tool_call(known: ToolCall | None, data: dict[str, Any], reviewed: bool
         changes["locations"] = tuple(Location(str(x.get("path", "")), x.get("line")) for x in data["locations"])
     if "content" in data:
         content = data["content"] or []
-        changes["diffs"] = tuple(
-            ToolDiff(str(c.get("path", "")), c.get("oldText"), str(c.get("newText", "")))
-            for c in content
-            if c.get("type") == "diff"
+        changes["diffs"] = _kept_diffs(
+            [
+                ToolDiff(str(c.get("path", "")), c.get("oldText"), str(c.get("newText", "")))
+                for c in content
+                if c.get("type") == "diff"
+            ]
         )
-        changes["output"] = "".join(_text(c) for c in content)
+        changes["output"] = _kept_output([_text(c) for c in content])
     return replace(call, **changes)
+
+
+def kept_size(call: ToolCall) -> int:
+    """The characters of content a call holds."""
+    return len(call.output) + sum(len(d.old_text or "") + len(d.new_text) for d in call.diffs)
+
+
+def _kept_diffs(diffs: list[ToolDiff]) -> tuple[ToolDiff, ...]:
+    size = sum(len(d.old_text or "") + len(d.new_text) for d in diffs)
+    return tuple(diffs if size <= KEPT_PER_CALL else (_not_kept(d, size) for d in diffs))
+
+
+def _not_kept(diff: ToolDiff, size: int) -> ToolDiff:
+    note = (
+        f"[Gemini Companion did not keep this change of {size:,} characters: a tool call keeps at most "
+        f"{KEPT_PER_CALL:,}. Open {diff.path} to see the file as it is now.]"
+    )
+    return ToolDiff(diff.path, None, note, kept=False)
+
+
+def _kept_output(texts: list[str]) -> str:
+    size = sum(len(t) for t in texts)
+    if size <= OUTPUT_KEPT:
+        return "".join(texts)
+    kept: list[str] = []
+    room = OUTPUT_KEPT
+    for text in texts:
+        kept.append(text[:room])
+        room -= len(kept[-1])
+        if room <= 0:
+            break
+    return "".join(kept) + f"\n[… {size - OUTPUT_KEPT:,} more characters not kept]"
+
+
+class ToolCalls:
+    """A chat's tool calls by id, holding at most KEPT_IN_TOTAL characters of content: over that,
+    the content of the calls updated longest ago is dropped (their cards were shown long ago)."""
+
+    def __init__(self, limit: int = KEPT_IN_TOTAL) -> None:
+        self.limit = limit
+        self._calls: dict[str, ToolCall] = {}
+        self._size = 0
+
+    def get(self, call_id: str) -> ToolCall | None:
+        return self._calls.get(call_id)
+
+    def __contains__(self, call_id: object) -> bool:
+        return call_id in self._calls
+
+    def __getitem__(self, call_id: str) -> ToolCall:
+        return self._calls[call_id]
+
+    def __setitem__(self, call_id: str, call: ToolCall) -> None:
+        earlier = self._calls.pop(call_id, None)  # re-inserted last: the most recently updated
+        self._size += kept_size(call) - (kept_size(earlier) if earlier is not None else 0)
+        self._calls[call_id] = call
+        for oldest in list(self._calls):
+            if self._size <= self.limit:
+                break
+            self._drop(oldest)
+
+    def _drop(self, call_id: str) -> None:
+        call = self._calls[call_id]
+        size = kept_size(call)
+        lighter = replace(call, output="", diffs=tuple(_not_kept(d, size) if d.kept else d for d in call.diffs))
+        self._calls[call_id] = lighter
+        self._size += kept_size(lighter) - size
 
 
 def _text(block: dict[str, Any]) -> str:

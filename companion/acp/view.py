@@ -43,6 +43,9 @@ class ToolDiff:
     path: str
     old_text: str | None
     new_text: str
+    # False: the texts were over what a chat keeps of a tool call (updates.py); `new_text` only says
+    # so, `old_text` is None. Never a proposal to review or write.
+    kept: bool = True
 
 
 @dataclass(frozen=True)

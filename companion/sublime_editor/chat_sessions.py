@@ -24,7 +24,7 @@ from ..acp.resources import Resource
 from ..context import SharingPolicy
 from ..runtime import RuntimeStopped
 from ..workspace.paths import is_inside
-from . import status, terminal
+from . import status, terminal, workspace_tools
 from .chat_history import History
 from .chat_view import CHAT_SETTING, ChatPanel, StreamingChatView
 from .window_state import WindowState
@@ -61,7 +61,8 @@ class Chat:
 
     def start(self, load_session_id: str | None = None) -> None:
         self.panel.notice(f"Starting {self.spec.name} in {self.folders[0]}…", "info")
-        self._submit(lambda: self._start(load_session_id), self._started)
+        read_limit = workspace_tools.read_limit_bytes()  # the setting, read here on the main thread
+        self._submit(lambda: self._start(load_session_id, read_limit), self._started)
 
     def send(self, text: str, resources: Sequence[Resource] = ()) -> bool:
         """Send the prompt (with workspace files attached); False (and the text stays where the
@@ -177,12 +178,14 @@ class Chat:
 
     # -- loop thread --
 
-    async def _start(self, load_session_id: str | None) -> str:
+    async def _start(self, load_session_id: str | None, read_limit: int | None) -> str:
         from ..acp.session import ChatSession  # the SDK loads here, on the first chat
 
         server = self.state.handle.server  # read on the loop, its thread
         reviews = server.reviews if server is not None else None  # one file, one review, whoever asks
-        self.session = ChatSession(self.spec, self.folders, self.state.handle.editor, self.port, reviews=reviews)
+        self.session = ChatSession(
+            self.spec, self.folders, self.state.handle.editor, self.port, reviews=reviews, read_limit_bytes=read_limit
+        )
         if load_session_id:
             await self.session.load(load_session_id)
         else:

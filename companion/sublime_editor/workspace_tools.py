@@ -57,6 +57,12 @@ def _number(key: str) -> float | None:
     return None
 
 
+def read_limit_bytes() -> int | None:
+    """The `read_file_limit_kb` setting in bytes (None when unset or invalid): read_file's limit, and a chat's."""
+    read_kb = _number("read_file_limit_kb")
+    return None if read_kb is None else max(1, int(read_kb * 1024))
+
+
 def package_values() -> dict[str, Any]:
     """The package settings in `WorkspaceToolSettings.from_mapping` terms."""
     package = settings.settings()
@@ -64,9 +70,9 @@ def package_values() -> dict[str, Any]:
     limit = _number("list_files_limit")
     if limit is not None:
         values["list_limit"] = int(limit)
-    read_kb = _number("read_file_limit_kb")
-    if read_kb is not None:
-        values["read_limit_bytes"] = max(1, int(read_kb * 1024))
+    read_limit = read_limit_bytes()
+    if read_limit is not None:
+        values["read_limit_bytes"] = read_limit
     for key, field in (
         ("write_file_timeout_seconds", "write_timeout_seconds"),
         ("ask_gemini_timeout_seconds", "ask_timeout_seconds"),

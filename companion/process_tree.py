@@ -1,0 +1,228 @@
+"""Every process a child started, for as long as it runs, so stopping it leaves nothing behind: a
+process started in its own session, or orphaned by a crash or a double fork, is no longer under the
+child nor in its process group.
+
+- All platforms: its descendants are recorded while it runs (`update`, called periodically).
+- Linux: we become a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so an orphan of the tree is
+  re-parented to us instead of to init; our children carrying the tree's `marker` environment
+  variable (inherited from the child) are the tree's, whatever forks happened in between. Being a
+  subreaper is process-wide and stays: in Sublime's plugin host an orphan of another plugin's
+  process becomes ours too and, once it ends, stays a zombie (a PID entry, no memory) until the
+  plugin host exits; only the agent trees' are reaped. A process that clears its environment and
+  double-forks is not recognised (tests/acp: `escape`).
+- Windows: the child is put in a Job object; terminating the job ends every process in it. Coded
+  against the Win32 documentation and type-checked, NOT run here (no Windows on the test machine).
+  A process the child starts before it is assigned (a few milliseconds) is only caught by `update`.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+import threading
+from typing import Any
+
+from .processes import kill_and_wait
+
+MARKER = "GEMINI_COMPANION_AGENT_TREE"  # inherited by everything the child starts, unless it clears it
+_PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+_subreaper: bool | None = None
+
+
+def new_marker() -> tuple[str, str]:
+    """The environment variable (name, value) that marks one tree."""
+    return MARKER, secrets.token_hex(8)
+
+
+def become_subreaper() -> bool:
+    """Linux: orphans of our children's trees become our children (once per process; later calls
+    are free). False elsewhere, or when the kernel refuses (before 3.4)."""
+    global _subreaper
+    if _subreaper is None:
+        _subreaper = _set_subreaper() if sys.platform.startswith("linux") else False
+    return _subreaper
+
+
+def _set_subreaper() -> bool:
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+class ProcessTree:
+    """The processes the child `pid` started, seen so far (psutil processes by PID)."""
+
+    def __init__(self, pid: int, marker: tuple[str, str]) -> None:
+        self.pid = pid
+        self.marker = marker
+        self.seen: dict[int, Any] = {}
+        self._lock = threading.Lock()  # the periodic update's thread may still run when `kill` does
+        self._root = _process(pid)  # kept: psutil then refuses a reused PID instead of listing its children
+        self._job = _WindowsJob(pid) if sys.platform == "win32" else None
+
+    def update(self) -> None:
+        """Record the child's descendants now, and the orphans of its tree we adopted (Linux);
+        reap those of ours that already ended, so no zombie stays."""
+        with self._lock:
+            self._update()
+
+    def kill(self) -> None:
+        """Kill every process of the tree (the child itself is the caller's) and wait for them."""
+        with self._lock:
+            self._update()
+            if self._job is not None:
+                self._job.terminate()
+            kill_and_wait(list(self.seen.values()))
+            self.seen.clear()
+
+    def _update(self) -> None:
+        for proc in _descendants(self._root) + self._adopted():
+            self.seen.setdefault(proc.pid, proc)
+        self._reap()
+
+    def _adopted(self) -> list[Any]:
+        if not _subreaper:
+            return []
+        try:
+            import psutil
+
+            ours = psutil.Process().children()
+        except Exception:
+            return []
+        adopted: list[Any] = []
+        for child in ours:
+            if child.pid != self.pid and _carries(child, self.marker):
+                adopted += [child, *_descendants(child)]
+        return adopted
+
+    def _reap(self) -> None:
+        """Our adopted children that ended are zombies until someone waits for them: we do."""
+        try:
+            import psutil
+        except Exception:
+            return
+        for pid, proc in list(self.seen.items()):
+            try:
+                if proc.status() != psutil.STATUS_ZOMBIE or proc.ppid() != os.getpid():
+                    continue
+                proc.wait(0)
+            except psutil.NoSuchProcess:
+                pass  # gone: nothing left to stop
+            except psutil.Error:
+                continue  # not ours to ask: kept, to be killed with the rest
+            del self.seen[pid]
+
+
+def _process(pid: int) -> Any:
+    try:
+        import psutil
+
+        return psutil.Process(pid)
+    except Exception:  # no psutil, or already gone
+        return None
+
+
+def _descendants(proc: Any) -> list[Any]:
+    try:
+        return list(proc.children(recursive=True)) if proc is not None else []
+    except Exception:  # gone, or its PID reused by another process
+        return []
+
+
+def _carries(proc: Any, marker: tuple[str, str]) -> bool:
+    try:
+        return proc.environ().get(marker[0]) == marker[1]
+    except Exception:  # gone, a zombie, or not ours to read
+        return False
+
+
+class _WindowsJob:
+    """A Job object holding the child and everything it starts (KILL_ON_JOB_CLOSE also ends them if
+    we die). Untested here: see the module's docstring."""
+
+    _JOB_OBJECT_EXTENDED_LIMIT_INFORMATION = 9
+    _JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE = 0x2000
+    _PROCESS_SET_QUOTA = 0x0100
+    _PROCESS_TERMINATE = 0x0001
+
+    def __init__(self, pid: int) -> None:
+        self._handle: int | None = None
+        try:
+            self._handle = self._create(pid)
+        except Exception:
+            self._handle = None  # no job: `update` still records the tree
+
+    def _create(self, pid: int) -> int | None:
+        import ctypes
+        from ctypes import wintypes
+
+        kernel32: Any = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+        kernel32.CreateJobObjectW.restype = wintypes.HANDLE
+        kernel32.OpenProcess.restype = wintypes.HANDLE
+        job = kernel32.CreateJobObjectW(None, None)
+        if not job:
+            return None
+        info = _extended_limit_information(self._JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE)
+        set_ok = kernel32.SetInformationJobObject(
+            wintypes.HANDLE(job), self._JOB_OBJECT_EXTENDED_LIMIT_INFORMATION, ctypes.byref(info), ctypes.sizeof(info)
+        )
+        process = kernel32.OpenProcess(self._PROCESS_SET_QUOTA | self._PROCESS_TERMINATE, False, pid)
+        assigned = bool(process) and set_ok and kernel32.AssignProcessToJobObject(wintypes.HANDLE(job), process)
+        if process:
+            kernel32.CloseHandle(wintypes.HANDLE(process))
+        if not assigned:
+            kernel32.CloseHandle(wintypes.HANDLE(job))
+            return None
+        return int(job)
+
+    def terminate(self) -> None:
+        if self._handle is None:
+            return
+        import ctypes
+        from ctypes import wintypes
+
+        kernel32: Any = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+        kernel32.TerminateJobObject(wintypes.HANDLE(self._handle), 1)
+        kernel32.CloseHandle(wintypes.HANDLE(self._handle))
+        self._handle = None
+
+
+def _extended_limit_information(flags: int) -> Any:
+    """JOBOBJECT_EXTENDED_LIMIT_INFORMATION (winnt.h) with LimitFlags set."""
+    import ctypes
+    from ctypes import wintypes
+
+    class IoCounters(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_ulonglong) for name in ("r", "w", "o", "rb", "wb", "ob")]
+
+    class BasicLimits(ctypes.Structure):
+        _fields_ = [
+            ("PerProcessUserTimeLimit", ctypes.c_longlong),
+            ("PerJobUserTimeLimit", ctypes.c_longlong),
+            ("LimitFlags", wintypes.DWORD),
+            ("MinimumWorkingSetSize", ctypes.c_size_t),
+            ("MaximumWorkingSetSize", ctypes.c_size_t),
+            ("ActiveProcessLimit", wintypes.DWORD),
+            ("Affinity", ctypes.c_size_t),  # ULONG_PTR
+            ("PriorityClass", wintypes.DWORD),
+            ("SchedulingClass", wintypes.DWORD),
+        ]
+
+    class ExtendedLimits(ctypes.Structure):
+        _fields_ = [
+            ("BasicLimitInformation", BasicLimits),
+            ("IoInfo", IoCounters),
+            ("ProcessMemoryLimit", ctypes.c_size_t),
+            ("JobMemoryLimit", ctypes.c_size_t),
+            ("PeakProcessMemoryUsed", ctypes.c_size_t),
+            ("PeakJobMemoryUsed", ctypes.c_size_t),
+        ]
+
+    info = ExtendedLimits()
+    info.BasicLimitInformation.LimitFlags = flags
+    return info

@@ -1,0 +1,189 @@
+"""A hostile agent (tests/acp/hostile_agent.py) against the chat: terminal requests it may not
+make, a line nested too deep to parse, a crash that leaves children in their own sessions, a
+signal to `chat` while the agent ignores stdin EOF. Each ends in one clear line, the chat goes on
+where it can, and no process or temporary folder is left."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import psutil
+import pytest
+
+from companion.acp.agents import AgentSpec
+from companion.acp.files import FsRefused
+from companion.acp.session import ChatFailed, ChatSession
+from companion.workspace.settings import WorkspaceToolSettings
+from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView
+from tests.acp.hostile_agent import REPLY, TERMINAL_METHODS
+
+pytestmark = pytest.mark.anyio
+
+AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hostile_agent.py")
+POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and fork: not on Windows")
+
+
+def hostile(workspace: str, behaviour: str, **env: str) -> tuple[ChatSession, RecordingView]:
+    view = RecordingView()
+    spec = AgentSpec("Hostile", (sys.executable, AGENT, behaviour))
+    return ChatSession(spec, [workspace], AsyncEditor(), view, env={**os.environ, **env}), view
+
+
+def pids(record: str, *suffixes: str) -> list[int]:
+    found = []
+    for suffix in suffixes:
+        with open(record + suffix, encoding="utf-8") as handle:
+            found.append(int(handle.read().split()[0]))
+    return found
+
+
+def assert_all_gone(pid_list: list[int]) -> None:
+    """Each PID has ended (a zombie of ours is reaped by the wait)."""
+    alive = []
+    for pid in pid_list:
+        try:
+            proc = psutil.Process(pid)
+            proc.wait(5)  # the chat has already stopped everything; this only reaps
+        except psutil.NoSuchProcess:
+            continue
+        except psutil.TimeoutExpired:
+            alive.append(pid)
+    assert not alive, f"still running: {alive}"
+
+
+@pytest.fixture
+def killed_at_the_end() -> Iterator[list[int]]:
+    """PIDs the test kills whatever happens, so a failing test leaves nothing running."""
+    found: list[int] = []
+    yield found
+    for pid in found:
+        try:
+            psutil.Process(pid).kill()
+        except psutil.Error:
+            pass
+
+
+async def test_every_terminal_request_is_refused_as_method_not_found(workspace: str, tmp_path: str) -> None:
+    record = os.path.join(str(tmp_path), "answers.jsonl")
+    session, view = hostile(workspace, "terminal", HOSTILE_RECORD=record)
+    try:
+        await session.start()
+        assert await session.prompt("run something") == "end_turn"
+    finally:
+        await session.close()
+    with open(record, encoding="utf-8") as handle:
+        answers = {a["method"]: a["answer"] for a in map(json.loads, handle)}
+    assert set(answers) == set(TERMINAL_METHODS)
+    for method, answer in answers.items():
+        assert "result" not in answer, (method, answer)
+        assert answer["error"]["code"] == -32601, (method, answer)
+    assert view.text == [REPLY]
+
+
+async def test_a_line_nested_200000_deep_is_skipped_and_the_chat_goes_on(workspace: str) -> None:
+    session, view = hostile(workspace, "deep")
+    try:
+        await session.start()
+        assert await session.prompt("hello") == "end_turn"
+        assert session.agent is not None and session.agent.skipped_lines == 1
+        assert session.agent.first_skipped.startswith('{"jsonrpc":"2.0","method":"x","params":[[[')
+        assert await session.prompt("still there?") == "end_turn"
+    finally:
+        await session.close()
+    assert view.text == [REPLY, REPLY]
+
+
+def chat_process(workspace: str, behaviour: str, record: str) -> subprocess.Popen[str]:
+    argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace, "--prompt", "Hello"]
+    env = {**os.environ, "PYTHONPATH": ROOT, "HOSTILE_RECORD": record}
+    argv += ["--", sys.executable, AGENT, behaviour]
+    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@POSIX_ONLY
+@pytest.mark.parametrize("behaviour", ["orphans", "escape"])
+def test_a_crash_that_leaves_children_ends_in_one_line_and_no_traceback(
+    workspace: str, tmp_path: str, behaviour: str, killed_at_the_end: list[int]
+) -> None:
+    """`escape`'s grandchild cannot be told from any other process (process_tree.py's limit) and
+    keeps the agent's pipes open: closing our end of them must still leave no traceback."""
+    record = os.path.join(str(tmp_path), "pid")
+    chat = chat_process(workspace, behaviour, record)
+    _, stderr = chat.communicate(timeout=CEILING)
+    killed_at_the_end += pids(record, ".1", ".2") if behaviour == "orphans" else pids(record, ".1")
+    assert chat.returncode == 1
+    assert stderr.strip().splitlines() == [
+        "error: python exited (exit code 1) during the prompt. Start a new chat; if it happens again, "
+        "run the agent in a terminal to see why."
+    ], stderr  # and nothing after it: no "Event loop is closed" traceback
+
+
+@POSIX_ONLY
+async def test_children_started_in_their_own_session_during_a_turn_are_stopped_with_the_agent(
+    workspace: str, tmp_path: str, killed_at_the_end: list[int]
+) -> None:
+    record = os.path.join(str(tmp_path), "pid")
+    session, _ = hostile(workspace, "orphans", HOSTILE_RECORD=record)
+    try:
+        await session.start()
+        with pytest.raises(ChatFailed, match="exited"):
+            await session.prompt("start something and crash")
+    finally:
+        await session.close()
+    children = pids(record, ".1", ".2")  # one in its own session, one double-forked
+    killed_at_the_end += children
+    assert_all_gone(children)
+
+
+@POSIX_ONLY
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGHUP"])
+def test_a_stop_signal_to_chat_stops_the_agent_and_removes_its_temporary_folder(
+    workspace: str, tmp_path: str, signal_name: str, killed_at_the_end: list[int]
+) -> None:
+    record = os.path.join(str(tmp_path), "agent")
+    chat = chat_process(workspace, "linger", record)
+    try:
+        agent = _wait_for_record(chat, record)
+    except BaseException:
+        chat.kill()
+        raise
+    killed_at_the_end.append(agent[0])
+    chat.send_signal(getattr(signal, signal_name))
+    _, stderr = chat.communicate(timeout=CEILING)
+    assert chat.returncode == 1, stderr
+    assert "Stopped." in stderr and "Traceback" not in stderr, stderr
+    assert_all_gone([agent[0]])
+    assert not os.path.exists(agent[1]), f"the agent's temporary folder {agent[1]} is left"
+
+
+def _wait_for_record(chat: subprocess.Popen[str], record: str) -> tuple[int, str]:
+    """The agent's "PID TMPDIR", once it wrote them (it does on the prompt, then never answers)."""
+    for _ in range(CEILING * 20):
+        if os.path.exists(record):
+            with open(record, encoding="utf-8") as handle:
+                pid, temp = handle.read().split(" ", 1)
+            return int(pid), temp
+        if chat.poll() is not None:
+            raise AssertionError(f"chat ended first: {chat.communicate()}")
+        try:
+            chat.wait(0.05)
+        except subprocess.TimeoutExpired:
+            pass
+    raise AssertionError(f"the agent wrote no {record} within {CEILING} s")
+
+
+async def test_the_chats_file_limit_is_the_read_file_limit_kb_setting(workspace: str) -> None:
+    path = os.path.join(workspace, "big.txt")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write("x" * (WorkspaceToolSettings().read_limit_bytes + 1))
+    session, _ = hostile(workspace, "deep")  # never started: only its file access is used
+    with pytest.raises(FsRefused, match=r"over the read limit of 100\.0 KB \(setting `read_file_limit_kb`\)"):
+        await session.files.read(path, None, None)
+    spec = AgentSpec("Hostile", (sys.executable, AGENT, "deep"))
+    raised = ChatSession(spec, [workspace], AsyncEditor(), RecordingView(), read_limit_bytes=200 * 1024)
+    assert len(await raised.files.read(path, None, None)) == 100 * 1024 + 1

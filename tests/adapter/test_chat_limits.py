@@ -1,0 +1,15 @@
+"""The chat in Sublime reads files under the `read_file_limit_kb` setting its refusals name."""
+
+from __future__ import annotations
+
+from tests.adapter.conftest import Companion
+from tests.adapter.test_chat import chat_of, scripted, start_chat
+from tests.sublime_fake import control
+
+
+def test_the_read_file_limit_kb_setting_is_the_chats_file_limit(companion: Companion, workspace: str) -> None:
+    control.user_settings("Gemini Companion.sublime-settings", {"agents": [scripted()], "read_file_limit_kb": 3})
+    window = control.new_window([workspace])
+    companion.load()
+    view = start_chat(companion, window)
+    assert chat_of(view).session.files.read_limit == 3 * 1024
