@@ -36,6 +36,7 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 from acp.utils import serialize_params
+from pydantic import ValidationError
 
 from .. import __version__
 from ..diffs import Outcome, Reviews
@@ -56,6 +57,11 @@ START_TIMEOUT_SECONDS = 60.0  # initialize and session/new: an agent's first sta
 EXIT_GRACE_SECONDS = 2.0  # after the agent's process ends, its last lines may still be in the pipe
 _AUTH_WORDS = ("auth", "api key", "login", "log in")
 _SET_MODEL = "session/set_model"
+# JSON-RPC's own codes for a request the agent could not take as sent: a protocol error. Any other
+# code (-32603 internal error, -32000 and up: the agent's own) is the agent's error, in its words.
+_PROTOCOL_ERRORS = (-32700, -32600, -32601, -32602)
+# What an agent's answer can fail with: a closed pipe, a JSON-RPC error, an answer that is not ACP.
+_AGENT_ERRORS = (ConnectionError, RequestError, ValidationError)
 T = TypeVar("T")
 Opened = TypeVar("Opened", NewSessionResponse, LoadSessionResponse)
 
@@ -141,8 +147,8 @@ class ChatSession:
         raw = raw if isinstance(raw, dict) else {}
         try:
             return answer.model_validate(raw), raw
-        except ValueError as exc:
-            raise ChatFailed(f"{self.spec.name} answered {method} with something else than ACP ({exc}).") from None
+        except ValidationError as exc:
+            raise ChatFailed(await self._failure(exc, method)) from None
 
     async def _launch(self) -> None:
         """The agent's process, the connection and `initialize`."""
@@ -165,6 +171,11 @@ class ChatSession:
         )
         info = Implementation(name="gemini-companion", title="Gemini Companion", version=__version__)
         answer = await self._starting("initialize", self._conn.initialize(PROTOCOL_VERSION, capabilities, info))
+        if answer.protocol_version != PROTOCOL_VERSION:  # the spec: the client disconnects
+            raise ChatFailed(
+                f"{self.spec.name} speaks ACP version {answer.protocol_version}, and this client speaks "
+                f"version {PROTOCOL_VERSION}; use a version of the agent that speaks ACP {PROTOCOL_VERSION}."
+            )
         agent = answer.agent_capabilities
         self.can_load = bool(agent and agent.load_session)
         self.embeds_resources = bool(agent and agent.prompt_capabilities and agent.prompt_capabilities.embedded_context)
@@ -217,7 +228,7 @@ class ChatSession:
                 f"{self.spec.name} did not answer {what} within {self.start_timeout:g} s{self._output_note()}; "
                 "check that the command starts an ACP agent."
             ) from None
-        except (ConnectionError, RequestError) as exc:
+        except _AGENT_ERRORS as exc:
             raise ChatFailed(await self._failure(exc, what)) from None
 
     async def close(self) -> None:
@@ -262,7 +273,7 @@ class ChatSession:
         self._notes = []
         try:
             response = await self._conn.prompt(self.session_id, blocks)
-        except (ConnectionError, RequestError) as exc:
+        except _AGENT_ERRORS as exc:
             raise ChatFailed(await self._failure(exc, "the prompt")) from None
         stop_reason = str(response.stop_reason)
         self.view.turn_ended(stop_reason)
@@ -326,7 +337,7 @@ class ChatSession:
     async def _asking_agent(self, what: str, request: Awaitable[T]) -> T:
         try:
             return await request
-        except (ConnectionError, RequestError) as exc:
+        except _AGENT_ERRORS as exc:
             raise ChatFailed(await self._failure(exc, what)) from None
 
     async def cancel(self) -> None:
@@ -343,14 +354,14 @@ class ChatSession:
     # -- why it failed, in one line --
 
     async def _failure(self, exc: BaseException, what: str) -> str:
+        """One line (the agent's words in it on one line too) saying why and what to do next."""
         if isinstance(exc, RequestError):
-            message = str(exc.args[0] if exc.args else exc) or "no message"
-            details = exc.data.get("details") if isinstance(exc.data, dict) else None
-            if isinstance(details, str) and details:  # Gemini CLI says why in data.details
-                message = f"{message}: {details}"
-            if any(word in message.lower() for word in _AUTH_WORDS):
-                return f"{self.spec.name} needs a login ({message}): {self.spec.login_hint}."
-            return f"{self.spec.name} answered {what} with an error ({exc.code}: {message}): a protocol error."
+            return self._agent_error(exc, what)
+        if isinstance(exc, ValidationError):
+            return (
+                f"{self.spec.name} answered {what} with something that is not ACP ({_invalid(exc)}); "
+                "update the agent, or report it to its authors."
+            )
         agent = self.agent
         assert agent is not None
         await agent.wait_exit(EXIT_GRACE_SECONDS)
@@ -365,6 +376,20 @@ class ChatSession:
             "run the agent in a terminal to see why."
         )
 
+    def _agent_error(self, exc: RequestError, what: str) -> str:
+        message = _one_line(str(exc.args[0] if exc.args else exc)) or "no message"
+        details = exc.data.get("details") if isinstance(exc.data, dict) else None
+        if isinstance(details, str) and details:  # Gemini CLI says why in data.details
+            message = f"{message}: {_one_line(details)}"
+        if any(word in message.lower() for word in _AUTH_WORDS):
+            return f"{self.spec.name} needs a login ({message}): {self.spec.login_hint}."
+        if exc.code in _PROTOCOL_ERRORS:
+            return f"{self.spec.name} answered {what} with an error ({exc.code}: {message}): a protocol error."
+        return (
+            f"{self.spec.name} reported an error during {what}: {message} (error {exc.code}); "
+            "try again, and if it keeps failing, see the agent's own logs."
+        )
+
     def _output_note(self) -> str:
         agent = self.agent
         if agent is None:
@@ -374,7 +399,7 @@ class ChatSession:
             parts.append(f"it printed {agent.skipped_lines} non-ACP line(s) on stdout, first: {agent.first_skipped!r}")
         tail = agent.stderr_text().splitlines()[-3:]
         if tail:
-            parts.append("its stderr ends: " + " / ".join(line.strip() for line in tail)[-500:])
+            parts.append("its stderr ends: " + " / ".join(_one_line(line) for line in tail)[-500:])
         return f" ({'; '.join(parts)})" if parts else ""
 
     # -- the SDK's Client: requests and notifications from the agent --
@@ -582,6 +607,19 @@ def _resource_blocks(attached: Attachment) -> list[Any]:
     else:
         blocks.append(resource_link_block(attached.name, attached.uri))
     return blocks
+
+
+def _one_line(text: str) -> str:
+    """An agent's words inside our one-line reasons: every run of white space (line breaks too) one space."""
+    return " ".join(text.split())
+
+
+def _invalid(exc: ValidationError) -> str:
+    """Which fields of an answer were wrong and how, in pydantic's words, without the values (an
+    agent's value may be huge): `protocolVersion: Input should be less than or equal to 65535`."""
+    wrong = [f"{'.'.join(str(part) for part in e['loc']) or 'the answer'}: {e['msg']}" for e in exc.errors()[:3]]
+    more = f"; and {exc.error_count() - 3} more" if exc.error_count() > 3 else ""
+    return _one_line("; ".join(wrong) + more)[:500]
 
 
 def _pick(choices: list[Choice], *kinds: str) -> str | None:

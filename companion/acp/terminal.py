@@ -51,7 +51,7 @@ class TerminalView:
         if call.status and self._statuses.get(call.tool_call_id) != call.status:
             self._statuses[call.tool_call_id] = call.status
             where = f" ({', '.join(visible(x.path) for x in call.locations)})" if call.locations else ""
-            self._say(f"\n[tool {call.kind}: {visible(call.title)}{where} — {call.status}]\n")
+            self._say(f"\n[tool {visible(call.kind)}: {visible(call.title)}{where} — {visible(call.status)}]\n")
 
     def plan(self, entries: list[PlanEntry]) -> None:
         lines = "".join(f"\n  [{e.status}] {visible(e.content)}" for e in entries)
@@ -137,6 +137,18 @@ def run_chat(workspace: str, policy: str, prompt: str | None, agent: str | None,
     return code
 
 
+def one_line(text: str) -> str:
+    """`text` for one line of a terminal: controls shown as escapes (`visible`), line breaks too."""
+    return visible(text.replace("\r\n", "\n")).replace("\n", "\\n")
+
+
+class _VisibleFormatter(logging.Formatter):
+    """A log line may quote an agent: it must not drive the terminal either."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return visible(super().format(record))
+
+
 def _log_without_the_sdk() -> None:
     """Our warnings on stderr, not the SDK's: it logs every agent message it cannot route (such as
     claude-agent-acp's `$/cancel_request` after a cancel) with a traceback on the root logger, and
@@ -144,7 +156,7 @@ def _log_without_the_sdk() -> None:
     spec = importlib.util.find_spec("acp")  # where the SDK lives, without importing it
     folder = os.path.dirname(spec.origin) if spec is not None and spec.origin else None
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    handler.setFormatter(_VisibleFormatter("%(levelname)s %(message)s"))
     if folder:
         handler.addFilter(lambda record: not record.pathname.startswith(folder + os.sep))
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
@@ -161,7 +173,7 @@ async def _chat(spec: AgentSpec, folder: str, editor: HeadlessEditor, view: Term
             return await _one_turn(session, interrupts, prompt)
         return await _repl(session, interrupts)
     except ChatFailed as exc:
-        print(f"\nerror: {exc}", file=sys.stderr, flush=True)
+        print(f"\nerror: {one_line(str(exc))}", file=sys.stderr, flush=True)
         return EXIT_FAILED
     except asyncio.CancelledError:
         print("\nStopped.", file=sys.stderr, flush=True)
@@ -181,7 +193,8 @@ async def _one_turn(session: ChatSession, interrupts: _Interrupts, prompt: str) 
 
 
 async def _repl(session: ChatSession, interrupts: _Interrupts) -> int:
-    print(f"Chat with {session.spec.name} (mode: {session.mode or 'the agent’s own'}); Ctrl-D ends it.", flush=True)
+    mode = visible(session.mode) if session.mode else "the agent’s own"
+    print(f"Chat with {visible(session.spec.name)} (mode: {mode}); Ctrl-D ends it.", flush=True)
     while True:
         try:
             line = await interrupts.run(asyncio.to_thread(input, "> "))
