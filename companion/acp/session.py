@@ -48,6 +48,7 @@ from .edits import NotRebuildable, edit_path, is_edit, proposed_text
 from .files import AgentFiles, FsRefused
 from .resources import Attachment, Resource, attach
 from .review_gate import AcceptedEdit, ReviewGate, ReviewOpen
+from .unchecked import UncheckedEdits
 from .view import ChatView, Choice, Command, ConfigOption, Mode, ToolCall
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,7 @@ class ChatSession:
         self.can_load = False  # the agent's `loadSession` capability (after initialize)
         self.embeds_resources = False  # its `promptCapabilities.embeddedContext`
         self.always_allowed = False  # the user allowed this agent's edits for the session
+        self.unchecked = UncheckedEdits()  # edits that did not go through the review (`chat` reports them)
         self.mode: str | None = None
         self._conn: ClientSideConnection | None = None
         self._notes: list[str] = []  # told to the agent with the next prompt
@@ -434,6 +436,7 @@ class ChatSession:
         if path is None:
             message = f"Rejected an edit by {self.spec.name}: it names no file, so it cannot be reviewed."
             self.view.notice(message, "warning")
+            self.unchecked.refused.add("a file it did not name")
             return reject
         always = next((c for c in choices if c.kind == "allow_always"), None)
         try:
@@ -446,6 +449,7 @@ class ChatSession:
             decision = await self.gate.review(target.path, before, proposal, always.name if always else None)
         except (FsRefused, NotRebuildable, ReviewOpen) as exc:
             self.view.notice(f"Rejected {self.spec.name}'s edit of {path}: {exc}.", "warning")
+            self.unchecked.refused.add(path)
             return reject
         if decision.outcome is not Outcome.ACCEPTED:
             return reject
@@ -535,6 +539,7 @@ class ChatSession:
         elif call_id not in self._asked and is_edit(data, call.kind):
             path = edit_path(data) or (call.diffs[0].path if call.diffs else "a file")
             self.view.notice(f"{self.spec.name} changed {path} without asking: applied without review.", "warning")
+            self.unchecked.applied.add(path)
 
     async def _write_users_version(self, edit: AcceptedEdit) -> None:
         try:
@@ -564,6 +569,7 @@ class ChatSession:
             target = await self.files.resolve(path)
         except FsRefused as exc:
             self.view.notice(f"Refused {self.spec.name}'s write of {path}: {exc}", "warning")
+            self.unchecked.refused.add(path)
             raise RequestError(-32602, str(exc)) from None
         edit = self.gate.take(target.path)
         if edit is None and self.always_allowed:  # the user let it edit without asking (notice shown)
@@ -571,6 +577,7 @@ class ChatSession:
         if edit is None:
             message = f"Refused the write of {path}: no review accepted it. Every edit goes through a review."
             self.view.notice(message, "warning")
+            self.unchecked.refused.add(path)
             raise RequestError(-32602, message)
         try:
             await self.files.write_accepted(target, edit)

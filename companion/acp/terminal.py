@@ -2,13 +2,16 @@
 headless review (unified diff, y/n, or `--diff-policy accept|reject` for every permission).
 
 With `--prompt`, one turn: exit 0 when it ends with `end_turn`, else 1 with a one-line reason on
-stderr. Without it, prompts are read from stdin, one a line, until EOF. Ctrl-C during a turn
+stderr. Without it, prompts are read from stdin, one a line, until EOF. A turn with an edit that
+did not go through the review ends with a `warning:` summary line and exit status 3 (applied without
+review) or 4 (refused before review), whatever else happened: scripts can tell (`EXIT_HELP`). Ctrl-C during a turn
 cancels it (`session/cancel`); a second Ctrl-C, or one between turns, ends the chat. The agent and
 everything it started are stopped in every case.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import importlib.util
 import logging
@@ -20,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from ..headless import HeadlessEditor, visible
 from .agents import PRESETS, AgentSpec, custom_agent
+from .unchecked import UncheckedEdits
 from .view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
 
 if TYPE_CHECKING:
@@ -28,6 +32,15 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_UNREVIEWED, EXIT_REFUSED = 3, 4  # an edit was applied without review / refused before review
+_SEVERITY = (EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_REFUSED, EXIT_UNREVIEWED)  # the last one wins
+EXIT_HELP = """exit status:
+  0  every turn ended normally and every edit went through the review (or --diff-policy)
+  1  the chat failed: one `error:` line on stderr says why
+  2  the command line is wrong
+  3  an edit was applied without review (the agent wrote without asking)
+  4  an edit was refused before review (it could not be reviewed; the notices say why)
+  3 and 4 win over 1, and 3 over 4; a `warning:` line on stderr names the edits."""
 
 
 class TerminalView:
@@ -174,10 +187,10 @@ async def _chat(spec: AgentSpec, folder: str, editor: HeadlessEditor, view: Term
         return await _repl(session, interrupts)
     except ChatFailed as exc:
         print(f"\nerror: {one_line(str(exc))}", file=sys.stderr, flush=True)
-        return EXIT_FAILED
+        return _checked(session, EXIT_FAILED)
     except asyncio.CancelledError:
         print("\nStopped.", file=sys.stderr, flush=True)
-        return EXIT_FAILED
+        return _checked(session, EXIT_FAILED)
     finally:
         interrupts.remove()
         await session.close()
@@ -187,23 +200,55 @@ async def _one_turn(session: ChatSession, interrupts: _Interrupts, prompt: str) 
     stop = await interrupts.turn(session.prompt(prompt))
     print(flush=True)
     if stop == "end_turn":
-        return EXIT_OK
-    print(f"error: the turn ended with {stop!r} instead of end_turn.", file=sys.stderr, flush=True)
-    return EXIT_FAILED
+        return _checked(session, EXIT_OK)
+    print(f"error: the turn ended with {one_line(stop)!r} instead of end_turn.", file=sys.stderr, flush=True)
+    return _checked(session, EXIT_FAILED)
 
 
 async def _repl(session: ChatSession, interrupts: _Interrupts) -> int:
     mode = visible(session.mode) if session.mode else "the agent’s own"
     print(f"Chat with {visible(session.spec.name)} (mode: {mode}); Ctrl-D ends it.", flush=True)
+    code = EXIT_OK
     while True:
         try:
             line = await interrupts.run(asyncio.to_thread(input, "> "))
         except EOFError:
-            return EXIT_OK
+            return code
         if not line.strip():
             continue
         stop = await interrupts.turn(session.prompt(line))
-        print(f"\n[{stop}]" if stop != "end_turn" else "", flush=True)
+        print(f"\n[{one_line(stop)}]" if stop != "end_turn" else "", flush=True)
+        code = _checked(session, code)
+
+
+def _checked(session: ChatSession, code: int) -> int:
+    """The exit status once the turn's edits that skipped the review are told (a `warning:` line)."""
+    unchecked = session.unchecked.take()
+    summary = _summary(unchecked)
+    if not summary:
+        return code
+    print(f"warning: {summary}", file=sys.stderr, flush=True)
+    found = EXIT_UNREVIEWED if unchecked.applied.count else EXIT_REFUSED
+    return max(code, found, key=_SEVERITY.index)
+
+
+def _summary(unchecked: UncheckedEdits) -> str:
+    parts = []
+    if unchecked.applied.count:
+        parts.append(
+            f"{_edits(unchecked.applied.count)} applied without review ({one_line(unchecked.applied.names())}): "
+            "run the agent in a mode that asks before editing"
+        )
+    if unchecked.refused.count:
+        parts.append(
+            f"{_edits(unchecked.refused.count)} refused before review ({one_line(unchecked.refused.names())}): "
+            "the notices above say why"
+        )
+    return "; ".join(parts) + "." if parts else ""
+
+
+def _edits(count: int) -> str:
+    return "1 edit" if count == 1 else f"{count} edits"
 
 
 class _Interrupts:
@@ -261,6 +306,8 @@ def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
     chat = commands.add_parser(
         "chat",
         help="chat with an ACP agent in the terminal, every edit through a review",
+        epilog=EXIT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="%(prog)s --workspace DIR [--diff-policy prompt|accept|reject] [--prompt TEXT] "
         "(--agent gemini|claude | -- COMMAND [ARGS...])",
     )

@@ -21,9 +21,7 @@ RAW_AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "raw_agent.
 RAW_CONTROLS = ("\x1b", "\x07", "\r", "\u202e")
 
 
-def raw_chat(
-    workspace: str, behaviour: str, *args: str, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
+def raw_chat(workspace: str, behaviour: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """`chat` with the raw agent: one turn (`--prompt Hello`), or the prompts on `stdin`."""
     turn = ["--prompt", "Hello"] if stdin is None else []
     argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace, *turn, *args]
@@ -64,8 +62,7 @@ async def test_a_protocol_version_we_do_not_speak_ends_the_chat_with_that_reason
     finally:
         await session.close()
     assert str(failure.value) == (
-        "python speaks ACP version 2, and this client speaks version 1; "
-        "use a version of the agent that speaks ACP 1."
+        "python speaks ACP version 2, and this client speaks version 1; use a version of the agent that speaks ACP 1."
     )
     assert not session.session_id  # no session was opened with it
 
