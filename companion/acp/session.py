@@ -9,6 +9,7 @@ starting does (`start_timeout`), so an agent that never answers gets a clear mes
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import shutil
@@ -58,6 +59,8 @@ START_TIMEOUT_SECONDS = 60.0  # initialize and session/new: an agent's first sta
 EXIT_GRACE_SECONDS = 2.0  # after the agent's process ends, its last lines may still be in the pipe
 _AUTH_WORDS = ("auth", "api key", "login", "log in")
 _SET_MODEL = "session/set_model"
+_STATUS_KEYS = ("message", "text", "status", "title")  # where an extension notification's words are
+STATUS_CHARS = 300  # a status line is one line
 # JSON-RPC's own codes for a request the agent could not take as sent: a protocol error. Any other
 # code (-32603 internal error, -32000 and up: the agent's own) is the agent's error, in its words.
 _PROTOCOL_ERRORS = (-32700, -32600, -32601, -32602)
@@ -112,6 +115,7 @@ class ChatSession:
         self._tree: list[Any] = []  # the agent's descendants seen once it answered (psutil processes)
         self._watcher: asyncio.Task[None] | None = None
         self._temp = ""  # the agent's own temporary folder (with_private_temp), removed with the chat
+        self._status_shown = False  # the view shows a status from the agent's notifications
 
     # -- lifecycle --
 
@@ -277,9 +281,17 @@ class ChatSession:
             response = await self._conn.prompt(self.session_id, blocks)
         except _AGENT_ERRORS as exc:
             raise ChatFailed(await self._failure(exc, "the prompt")) from None
+        finally:
+            self._clear_status()
         stop_reason = str(response.stop_reason)
         self.view.turn_ended(stop_reason)
         return stop_reason
+
+    def _clear_status(self) -> None:
+        """A status says what the agent does during a turn; once the turn is over it is stale."""
+        if self._status_shown:
+            self._status_shown = False
+            self.view.status(None)
 
     # -- modes, models, config options --
 
@@ -589,7 +601,10 @@ class ChatSession:
         return WriteTextFileResponse()
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
-        log.debug("agent notification %s ignored", method)
+        """`_…` notifications are the agent's own (the SDK strips the underscore): not the model's
+        reply, but what it is doing meanwhile (retrying its connection for minutes): the status."""
+        self._status_shown = True
+        self.view.status(f"{self.spec.name}: {_status_text(method, params)}")
 
 
 _ROUTES: dict[str, Callable[[ChatSession, dict[str, Any]], None]] = {
@@ -614,6 +629,15 @@ def _resource_blocks(attached: Attachment) -> list[Any]:
     else:
         blocks.append(resource_link_block(attached.name, attached.uri))
     return blocks
+
+
+def _status_text(method: str, params: dict[str, Any]) -> str:
+    """The words of an extension notification: its message when it has one, else its method and
+    parameters, on one line and short (a status line, not a log)."""
+    words = next((params[key] for key in _STATUS_KEYS if isinstance(params.get(key), str) and params[key]), None)
+    if words is None:
+        words = f"{method} {json.dumps(params, ensure_ascii=False, default=str)}" if params else method
+    return _one_line(words)[:STATUS_CHARS]
 
 
 def _one_line(text: str) -> str:

@@ -18,9 +18,11 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
+from ..console import Console
 from ..headless import HeadlessEditor, visible
 from .agents import PRESETS, AgentSpec, custom_agent
 from .unchecked import UncheckedEdits
@@ -44,11 +46,12 @@ EXIT_HELP = """exit status:
 
 
 class TerminalView:
-    """The ChatView on a terminal: the reply on stdout, notices and tool calls marked apart."""
+    """The ChatView on a terminal: the reply on stdout, notices and tool calls marked apart. Its
+    Console is shared with the review's questions, so the agent's output never lands under one."""
 
-    def __init__(self, policy: str, out: TextIO | None = None) -> None:
+    def __init__(self, policy: str, out: TextIO | None = None, console: Console | None = None) -> None:
         self.policy = policy
-        self.out = out or sys.stdout
+        self.console = console or Console(out or sys.stdout)
         self._statuses: dict[str, str] = {}
 
     def user_text(self, text: str) -> None:
@@ -94,24 +97,31 @@ class TerminalView:
     def notice(self, text: str, kind: NoticeKind = "info") -> None:
         self._say(f"\n[{'agent' if kind == 'agent' else 'notice'}] {visible(text)}\n")
 
+    def status(self, text: str | None) -> None:
+        self.console.status(one_line(text) if text else None)
+
     async def choose(self, title: str, choices: list[Choice]) -> str | None:
         if self.policy != "prompt":
             wanted = ("allow_once",) if self.policy == "accept" else ("reject_once", "reject_always")
             found = [c.option_id for kind in wanted for c in choices if c.kind == kind]
             return found[0] if found else None
         menu = "\n".join(f"  {n}) {visible(c.name)}" for n, c in enumerate(choices, 1))
-        self._say(f"\nThe agent asks: {visible(title)}\n{menu}\n")
+        context, question = f"\nThe agent asks: {visible(title)}\n{menu}\n", f"Choose 1-{len(choices)}: "
+        withdrawn = threading.Event()  # a question cancelled before its turn is never asked
         while True:
             try:
-                answer = await asyncio.to_thread(input, f"Choose 1-{len(choices)}: ")
+                answer = await asyncio.to_thread(self.console.ask, context, question, withdrawn)
             except EOFError:
                 return None
+            except asyncio.CancelledError:  # the turn was cancelled: the agent no longer asks
+                withdrawn.set()
+                self.console.withdraw(f"\nThe agent no longer asks: {visible(title)}; no answer is needed.\n", question)
+                raise
             if answer.strip().isdigit() and 1 <= int(answer) <= len(choices):
                 return choices[int(answer) - 1].option_id
 
     def _say(self, text: str) -> None:
-        self.out.write(text)
-        self.out.flush()
+        self.console.say(text)
 
 
 def agent_spec(agent: str | None, command: Sequence[str]) -> AgentSpec:
@@ -136,9 +146,10 @@ def run_chat(workspace: str, policy: str, prompt: str | None, agent: str | None,
         print(f"error: {exc}.", file=sys.stderr)
         return EXIT_USAGE
     _log_without_the_sdk()
-    editor = HeadlessEditor(policy)
+    console = Console(sys.stdout)  # the review's questions and the agent's output, one terminal
+    editor = HeadlessEditor(policy, console=console)
     try:
-        code = asyncio.run(_chat(spec, folder, editor, TerminalView(policy), prompt))
+        code = asyncio.run(_chat(spec, folder, editor, TerminalView(policy, console=console), prompt))
     except KeyboardInterrupt:
         code = EXIT_FAILED
     if editor.prompting:

@@ -32,6 +32,7 @@ THOUGHT_PREVIEW_CHARS = 4000  # an expanded thought shows this much of its end
 CARD_KEY = "gemini_companion.chat.card."
 NOTICE_SCOPE = "markup.quote"
 NOTICE_KEY = "gemini_companion.chat.notices"
+AGENT_STATUS_KEY = "gemini_companion.chat_agent_status"  # the agent's own status line (status bar)
 ICONS = {"pending": "○", "in_progress": "◐", "completed": "●", "failed": "✕", "": "○"}
 
 
@@ -272,6 +273,13 @@ class ChatPanel:
         cost = f" · {usage.cost:.2f} {usage.currency or ''}".rstrip() if usage.cost is not None else ""
         self.view.set_status("gemini_companion.chat_usage", f"context {usage.used}/{usage.size}{cost}")
 
+    def agent_status(self, text: str | None) -> None:
+        """The agent's own status (its `_…` notifications) in the status bar, while the chat shows."""
+        if text:
+            self.view.set_status(AGENT_STATUS_KEY, text)
+        else:
+            self.view.erase_status(AGENT_STATUS_KEY)
+
     # -- the prompt --
 
     def prompt_text(self) -> str:
@@ -378,6 +386,9 @@ class StreamingChatView:
     def notice(self, text: str, kind: NoticeKind = "info") -> None:
         self._put("notice", (text, kind))
 
+    def status(self, text: str | None) -> None:
+        self._put("status", text)
+
     async def choose(self, title: str, choices: list[Choice]) -> str | None:
         loop = asyncio.get_running_loop()
         decided: asyncio.Future[str | None] = loop.create_future()
@@ -470,6 +481,8 @@ class StreamingChatView:
             panel.plan(payload)
         elif what == "usage":
             panel.usage(payload)
+        elif what == "status":
+            panel.agent_status(payload)
         elif what == "notice":
             panel.notice(*payload)
         elif what == "ask":

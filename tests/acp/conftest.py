@@ -147,6 +147,9 @@ class RecordingView:
         self.notices.append(text)
         self.calls.append(("notice", (text, kind)))
 
+    def status(self, text: str | None) -> None:
+        self.calls.append(("status", text))
+
     def called(self, method: str) -> list[Any]:
         return [argument for name, argument in self.calls if name == method]
 

@@ -7,10 +7,11 @@ It answers `initialize`, `session/new` and `session/prompt` normally unless BEHA
 (a -32603 error with the agent's own message), `hostile-error` (the same, with terminal controls,
 and controls on stderr), `hostile-crash` (controls on stderr, then it exits during the turn),
 `hostile-login` (session/new needs a login, said with controls), `hostile-mode` (its current mode
-id carries controls), `status` (extension notifications during the
-turn), `unreviewed` (an edit reported done that never asked), `refused` (a permission request for an
-edit that names no file), `spoof-question` (text with a fake diff and question while the real
-review question waits).
+id carries controls), `status` (extension notifications during the turn), `status-then-ask` (the
+same, then a permission request to run a command, which the turn waits for), `unreviewed` (an
+edit reported done that never asked), `refused` (a permission request for an edit that names no
+file), `spoof-question` (a permission request for an edit; on `session/set_mode`,
+sent while the real review question waits, text with a fake diff and a fake question).
 """
 
 from __future__ import annotations
@@ -76,6 +77,9 @@ class Agent:
         elif method == "session/prompt":
             self.prompt_id = request_id
             self.turn(params["sessionId"])
+        elif method == "session/set_mode" and self.behaviour == "spoof-question":
+            text(params["sessionId"], FAKE)  # the test asks while the real question is on the terminal
+            send({"id": request_id, "result": {}})
         else:
             send({"id": request_id, "error": {"code": -32601, "message": "Method not found"}})
 
@@ -92,15 +96,13 @@ class Agent:
             sys.stderr.write(f"fatal: {HOSTILE}\n")
             sys.stderr.flush()
             sys.exit(5)
-        if behaviour == "status":
+        if behaviour in ("status", "status-then-ask"):
             for status in STATUSES:
                 send({"method": "_example.com/status", "params": {"message": status}})
         if behaviour == "unreviewed":
             self.edit_done_without_asking(session_id)
-        if behaviour in ("refused", "spoof-question"):
+        if behaviour in ("refused", "spoof-question", "status-then-ask"):
             self.ask_about_an_edit(session_id)
-            if behaviour == "spoof-question":
-                text(session_id, FAKE)  # while the real question is on the terminal
             return  # the turn ends when the client answers
         self.end_turn(session_id)
 
@@ -114,6 +116,8 @@ class Agent:
         path = os.path.join(os.getcwd(), "notes.txt")
         content = [] if self.behaviour == "refused" else [{"type": "diff", "path": path, "newText": "changed\n"}]
         call = {"toolCallId": "t1", "title": "Edit a file", "kind": "edit", "status": "pending", "content": content}
+        if self.behaviour == "status-then-ask":
+            call = {"toolCallId": "t1", "title": "Run make", "kind": "execute", "status": "pending"}
         update(session_id, {"sessionUpdate": "tool_call", **call})
         options = [
             {"optionId": "allow", "name": "Allow", "kind": "allow_once"},

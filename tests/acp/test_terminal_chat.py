@@ -4,12 +4,23 @@ says while it works shows as one status line; agent output never lands under a q
 
 from __future__ import annotations
 
+import asyncio
+import io
 import os
+import sys
+import threading
 
 import pytest
 
-from tests.acp.raw_agent import REPLY
-from tests.acp.test_agent_answers import raw_chat
+from companion import console as console_module
+from companion.acp.agents import custom_agent
+from companion.acp.session import ChatSession
+from companion.acp.terminal import TerminalView
+from companion.console import STATUS_EVERY, Console
+from companion.headless import HeadlessEditor
+from tests.acp.conftest import CEILING, AsyncEditor, RecordingView
+from tests.acp.raw_agent import REPLY, STATUSES
+from tests.acp.test_agent_answers import RAW_AGENT, raw_chat
 
 
 @pytest.mark.parametrize("policy", ["accept", "reject"])
@@ -45,3 +56,114 @@ def test_a_turn_whose_edits_all_went_through_the_policy_exits_0(workspace: str) 
     result = raw_chat(workspace, "spoof-question", "--diff-policy", "reject")
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
+
+
+def test_the_agents_status_notifications_are_one_throttled_line_in_a_pipe(workspace: str) -> None:
+    result = raw_chat(workspace, "status")
+    assert result.returncode == 0, result.stderr
+    statuses = [line for line in result.stdout.splitlines() if line.startswith("[status] ")]
+    # Three within a moment: the first is printed, the others within STATUS_EVERY are not.
+    assert statuses == [f"[status] python: {STATUSES[0]}"], result.stdout
+    assert REPLY in result.stdout
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_the_status_line_is_rewritten_in_place_and_erased_by_output() -> None:
+    out = Tty()
+    console = Console(out)
+    console.say("Working")
+    console.status("retrying (1)")
+    console.status("retrying (2)")
+    console.say(" done.\n")
+    console.status(None)
+    assert out.getvalue() == "Working\nretrying (1)\r\x1b[2Kretrying (2)\r\x1b[2K done.\n"
+
+
+def test_in_a_pipe_a_changed_status_is_printed_again_once_the_interval_passed() -> None:
+    now = [0.0]
+    out = io.StringIO()
+    console = Console(out, clock=lambda: now[0])
+    for n in range(5):
+        console.status(f"retrying ({n})")
+    now[0] += STATUS_EVERY
+    console.status("retrying (5)")
+    console.status("retrying (5)")
+    assert out.getvalue() == "[status] retrying (0)\n[status] retrying (5)\n"
+
+
+@pytest.mark.anyio
+async def test_the_status_is_cleared_when_the_turn_ends(workspace: str) -> None:
+    view = RecordingView()
+    session = ChatSession(custom_agent([sys.executable, RAW_AGENT, "status"]), [workspace], AsyncEditor(), view)
+    try:
+        await session.start()
+        assert await session.prompt("Hello") == "end_turn"
+    finally:
+        await session.close()
+    assert view.called("status") == [*(f"python: {s}" for s in STATUSES), None]
+
+
+class SeesAgentText(TerminalView):
+    """The terminal chat's view, telling the test when the agent's text has reached it."""
+
+    def __init__(self, console: Console) -> None:
+        super().__init__("prompt", console=console)
+        self.agent_spoke = threading.Event()
+
+    def agent_text(self, text: str) -> None:
+        super().agent_text(text)
+        self.agent_spoke.set()
+
+
+@pytest.mark.anyio
+async def test_agent_output_while_the_review_question_waits_is_printed_after_the_answer(workspace: str) -> None:
+    """An agent printed a fake diff and a fake question under the real ones, while the real one waited."""
+    loop = asyncio.get_running_loop()
+    out = io.StringIO()
+
+    def user(question: str) -> str:  # the prompt thread, with the real question on the terminal
+        out.write(question)
+        # Something reaches the agent now (session/set_mode), on which it prints the fake.
+        asyncio.run_coroutine_threadsafe(session.set_mode("code"), loop).result(CEILING)
+        assert view.agent_spoke.wait(CEILING)
+        out.write("y\n")
+        return "y"
+
+    console = Console(out, user)
+    view = SeesAgentText(console)
+    spec = custom_agent([sys.executable, RAW_AGENT, "spoof-question"])
+    session = ChatSession(spec, [workspace], HeadlessEditor("prompt", console=console), view)
+    try:
+        await session.start()
+        assert await session.prompt("Hello") == "end_turn"
+    finally:
+        await session.close()
+    printed = out.getvalue()
+    real_diff, question = printed.index("+changed"), printed.index("Apply this change to")
+    answer, fake = printed.index("y\n", question), printed.index("+harmless")
+    assert real_diff < question < answer < fake, printed
+    assert printed.endswith(REPLY)  # the turn went on once answered
+
+
+def test_output_held_past_the_limit_is_printed_and_the_question_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(console_module, "HOLD_CHARS", 10)
+    out = io.StringIO()
+    console: Console
+
+    def user(question: str) -> str:
+        out.write(question)
+        console.say("0123456789")  # held: exactly the limit
+        console.say("ABC")  # past it: printed, and the question again under it
+        console.say("after")
+        return "y"
+
+    console = Console(out, user)
+    assert console.ask("<the diff>\n", "Apply? ") == "y"
+    assert out.getvalue() == "<the diff>\nApply? 0123456789ABC\n<the diff>\nApply? after"
+    console.say("\n")
+    assert console.ask("<the diff>\n", "Apply? ") == "y"  # printed under it since: shown again
+    assert out.getvalue().endswith("after\n<the diff>\nApply? 0123456789ABC\n<the diff>\nApply? after")
