@@ -637,7 +637,7 @@ def _status_text(method: str, params: dict[str, Any]) -> str:
     words = next((params[key] for key in _STATUS_KEYS if isinstance(params.get(key), str) and params[key]), None)
     if words is None:
         words = f"{method} {json.dumps(params, ensure_ascii=False, default=str)}" if params else method
-    return _one_line(words)[:STATUS_CHARS]
+    return _one_line(words[: 4 * STATUS_CHARS])[:STATUS_CHARS]  # cut first: the words may be megabytes
 
 
 def _one_line(text: str) -> str:

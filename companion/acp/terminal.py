@@ -244,17 +244,11 @@ def _checked(session: ChatSession, code: int) -> int:
 
 
 def _summary(unchecked: UncheckedEdits) -> str:
-    parts = []
-    if unchecked.applied.count:
-        parts.append(
-            f"{_edits(unchecked.applied.count)} applied without review ({one_line(unchecked.applied.names())}): "
-            "run the agent in a mode that asks before editing"
-        )
-    if unchecked.refused.count:
-        parts.append(
-            f"{_edits(unchecked.refused.count)} refused before review ({one_line(unchecked.refused.names())}): "
-            "the notices above say why"
-        )
+    kinds = (
+        (unchecked.applied, "applied without review", "run the agent in a mode that asks before editing"),
+        (unchecked.refused, "refused before review", "the notices above say why"),
+    )
+    parts = [f"{_edits(t.count)} {what} ({one_line(t.names())}): {then}" for t, what, then in kinds if t.count]
     return "; ".join(parts) + "." if parts else ""
 
 

@@ -344,6 +344,7 @@ class StreamingChatView:
         self._scheduled = False
         self._silent = False  # Sublime has exited: nothing more is queued or scheduled
         self._asked = 0
+        self._status: list[str | None] = []  # the agent's latest status, while one is queued
 
     # -- the port (loop thread) --
 
@@ -387,7 +388,11 @@ class StreamingChatView:
         self._put("notice", (text, kind))
 
     def status(self, text: str | None) -> None:
-        self._put("status", text)
+        with self._lock:  # a flood of statuses is one queued item showing the latest
+            queued = bool(self._status)
+            self._status[:] = [text]
+        if not queued:
+            self._put("status", self._status)
 
     async def choose(self, title: str, choices: list[Choice]) -> str | None:
         loop = asyncio.get_running_loop()
@@ -482,7 +487,9 @@ class StreamingChatView:
         elif what == "usage":
             panel.usage(payload)
         elif what == "status":
-            panel.agent_status(payload)
+            with self._lock:
+                text = payload.pop() if payload else None
+            panel.agent_status(text)
         elif what == "notice":
             panel.notice(*payload)
         elif what == "ask":

@@ -16,6 +16,7 @@ from companion import console as console_module
 from companion.acp.agents import custom_agent
 from companion.acp.session import ChatSession
 from companion.acp.terminal import TerminalView
+from companion.acp.unchecked import UncheckedEdits
 from companion.console import STATUS_EVERY, Console
 from companion.headless import HeadlessEditor
 from tests.acp.conftest import CEILING, AsyncEditor, RecordingView
@@ -167,3 +168,35 @@ def test_output_held_past_the_limit_is_printed_and_the_question_asked_again(monk
     console.say("\n")
     assert console.ask("<the diff>\n", "Apply? ") == "y"  # printed under it since: shown again
     assert out.getvalue().endswith("after\n<the diff>\nApply? 0123456789ABC\n<the diff>\nApply? after")
+
+
+def test_a_withdrawn_question_releases_what_was_held_and_is_never_asked_once_withdrawn() -> None:
+    out = io.StringIO()
+    console: Console
+
+    def user(question: str) -> str:
+        out.write(question)
+        console.say("agent text")  # held
+        console.withdraw("\n(not this one)\n", "Another question? ")  # not the one on the terminal
+        assert "agent text" not in out.getvalue()
+        console.withdraw("\nNo answer is needed.\n", question)
+        console.say(" more")  # no question on the terminal any more: printed at once
+        return "a late answer"
+
+    console = Console(out, user)
+    assert console.ask("<the diff>\n", "Apply? ") == "a late answer"
+    assert out.getvalue() == "<the diff>\nApply? \nNo answer is needed.\nagent text more"
+    withdrawn = threading.Event()
+    withdrawn.set()  # cancelled while it waited for its turn
+    with pytest.raises(EOFError):
+        console.ask("<another>\n", "Choose 1-2: ", withdrawn)
+    assert "<another>" not in out.getvalue()
+
+
+def test_the_summary_names_a_few_edits_and_counts_them_all() -> None:
+    unchecked = UncheckedEdits()
+    for n in range(1000):  # an agent may send thousands: a few names are kept, every one counted
+        unchecked.refused.add(f"/w/{n % 500}.txt")
+    taken = unchecked.take()
+    assert (taken.refused.count, taken.refused.names()) == (1000, "/w/0.txt, /w/1.txt, /w/2.txt and 997 more")
+    assert unchecked.refused.count == 0  # the next turn counts afresh
