@@ -63,6 +63,7 @@ class Console:
                 self._release()
                 context, question = self._question
                 self._write(f"\n{context}{question}")  # asked again, under what was held
+                self._printed_since_context = False
 
     def status(self, text: str | None) -> None:
         """Show `text` as the one status line (one line, escaped); None clears it."""

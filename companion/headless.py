@@ -103,8 +103,9 @@ class HeadlessEditor:
     def _prompt_loop(self) -> None:
         while True:
             with self._changed:
-                while not self.shown:
-                    self._changed.wait()
+                if not self.shown:  # nothing left to ask: no idle thread stays; the next review starts one
+                    self._prompter = None
+                    return
                 review = self.shown[0]
             if review.is_open:
                 self._prompt(review)

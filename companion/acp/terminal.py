@@ -37,7 +37,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_UNREVIEWED, EXIT_REFUSED = 3, 4  # an edit was applied without review / refused before review
 _SEVERITY = (EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_REFUSED, EXIT_UNREVIEWED)  # the last one wins
 EXIT_HELP = """exit status:
-  0  every turn ended normally and every edit went through the review (or --diff-policy)
+  0  the chat ended normally (--prompt: with end_turn); every edit went through the review or policy
   1  the chat failed: one `error:` line on stderr says why
   2  the command line is wrong
   3  an edit was applied without review (the agent wrote without asking)
