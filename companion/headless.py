@@ -15,6 +15,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
+from .console import Console
+
 if TYPE_CHECKING:  # `serve` imports this module before its discovery file is out: nothing heavy at the top
     from .diffs import Review
     from .disk_text import DiskText
@@ -33,12 +35,13 @@ class HeadlessEditor:
         policy: str = "prompt",
         out: TextIO | None = None,
         ask: Callable[[str], str] | None = None,
+        console: Console | None = None,
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"unknown diff policy {policy!r}; use one of {', '.join(POLICIES)}")
         self.policy = policy
-        self.out = out or sys.stdout
-        self.ask = ask or input
+        # The terminal, shared with whatever else prints there (the chat): questions stay last.
+        self.console = console or Console(out or sys.stdout, ask or input)
         self.shown: list[Review] = []  # open reviews, oldest first: the one being asked about, then the queue
         self._changed = threading.Condition()
         self._prompter: threading.Thread | None = None
@@ -72,7 +75,8 @@ class HeadlessEditor:
             if review in self.shown:
                 self.shown.remove(review)
         if asked:  # the question is on the terminal: say it needs no answer any more
-            self._say(f"\nThe client closed the review of {visible(review.file_path)}; no answer is needed.\n")
+            closed = f"\nThe client closed the review of {visible(review.file_path)}; no answer is needed.\n"
+            self.console.withdraw(closed, _question(review))
         return review.proposal
 
     async def unsaved_text(self, path: str) -> str | None:
@@ -83,7 +87,7 @@ class HeadlessEditor:
 
     async def keep_unwritten(self, path: str, text: str, reason: str) -> bool:
         # Nothing was typed here (accept or reject only): the client still holds the same text.
-        self._say(f"\nThe accepted change to {visible(path)} could not be written: {visible(reason)}\n")
+        self.console.say(f"\nThe accepted change to {visible(path)} could not be written: {visible(reason)}\n")
         return False
 
     async def open_file(self, path: str, start_text: str, end_text: str) -> bool:
@@ -101,8 +105,9 @@ class HeadlessEditor:
     def _prompt_loop(self) -> None:
         while True:
             with self._changed:
-                while not self.shown:
-                    self._changed.wait()
+                if not self.shown:  # nothing left to ask: no idle thread stays; the next review starts one
+                    self._prompter = None
+                    return
                 review = self.shown[0]
             if review.is_open:
                 self._prompt(review)
@@ -113,13 +118,13 @@ class HeadlessEditor:
     def _prompt(self, review: Review) -> None:
         """Ask until the user answers about the proposal on screen; a newer proposal that arrived
         meanwhile is shown and asked about again, so nobody approves text they did not see."""
-        revision = 0
+        revision, diff, question = 0, "", _question(review)
         while review.is_open:
             if revision != review.revision:
                 revision = review.revision
-                self._say(unified_diff(review.file_path, review.proposal, review.disk))
-            try:
-                answer = self.ask(f"Apply this change to {visible(review.file_path)}? [y]es / [n]o: ").strip().lower()
+                diff = unified_diff(review.file_path, review.proposal, review.disk)
+            try:  # the diff is shown again when something was printed under it meanwhile
+                answer = self.console.ask(diff, question).strip().lower()
             except EOFError:
                 answer = "n"
             if not review.is_open or revision != review.revision:
@@ -131,9 +136,9 @@ class HeadlessEditor:
                 review.reject()
                 return
 
-    def _say(self, text: str) -> None:
-        self.out.write(text)
-        self.out.flush()
+
+def _question(review: Review) -> str:
+    return f"Apply this change to {visible(review.file_path)}? [y]es / [n]o: "
 
 
 def unified_diff(file_path: str, proposal: str, disk: DiskText | None = None) -> str:

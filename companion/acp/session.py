@@ -9,6 +9,7 @@ starting does (`start_timeout`), so an agent that never answers gets a clear mes
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import shutil
@@ -37,6 +38,7 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 from acp.utils import serialize_params
+from pydantic import ValidationError
 
 from .. import __version__
 from ..diffs import Outcome, Reviews
@@ -51,6 +53,7 @@ from .modes import kind as mode_kind
 from .resources import Attachment, Resource, attach
 from .review_gate import AcceptedEdit, ReviewGate, ReviewOpen
 from .tool_call_reports import ToolCallReports
+from .unchecked import UncheckedEdits
 from .view import ChatView, Choice, Command, ConfigOption, Mode
 
 log = logging.getLogger(__name__)
@@ -60,6 +63,13 @@ START_TIMEOUT_SECONDS = 60.0  # initialize and session/new: an agent's first sta
 EXIT_GRACE_SECONDS = 2.0  # after the agent's process ends, its last lines may still be in the pipe
 _AUTH_WORDS = ("auth", "api key", "login", "log in")
 _SET_MODEL = "session/set_model"
+_STATUS_KEYS = ("message", "text", "status", "title")  # where an extension notification's words are
+STATUS_CHARS = 300  # a status line is one line
+# JSON-RPC's own codes for a request the agent could not take as sent: a protocol error. Any other
+# code (-32603 internal error, -32000 and up: the agent's own) is the agent's error, in its words.
+_PROTOCOL_ERRORS = (-32700, -32600, -32601, -32602)
+# What an agent's answer can fail with: a closed pipe, a JSON-RPC error, an answer that is not ACP.
+_AGENT_ERRORS = (ConnectionError, RequestError, ValidationError)
 T = TypeVar("T")
 Opened = TypeVar("Opened", NewSessionResponse, LoadSessionResponse)
 
@@ -95,6 +105,7 @@ class ChatSession:
         self.can_load = False  # the agent's `loadSession` capability (after initialize)
         self.embeds_resources = False  # its `promptCapabilities.embeddedContext`
         self.always_allowed = False  # the user allowed this agent's edits for the session
+        self.unchecked = UncheckedEdits()  # edits that did not go through the review (`chat` reports them)
         self.mode: str | None = None
         self._conn: ClientSideConnection | None = None
         self._notes: list[str] = []  # told to the agent with the next prompt
@@ -110,6 +121,7 @@ class ChatSession:
         self._asking: set[asyncio.Task[Any]] = set()
         self._watcher: asyncio.Task[None] | None = None
         self._temp = ""  # the agent's own temporary folder (with_private_temp), removed with the chat
+        self._status_shown = False  # the view shows a status from the agent's notifications
 
     # -- lifecycle --
 
@@ -147,8 +159,8 @@ class ChatSession:
         raw = raw if isinstance(raw, dict) else {}
         try:
             return answer.model_validate(raw), raw
-        except ValueError as exc:
-            raise ChatFailed(f"{self.spec.name} answered {method} with something else than ACP ({exc}).") from None
+        except ValidationError as exc:
+            raise ChatFailed(await self._failure(exc, method)) from None
 
     async def _launch(self) -> None:
         """The agent's process, the connection and `initialize`."""
@@ -171,6 +183,11 @@ class ChatSession:
         )
         info = Implementation(name="gemini-companion", title="Gemini Companion", version=__version__)
         answer = await self._starting("initialize", self._conn.initialize(PROTOCOL_VERSION, capabilities, info))
+        if answer.protocol_version != PROTOCOL_VERSION:  # the spec: the client disconnects
+            raise ChatFailed(
+                f"{self.spec.name} speaks ACP version {answer.protocol_version}, and this client speaks "
+                f"version {PROTOCOL_VERSION}; use a version of the agent that speaks ACP {PROTOCOL_VERSION}."
+            )
         agent = answer.agent_capabilities
         self.can_load = bool(agent and agent.load_session)
         self.embeds_resources = bool(agent and agent.prompt_capabilities and agent.prompt_capabilities.embedded_context)
@@ -253,7 +270,7 @@ class ChatSession:
                 f"{self.spec.name} did not answer {what} within {self.start_timeout:g} s{self._output_note()}; "
                 "check that the command starts an ACP agent."
             ) from None
-        except (ConnectionError, RequestError) as exc:
+        except _AGENT_ERRORS as exc:
             raise ChatFailed(await self._failure(exc, what)) from None
 
     async def close(self) -> None:
@@ -298,11 +315,19 @@ class ChatSession:
         self._notes = []
         try:
             response = await self._conn.prompt(self.session_id, blocks)
-        except (ConnectionError, RequestError) as exc:
+        except _AGENT_ERRORS as exc:
             raise ChatFailed(await self._failure(exc, "the prompt")) from None
+        finally:
+            self._clear_status()
         stop_reason = str(response.stop_reason)
         self.view.turn_ended(stop_reason)
         return stop_reason
+
+    def _clear_status(self) -> None:
+        """A status says what the agent does during a turn; once the turn is over it is stale."""
+        if self._status_shown:
+            self._status_shown = False
+            self.view.status(None)
 
     # -- modes, models, config options --
 
@@ -362,7 +387,7 @@ class ChatSession:
     async def _asking_agent(self, what: str, request: Awaitable[T]) -> T:
         try:
             return await request
-        except (ConnectionError, RequestError) as exc:
+        except _AGENT_ERRORS as exc:
             raise ChatFailed(await self._failure(exc, what)) from None
 
     async def cancel(self) -> None:
@@ -379,14 +404,14 @@ class ChatSession:
     # -- why it failed, in one line --
 
     async def _failure(self, exc: BaseException, what: str) -> str:
+        """One line (the agent's words in it on one line too) saying why and what to do next."""
         if isinstance(exc, RequestError):
-            message = str(exc.args[0] if exc.args else exc) or "no message"
-            details = exc.data.get("details") if isinstance(exc.data, dict) else None
-            if isinstance(details, str) and details:  # Gemini CLI says why in data.details
-                message = f"{message}: {details}"
-            if any(word in message.lower() for word in _AUTH_WORDS):
-                return f"{self.spec.name} needs a login ({message}): {self.spec.login_hint}."
-            return f"{self.spec.name} answered {what} with an error ({exc.code}: {message}): a protocol error."
+            return self._agent_error(exc, what)
+        if isinstance(exc, ValidationError):
+            return (
+                f"{self.spec.name} answered {what} with something that is not ACP ({_invalid(exc)}); "
+                "update the agent, or report it to its authors."
+            )
         agent = self.agent
         assert agent is not None
         await agent.wait_exit(EXIT_GRACE_SECONDS)
@@ -401,6 +426,20 @@ class ChatSession:
             "run the agent in a terminal to see why."
         )
 
+    def _agent_error(self, exc: RequestError, what: str) -> str:
+        message = _one_line(str(exc.args[0] if exc.args else exc)) or "no message"
+        details = exc.data.get("details") if isinstance(exc.data, dict) else None
+        if isinstance(details, str) and details:  # Gemini CLI says why in data.details
+            message = f"{message}: {_one_line(details)}"
+        if any(word in message.lower() for word in _AUTH_WORDS):
+            return f"{self.spec.name} needs a login ({message}): {self.spec.login_hint}."
+        if exc.code in _PROTOCOL_ERRORS:
+            return f"{self.spec.name} answered {what} with an error ({exc.code}: {message}): a protocol error."
+        return (
+            f"{self.spec.name} reported an error during {what}: {message} (error {exc.code}); "
+            "try again, and if it keeps failing, see the agent's own logs."
+        )
+
     def _output_note(self) -> str:
         agent = self.agent
         if agent is None:
@@ -410,7 +449,7 @@ class ChatSession:
             parts.append(f"it printed {agent.skipped_lines} non-ACP line(s) on stdout, first: {agent.first_skipped!r}")
         tail = agent.stderr_text().splitlines()[-3:]
         if tail:
-            parts.append("its stderr ends: " + " / ".join(line.strip() for line in tail)[-500:])
+            parts.append("its stderr ends: " + " / ".join(_one_line(line) for line in tail)[-500:])
         return f" ({'; '.join(parts)})" if parts else ""
 
     # -- the SDK's Client: requests and notifications from the agent --
@@ -445,6 +484,7 @@ class ChatSession:
         if path is None:
             message = f"Rejected an edit by {self.spec.name}: it names no file, so it cannot be reviewed."
             self.view.notice(message, "warning")
+            self.unchecked.refused.add("a file it did not name")
             return reject
         always = next((c for c in choices if c.kind == "allow_always"), None)
         try:
@@ -457,6 +497,7 @@ class ChatSession:
             decision = await self.gate.review(target.path, before, proposal, always.name if always else None)
         except (FsRefused, NotRebuildable, ReviewOpen) as exc:
             self.view.notice(f"Rejected {self.spec.name}'s edit of {path}: {exc}.", "warning")
+            self.unchecked.refused.add(path)
             return reject
         if decision.outcome is not Outcome.ACCEPTED:
             if decision.outcome is Outcome.REJECTED:
@@ -565,6 +606,7 @@ class ChatSession:
         elif call_id not in self._asked and is_edit(said, call.kind):
             path = edit_path(said) or (call.diffs[0].path if call.diffs else "a file")
             self._unreviewed(f"{self.spec.name} changed {path} without asking: applied without review.")
+            self.unchecked.applied.add(path)
 
     async def _write_users_version(self, edit: AcceptedEdit) -> None:
         try:
@@ -594,6 +636,7 @@ class ChatSession:
             target = await self.files.resolve(path)
         except FsRefused as exc:
             self.view.notice(f"Refused {self.spec.name}'s write of {path}: {exc}", "warning")
+            self.unchecked.refused.add(path)
             raise RequestError(-32602, str(exc)) from None
         edit = self.gate.take(target.path)
         if edit is None and self.always_allowed:  # the user let it edit without asking (notice shown)
@@ -601,6 +644,7 @@ class ChatSession:
         if edit is None:
             message = f"Refused the write of {path}: no review accepted it. Every edit goes through a review."
             self._unreviewed(message)
+            self.unchecked.refused.add(path)
             raise RequestError(-32602, message)
         try:
             await self.files.write_accepted(target, edit)
@@ -631,7 +675,10 @@ class ChatSession:
         raise RequestError.method_not_found("terminal/release")
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
-        log.debug("agent notification %s ignored", method)
+        """`_…` notifications are the agent's own (the SDK strips the underscore): not the model's
+        reply, but what it is doing meanwhile (retrying its connection for minutes): the status."""
+        self._status_shown = True
+        self.view.status(f"{self.spec.name}: {_status_text(method, params)}")
 
 
 _ROUTES: dict[str, Callable[[ChatSession, dict[str, Any]], None]] = {
@@ -656,6 +703,28 @@ def _resource_blocks(attached: Attachment) -> list[Any]:
     else:
         blocks.append(resource_link_block(attached.name, attached.uri))
     return blocks
+
+
+def _status_text(method: str, params: dict[str, Any]) -> str:
+    """The words of an extension notification: its message when it has one, else its method and
+    parameters, on one line and short (a status line, not a log)."""
+    words = next((params[key] for key in _STATUS_KEYS if isinstance(params.get(key), str) and params[key]), None)
+    if words is None:
+        words = f"{method} {json.dumps(params, ensure_ascii=False, default=str)}" if params else method
+    return _one_line(words[: 4 * STATUS_CHARS])[:STATUS_CHARS]  # cut first: the words may be megabytes
+
+
+def _one_line(text: str) -> str:
+    """An agent's words inside our one-line reasons: every run of white space (line breaks too) one space."""
+    return " ".join(text.split())
+
+
+def _invalid(exc: ValidationError) -> str:
+    """Which fields of an answer were wrong and how, in pydantic's words, without the values (an
+    agent's value may be huge): `protocolVersion: Input should be less than or equal to 65535`."""
+    wrong = [f"{'.'.join(str(part) for part in e['loc']) or 'the answer'}: {e['msg']}" for e in exc.errors()[:3]]
+    more = f"; and {exc.error_count() - 3} more" if exc.error_count() > 3 else ""
+    return _one_line("; ".join(wrong) + more)[:500]
 
 
 def _pick(choices: list[Choice], *kinds: str) -> str | None:

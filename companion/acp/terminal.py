@@ -2,26 +2,32 @@
 headless review (unified diff, y/n, or `--diff-policy accept|reject` for every permission).
 
 With `--prompt`, one turn: exit 0 when it ends with `end_turn`, else 1 with a one-line reason on
-stderr. Without it, prompts are read from stdin, one a line, until EOF. Ctrl-C during a turn
+stderr. Without it, prompts are read from stdin, one a line, until EOF. A turn with an edit that
+did not go through the review ends with a `warning:` summary line and exit status 3 (applied without
+review) or 4 (refused before review), whatever else happened: scripts can tell (`EXIT_HELP`). Ctrl-C during a turn
 cancels it (`session/cancel`); a second Ctrl-C, or one between turns, ends the chat. The agent and
 everything it started are stopped in every case.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import importlib.util
 import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Awaitable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
+from ..console import Console
 from ..headless import HeadlessEditor, visible
 from ..processes import STOP_SIGNALS
 from .agents import PRESETS, AgentSpec, custom_agent
+from .unchecked import UncheckedEdits
 from .view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
 
 if TYPE_CHECKING:
@@ -30,14 +36,26 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_UNREVIEWED, EXIT_REFUSED = 3, 4  # an edit was applied without review / refused before review
+_SEVERITY = (EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_REFUSED, EXIT_UNREVIEWED)  # the last one wins
+EXIT_HELP = """exit status:
+  0  the chat ended normally (--prompt: with end_turn); every edit went through the review or policy
+  1  the chat failed: one `error:` line on stderr says why
+  2  the command line is wrong
+  3  an edit was applied without review (the agent wrote without asking)
+  4  an edit was refused before review (it could not be reviewed; the notices say why)
+  3 and 4 win over 1, and 3 over 4; a `warning:` line on stderr names the edits."""
 
 
 class TerminalView:
-    """The ChatView on a terminal: the reply on stdout, notices and tool calls marked apart."""
+    """The ChatView on a terminal: the reply on stdout, notices and tool calls marked apart. Its
+    Console is shared with the review's questions, so the agent's output never lands under one."""
 
-    def __init__(self, policy: str, out: TextIO | None = None, interactive: bool = False) -> None:
+    def __init__(
+        self, policy: str, out: TextIO | None = None, console: Console | None = None, interactive: bool = False
+    ) -> None:
         self.policy = policy
-        self.out = out or sys.stdout
+        self.console = console or Console(out or sys.stdout)
         self.interactive = interactive  # prompts are read from stdin, where `/mode ID` switches
         self._statuses: dict[str, str] = {}
 
@@ -54,7 +72,7 @@ class TerminalView:
         if call.status and self._statuses.get(call.tool_call_id) != call.status:
             self._statuses[call.tool_call_id] = call.status
             where = f" ({', '.join(visible(x.path) for x in call.locations)})" if call.locations else ""
-            self._say(f"\n[tool {call.kind}: {visible(call.title)}{where} — {call.status}]\n")
+            self._say(f"\n[tool {visible(call.kind)}: {visible(call.title)}{where} — {visible(call.status)}]\n")
 
     def plan(self, entries: list[PlanEntry]) -> None:
         lines = "".join(f"\n  [{e.status}] {visible(e.content)}" for e in entries)
@@ -88,24 +106,31 @@ class TerminalView:
         how = f"type /mode {mode.id}" if self.interactive else f"run the chat with --mode {mode.id}"
         self.notice(f"{text} To review its edits, switch to its mode {mode.id!r}, which asks: {how}.", "warning")
 
+    def status(self, text: str | None) -> None:
+        self.console.status(one_line(text) if text else None)
+
     async def choose(self, title: str, choices: list[Choice]) -> str | None:
         if self.policy != "prompt":
             wanted = ("allow_once",) if self.policy == "accept" else ("reject_once", "reject_always")
             found = [c.option_id for kind in wanted for c in choices if c.kind == kind]
             return found[0] if found else None
         menu = "\n".join(f"  {n}) {visible(c.name)}" for n, c in enumerate(choices, 1))
-        self._say(f"\nThe agent asks: {visible(title)}\n{menu}\n")
+        context, question = f"\nThe agent asks: {visible(title)}\n{menu}\n", f"Choose 1-{len(choices)}: "
+        withdrawn = threading.Event()  # a question cancelled before its turn is never asked
         while True:
             try:
-                answer = await asyncio.to_thread(input, f"Choose 1-{len(choices)}: ")
+                answer = await asyncio.to_thread(self.console.ask, context, question, withdrawn)
             except EOFError:
                 return None
+            except asyncio.CancelledError:  # the turn was cancelled: the agent no longer asks
+                withdrawn.set()
+                self.console.withdraw(f"\nThe agent no longer asks: {visible(title)}; no answer is needed.\n", question)
+                raise
             if answer.strip().isdigit() and 1 <= int(answer) <= len(choices):
                 return choices[int(answer) - 1].option_id
 
     def _say(self, text: str) -> None:
-        self.out.write(text)
-        self.out.flush()
+        self.console.say(text)
 
 
 def agent_spec(agent: str | None, command: Sequence[str]) -> AgentSpec:
@@ -142,9 +167,11 @@ def run_chat(
     if mode:
         spec = replace(spec, mode=mode.strip())
     _log_without_the_sdk()
-    editor = HeadlessEditor(policy)
+    console = Console(sys.stdout)  # the review's questions and the agent's output, one terminal
+    editor = HeadlessEditor(policy, console=console)
     try:
-        code = asyncio.run(_chat(spec, folder, editor, TerminalView(policy, interactive=prompt is None), prompt))
+        view = TerminalView(policy, console=console, interactive=prompt is None)
+        code = asyncio.run(_chat(spec, folder, editor, view, prompt))
     except KeyboardInterrupt:
         code = EXIT_FAILED
     if editor.prompting:
@@ -156,6 +183,18 @@ def run_chat(
     return code
 
 
+def one_line(text: str) -> str:
+    """`text` for one line of a terminal: controls shown as escapes (`visible`), line breaks too."""
+    return visible(text.replace("\r\n", "\n")).replace("\n", "\\n")
+
+
+class _VisibleFormatter(logging.Formatter):
+    """A log line may quote an agent: it must not drive the terminal either."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return visible(super().format(record))
+
+
 def _log_without_the_sdk() -> None:
     """Our warnings on stderr, not the SDK's: it logs every agent message it cannot route (such as
     claude-agent-acp's `$/cancel_request` after a cancel) with a traceback on the root logger, and
@@ -163,7 +202,7 @@ def _log_without_the_sdk() -> None:
     spec = importlib.util.find_spec("acp")  # where the SDK lives, without importing it
     folder = os.path.dirname(spec.origin) if spec is not None and spec.origin else None
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    handler.setFormatter(_VisibleFormatter("%(levelname)s %(message)s"))
     if folder:
         handler.addFilter(lambda record: not record.pathname.startswith(folder + os.sep))
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
@@ -180,11 +219,11 @@ async def _chat(spec: AgentSpec, folder: str, editor: HeadlessEditor, view: Term
             return await _one_turn(session, interrupts, prompt)
         return await _repl(session, interrupts)
     except ChatFailed as exc:
-        print(f"\nerror: {exc}", file=sys.stderr, flush=True)
-        return EXIT_FAILED
+        print(f"\nerror: {one_line(str(exc))}", file=sys.stderr, flush=True)
+        return _checked(session, EXIT_FAILED)
     except asyncio.CancelledError:
         print("\nStopped.", file=sys.stderr, flush=True)
-        return EXIT_FAILED
+        return _checked(session, EXIT_FAILED)
     finally:
         interrupts.remove()
         await session.close()
@@ -194,25 +233,52 @@ async def _one_turn(session: ChatSession, interrupts: _Interrupts, prompt: str) 
     stop = await interrupts.turn(session.prompt(prompt))
     print(flush=True)
     if stop == "end_turn":
-        return EXIT_OK
-    print(f"error: the turn ended with {stop!r} instead of end_turn.", file=sys.stderr, flush=True)
-    return EXIT_FAILED
+        return _checked(session, EXIT_OK)
+    print(f"error: the turn ended with {one_line(stop)!r} instead of end_turn.", file=sys.stderr, flush=True)
+    return _checked(session, EXIT_FAILED)
 
 
 async def _repl(session: ChatSession, interrupts: _Interrupts) -> int:
-    print(f"Chat with {session.spec.name} (mode: {session.mode or 'the agent’s own'}); Ctrl-D ends it.", flush=True)
+    mode = visible(session.mode) if session.mode else "the agent’s own"
+    print(f"Chat with {visible(session.spec.name)} (mode: {mode}); Ctrl-D ends it.", flush=True)
+    code = EXIT_OK
     while True:
         try:
             line = await interrupts.run(asyncio.to_thread(input, "> "))
         except EOFError:
-            return EXIT_OK
+            return code
         if not line.strip():
             continue
         if line.split()[0] == "/mode":
             await _switch_mode(session, line.split()[1:])
             continue
         stop = await interrupts.turn(session.prompt(line))
-        print(f"\n[{stop}]" if stop != "end_turn" else "", flush=True)
+        print(f"\n[{one_line(stop)}]" if stop != "end_turn" else "", flush=True)
+        code = _checked(session, code)
+
+
+def _checked(session: ChatSession, code: int) -> int:
+    """The exit status once the turn's edits that skipped the review are told (a `warning:` line)."""
+    unchecked = session.unchecked.take()
+    summary = _summary(unchecked)
+    if not summary:
+        return code
+    print(f"warning: {summary}", file=sys.stderr, flush=True)
+    found = EXIT_UNREVIEWED if unchecked.applied.count else EXIT_REFUSED
+    return max(code, found, key=_SEVERITY.index)
+
+
+def _summary(unchecked: UncheckedEdits) -> str:
+    kinds = (
+        (unchecked.applied, "applied without review", "run the agent in a mode that asks before editing"),
+        (unchecked.refused, "refused before review", "the notices above say why"),
+    )
+    parts = [f"{_edits(t.count)} {what} ({one_line(t.names())}): {then}" for t, what, then in kinds if t.count]
+    return "; ".join(parts) + "." if parts else ""
+
+
+def _edits(count: int) -> str:
+    return "1 edit" if count == 1 else f"{count} edits"
 
 
 async def _switch_mode(session: ChatSession, words: list[str]) -> None:
@@ -288,6 +354,8 @@ def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
     chat = commands.add_parser(
         "chat",
         help="chat with an ACP agent in the terminal, every edit through a review",
+        epilog=EXIT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="%(prog)s --workspace DIR [--diff-policy prompt|accept|reject] [--prompt TEXT] [--mode ID] "
         "(--agent gemini|claude | -- COMMAND [ARGS...])",
     )

@@ -181,6 +181,11 @@ class ChatView(Protocol):
         with a one-click switch to `mode`, the agent's mode that asks before each edit."""
         ...
 
+    def status(self, text: str | None) -> None:
+        """What the agent says while it works, outside the protocol (its `_…` notifications, such
+        as a model retrying its connection): one line, each replacing the last; None clears it."""
+        ...
+
     async def choose(self, title: str, choices: list[Choice]) -> str | None:
         """Ask about a permission that is not an edit; the chosen option id, None for no answer."""
         ...

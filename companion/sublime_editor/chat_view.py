@@ -38,6 +38,7 @@ NOTICE_SCOPE = "markup.quote"
 NOTICE_KEY = "gemini_companion.chat.notices"
 HEADING_KEY = "gemini_companion.chat.headings"  # underlines the companion's headings, as no text can
 HEADING_FLAGS = sublime.DRAW_NO_FILL | sublime.DRAW_NO_OUTLINE | sublime.DRAW_SOLID_UNDERLINE
+AGENT_STATUS_KEY = "gemini_companion.chat_agent_status"  # the agent's own status line (status bar)
 ICONS = {"pending": "○", "in_progress": "◐", "completed": "●", "failed": "✕", "": "○"}
 
 
@@ -311,6 +312,13 @@ class ChatPanel:
         cost = f" · {usage.cost:.2f} {usage.currency or ''}".rstrip() if usage.cost is not None else ""
         self.view.set_status("gemini_companion.chat_usage", f"context {usage.used}/{usage.size}{cost}")
 
+    def agent_status(self, text: str | None) -> None:
+        """The agent's own status (its `_…` notifications) in the status bar, while the chat shows."""
+        if text:
+            self.view.set_status(AGENT_STATUS_KEY, text)
+        else:
+            self.view.erase_status(AGENT_STATUS_KEY)
+
     # -- the prompt --
 
     def prompt_text(self) -> str:
@@ -375,6 +383,7 @@ class StreamingChatView:
         self._scheduled = False
         self._silent = False  # Sublime has exited: nothing more is queued or scheduled
         self._asked = 0
+        self._status: list[str | None] = []  # the agent's latest status, while one is queued
 
     # -- the port (loop thread) --
 
@@ -419,6 +428,13 @@ class StreamingChatView:
 
     def offer_mode(self, text: str, mode: Mode) -> None:
         self._put("offer", (text, mode))
+
+    def status(self, text: str | None) -> None:
+        with self._lock:  # a flood of statuses is one queued item showing the latest
+            queued = bool(self._status)
+            self._status[:] = [text]
+        if not queued:
+            self._put("status", self._status)
 
     async def choose(self, title: str, choices: list[Choice]) -> str | None:
         loop = asyncio.get_running_loop()
@@ -514,6 +530,10 @@ class StreamingChatView:
             panel.plan(payload)
         elif what == "usage":
             panel.usage(payload)
+        elif what == "status":
+            with self._lock:
+                text = payload.pop() if payload else None
+            panel.agent_status(text)
         elif what == "notice":
             panel.notice(*payload)
         elif what == "offer":

@@ -151,6 +151,9 @@ class RecordingView:
         self.notices.append(text)
         self.calls.append(("offer_mode", (text, mode)))
 
+    def status(self, text: str | None) -> None:
+        self.calls.append(("status", text))
+
     def called(self, method: str) -> list[Any]:
         return [argument for name, argument in self.calls if name == method]
 

@@ -1,0 +1,202 @@
+"""The terminal chat (`python -m companion chat`) with agents that misbehave (tests/acp/raw_agent.py):
+scripts can tell from the exit status whether every edit went through the review; what the agent
+says while it works shows as one status line; agent output never lands under a question."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import sys
+import threading
+
+import pytest
+
+from companion import console as console_module
+from companion.acp.agents import custom_agent
+from companion.acp.session import ChatSession
+from companion.acp.terminal import TerminalView
+from companion.acp.unchecked import UncheckedEdits
+from companion.console import STATUS_EVERY, Console
+from companion.headless import HeadlessEditor
+from tests.acp.conftest import CEILING, AsyncEditor, RecordingView
+from tests.acp.raw_agent import REPLY, STATUSES
+from tests.acp.test_agent_answers import RAW_AGENT, raw_chat
+
+
+@pytest.mark.parametrize("policy", ["accept", "reject"])
+def test_an_edit_applied_without_review_ends_with_a_summary_and_exit_3(workspace: str, policy: str) -> None:
+    result = raw_chat(workspace, "unreviewed", "--diff-policy", policy)
+    path = os.path.join(workspace, "notes.txt")
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"warning: 1 edit applied without review ({path}): run the agent in a mode that asks before editing."
+    ]
+    assert REPLY in result.stdout
+
+
+@pytest.mark.parametrize("policy", ["accept", "reject"])
+def test_an_edit_refused_before_review_ends_with_a_summary_and_exit_4(workspace: str, policy: str) -> None:
+    result = raw_chat(workspace, "refused", "--diff-policy", policy)
+    assert result.returncode == 4, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "warning: 1 edit refused before review (a file it did not name): the notices above say why."
+    ]
+    assert "it names no file, so it cannot be reviewed" in result.stdout
+
+
+def test_every_turn_of_the_interactive_chat_is_counted_in_the_exit_status(workspace: str) -> None:
+    result = raw_chat(workspace, "unreviewed", "--diff-policy", "accept", stdin="one\ntwo\n")
+    assert result.returncode == 3, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 2, result.stderr  # one per turn, each naming that turn's edits
+    assert result.stdout.count(REPLY) == 2
+
+
+def test_a_turn_whose_edits_all_went_through_the_policy_exits_0(workspace: str) -> None:
+    result = raw_chat(workspace, "spoof-question", "--diff-policy", "reject")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+
+
+def test_the_agents_status_notifications_are_one_throttled_line_in_a_pipe(workspace: str) -> None:
+    result = raw_chat(workspace, "status")
+    assert result.returncode == 0, result.stderr
+    statuses = [line for line in result.stdout.splitlines() if line.startswith("[status] ")]
+    # Three within a moment: the first is printed, the others within STATUS_EVERY are not.
+    assert statuses == [f"[status] python: {STATUSES[0]}"], result.stdout
+    assert REPLY in result.stdout
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_the_status_line_is_rewritten_in_place_and_erased_by_output() -> None:
+    out = Tty()
+    console = Console(out)
+    console.say("Working")
+    console.status("retrying (1)")
+    console.status("retrying (2)")
+    console.say(" done.\n")
+    console.status(None)
+    assert out.getvalue() == "Working\nretrying (1)\r\x1b[2Kretrying (2)\r\x1b[2K done.\n"
+
+
+def test_in_a_pipe_a_changed_status_is_printed_again_once_the_interval_passed() -> None:
+    now = [0.0]
+    out = io.StringIO()
+    console = Console(out, clock=lambda: now[0])
+    for n in range(5):
+        console.status(f"retrying ({n})")
+    now[0] += STATUS_EVERY
+    console.status("retrying (5)")
+    console.status("retrying (5)")
+    assert out.getvalue() == "[status] retrying (0)\n[status] retrying (5)\n"
+
+
+@pytest.mark.anyio
+async def test_the_status_is_cleared_when_the_turn_ends(workspace: str) -> None:
+    view = RecordingView()
+    session = ChatSession(custom_agent([sys.executable, RAW_AGENT, "status"]), [workspace], AsyncEditor(), view)
+    try:
+        await session.start()
+        assert await session.prompt("Hello") == "end_turn"
+    finally:
+        await session.close()
+    assert view.called("status") == [*(f"python: {s}" for s in STATUSES), None]
+
+
+class SeesAgentText(TerminalView):
+    """The terminal chat's view, telling the test when the agent's text has reached it."""
+
+    def __init__(self, console: Console) -> None:
+        super().__init__("prompt", console=console)
+        self.agent_spoke = threading.Event()
+
+    def agent_text(self, text: str) -> None:
+        super().agent_text(text)
+        self.agent_spoke.set()
+
+
+@pytest.mark.anyio
+async def test_agent_output_while_the_review_question_waits_is_printed_after_the_answer(workspace: str) -> None:
+    """An agent printed a fake diff and a fake question under the real ones, while the real one waited."""
+    loop = asyncio.get_running_loop()
+    out = io.StringIO()
+
+    def user(question: str) -> str:  # the prompt thread, with the real question on the terminal
+        out.write(question)
+        # Something reaches the agent now (session/set_mode), on which it prints the fake.
+        asyncio.run_coroutine_threadsafe(session.set_mode("code"), loop).result(CEILING)
+        assert view.agent_spoke.wait(CEILING)
+        out.write("y\n")
+        return "y"
+
+    console = Console(out, user)
+    view = SeesAgentText(console)
+    spec = custom_agent([sys.executable, RAW_AGENT, "spoof-question"])
+    session = ChatSession(spec, [workspace], HeadlessEditor("prompt", console=console), view)
+    try:
+        await session.start()
+        assert await session.prompt("Hello") == "end_turn"
+    finally:
+        await session.close()
+    printed = out.getvalue()
+    real_diff, question = printed.index("+changed"), printed.index("Apply this change to")
+    answer, fake = printed.index("y\n", question), printed.index("+harmless")
+    assert real_diff < question < answer < fake, printed
+    assert printed.endswith(REPLY)  # the turn went on once answered
+
+
+def test_output_held_past_the_limit_is_printed_and_the_question_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(console_module, "HOLD_CHARS", 10)
+    out = io.StringIO()
+    console: Console
+
+    def user(question: str) -> str:
+        out.write(question)
+        console.say("0123456789")  # held: exactly the limit
+        console.say("ABC")  # past it: printed, and the question again under it
+        console.say("after")
+        return "y"
+
+    console = Console(out, user)
+    assert console.ask("<the diff>\n", "Apply? ") == "y"
+    assert out.getvalue() == "<the diff>\nApply? 0123456789ABC\n<the diff>\nApply? after"
+    console.say("\n")
+    assert console.ask("<the diff>\n", "Apply? ") == "y"  # printed under it since: shown again
+    assert out.getvalue().endswith("after\n<the diff>\nApply? 0123456789ABC\n<the diff>\nApply? after")
+
+
+def test_a_withdrawn_question_releases_what_was_held_and_is_never_asked_once_withdrawn() -> None:
+    out = io.StringIO()
+    console: Console
+
+    def user(question: str) -> str:
+        out.write(question)
+        console.say("agent text")  # held
+        console.withdraw("\n(not this one)\n", "Another question? ")  # not the one on the terminal
+        assert "agent text" not in out.getvalue()
+        console.withdraw("\nNo answer is needed.\n", question)
+        console.say(" more")  # no question on the terminal any more: printed at once
+        return "a late answer"
+
+    console = Console(out, user)
+    assert console.ask("<the diff>\n", "Apply? ") == "a late answer"
+    assert out.getvalue() == "<the diff>\nApply? \nNo answer is needed.\nagent text more"
+    withdrawn = threading.Event()
+    withdrawn.set()  # cancelled while it waited for its turn
+    with pytest.raises(EOFError):
+        console.ask("<another>\n", "Choose 1-2: ", withdrawn)
+    assert "<another>" not in out.getvalue()
+
+
+def test_the_summary_names_a_few_edits_and_counts_them_all() -> None:
+    unchecked = UncheckedEdits()
+    for n in range(1000):  # an agent may send thousands: a few names are kept, every one counted
+        unchecked.refused.add(f"/w/{n % 500}.txt")
+    taken = unchecked.take()
+    assert (taken.refused.count, taken.refused.names()) == (1000, "/w/0.txt, /w/1.txt, /w/2.txt and 997 more")
+    assert unchecked.refused.count == 0  # the next turn counts afresh
