@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.sublime_fake import _state, control, sublime, sublime_plugin
+from tests.sublime_fake import _plugin_host, _state, control, sublime, sublime_plugin
 
 PLUGIN = """
 import threading
@@ -485,3 +485,42 @@ def test_expand_variables_reads_two_backslashes_as_one_like_sublime() -> None:
     assert sublime.expand_variables(r"\\192.168.1.2", {}) == r"\192.168.1.2"
     assert sublime.expand_variables(r"C:\a\b ${x} \$y", {"x": r"\\s\h"}) == r"C:\a\b \\s\h $y"
     assert sublime.expand_variables([r"\\\\s\\h"], {}) == [r"\\s\h"]
+
+
+def _syntax(root: str, name: str, body: str) -> str:
+    with open(os.path.join(root, name), "w", encoding="utf-8") as handle:
+        handle.write("%YAML 1.2\n---\n" + textwrap.dedent(body))
+    return f"Packages/Mine/{name}"
+
+
+def test_a_syntax_extending_another_loads_only_with_the_same_version_an_existing_parent_and_no_cycle(
+    host: _state.Host, tmp_path: object
+) -> None:
+    root = os.path.join(str(tmp_path), "Mine")
+    os.makedirs(root)
+    _plugin_host.register_package("Mine", root)
+    markdown = "extends: Packages/Markdown/Markdown.sublime-syntax\n"  # Markdown is version 2
+    mixed = _syntax(root, "Mixed.sublime-syntax", "name: Mixed\nscope: text.mixed\n" + markdown)
+    same = _syntax(root, "Same.sublime-syntax", "name: Same\nscope: text.same\nversion: 2\n" + markdown)
+    child = _syntax(root, "Child.sublime-syntax", "scope: text.child\nversion: 2\nextends: Same.sublime-syntax\n")
+    lost = _syntax(root, "Lost.sublime-syntax", "scope: text.lost\nversion: 2\nextends: [Nowhere.sublime-syntax]\n")
+    _syntax(root, "A.sublime-syntax", "scope: text.a\nversion: 2\nextends:\n  - B.sublime-syntax # loop\n")
+    _syntax(root, "B.sublime-syntax", "scope: text.b\nversion: 2\nextends: 'A.sublime-syntax'\n")
+    assert "mixed versions" in (sublime.syntax_problem(mixed) or "")
+    assert sublime.syntax_problem(same) is None and sublime.syntax_problem(child) is None
+    assert "to extend: Packages/Mine/Nowhere.sublime-syntax" in (sublime.syntax_problem(lost) or "")
+    assert "extends itself" in (sublime.syntax_problem("Packages/Mine/A.sublime-syntax") or "")
+    view = control.new_window().new_file()
+    view.assign_syntax(mixed)  # an error dialog, and the view keeps its syntax
+    assert view.syntax() is not None and view.syntax().scope == "text.plain"
+    assert [d.kind for d in control.dialogs()] == ["error"] and "mixed versions" in control.dialogs()[0].message
+    view.assign_syntax(child)
+    assert view.syntax() is not None and view.syntax().scope == "text.child"
+
+
+def test_every_syntax_the_package_ships_loads(host: _state.Host) -> None:
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    _plugin_host.register_package("Gemini Companion", repo)
+    shipped = [r for r in sublime.find_resources("*.sublime-syntax") if r.startswith("Packages/Gemini Companion/")]
+    assert "Packages/Gemini Companion/Gemini Companion Chat.sublime-syntax" in shipped
+    assert {r: sublime.syntax_problem(r) for r in shipped} == dict.fromkeys(shipped)
