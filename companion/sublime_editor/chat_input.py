@@ -22,10 +22,9 @@ TURN_CONTEXT = "gemini_companion.chat_turn"  # a chat view whose agent is answer
 FIRST_LINE_CONTEXT = "gemini_companion.chat_prompt_first_line"  # the caret on the prompt's first line
 LAST_LINE_CONTEXT = "gemini_companion.chat_prompt_last_line"  # the caret on the prompt's last line
 # Commands that change the text at the carets: in the transcript they would edit the companion's
-# part, so they go to the prompt's end instead. Undo could take back streamed text: it is only let
-# through while the user's own typing is the newest change.
+# part, so they go to the prompt's end instead. (Undo needs no guard: the companion's edits are kept
+# out of the undo history, ChatPanel._edit.)
 EDITING = frozenset({"insert", "insert_snippet", "paste", "cut", "left_delete", "right_delete", "delete_word"})
-UNDOING = frozenset({"undo", "soft_undo", "redo", "redo_or_repeat", "soft_redo"})
 
 
 def _chat(view: sublime.View) -> chat_sessions.Chat | None:
@@ -68,12 +67,10 @@ class GeminiCompanionChatListener(sublime_plugin.EventListener):
     def on_text_command(
         self, view: sublime.View, command_name: str, args: dict | None
     ) -> tuple[str, CommandArgs] | None:
-        chat = _chat(view) if command_name in EDITING or command_name in UNDOING else None
+        chat = _chat(view) if command_name in EDITING else None
         if chat is None:
             return None
         panel = chat.panel
-        if command_name in UNDOING:
-            return None if panel.user_edited_last else ("gemini_companion_chat_noop", {})
         if not panel.in_prompt():
             panel.focus_prompt()  # the keystroke lands at the prompt's end
             return None
@@ -85,12 +82,6 @@ class GeminiCompanionChatListener(sublime_plugin.EventListener):
         chat = _chat(view)
         if chat is not None:
             chat.panel.guard()
-
-    def on_modified(self, view: sublime.View) -> None:
-        # Reported after the command that changed the buffer: the change count tells whose it was.
-        chat = _chat(view)
-        if chat is not None:
-            chat.panel.user_edited_last = view.change_count() != chat.panel.own_change
 
     def on_query_completions(
         self, view: sublime.View, prefix: str, locations: list[int]
@@ -115,28 +106,22 @@ class GeminiCompanionChatInsertCommand(sublime_plugin.TextCommand):
     """The companion's writing into the transcript (the view may be read-only for the user)."""
 
     def run(self, edit: sublime.Edit, point: int, characters: str) -> None:
-        chat = _chat(self.view)
         read_only = self.view.is_read_only()
         self.view.set_read_only(False)
         try:
             self.view.insert(edit, point, characters)
         finally:
-            if chat is not None:
-                chat.panel.own_change = self.view.change_count()
-                chat.panel.user_edited_last = False
             self.view.set_read_only(read_only)
 
 
 class GeminiCompanionChatEraseCommand(sublime_plugin.TextCommand):
     def run(self, edit: sublime.Edit, begin: int, end: int) -> None:
-        chat = _chat(self.view)
         read_only = self.view.is_read_only()
         self.view.set_read_only(False)
-        self.view.erase(edit, sublime.Region(begin, end))
-        self.view.set_read_only(read_only)
-        if chat is not None:
-            chat.panel.own_change = self.view.change_count()
-            chat.panel.user_edited_last = False
+        try:
+            self.view.erase(edit, sublime.Region(begin, end))
+        finally:
+            self.view.set_read_only(read_only)
 
 
 class GeminiCompanionChatNoopCommand(sublime_plugin.TextCommand):

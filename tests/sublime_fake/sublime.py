@@ -466,13 +466,13 @@ def list_syntaxes() -> list[Syntax]:
 
 def _package_syntax(resource: str, path: str) -> Syntax:
     """Its top-level `name`, `scope` and `hidden` keys (the only ones the API reports)."""
-    keys = syntax_header(path)
+    keys = _syntax_header(path)
     base = resource.rsplit("/", 1)[-1][: -len(".sublime-syntax")]
     name, scope = keys.get("name", base), keys.get("scope", "")
     return Syntax(resource, name if isinstance(name, str) else base, keys.get("hidden") == "true", str(scope))
 
 
-def syntax_header(path: str) -> dict[str, str | list[str]]:
+def _syntax_header(path: str) -> dict[str, str | list[str]]:
     """The top-level scalar keys of a `.sublime-syntax` file, and `extends` as a list (a scalar, a
     flow list `[a, b]` or a block list): all Sublime reads before the contexts. A small YAML reader,
     enough for headers (quotes stripped, comments dropped)."""
@@ -513,22 +513,24 @@ def _syntax_version(resource: str) -> int | None:
     path = next((p for name, p in _resources() if name == resource and p), None)
     if path is None:
         return None
-    version = syntax_header(path).get("version", "1")
+    version = _syntax_header(path).get("version", "1")
     return int(version) if isinstance(version, str) and version.isdigit() else 1
 
 
 def _parents(resource: str) -> list[str]:
     """The syntaxes `resource` extends, as resource paths (a bare name is relative to its folder)."""
+    if any(s[0] == resource for s in _SYNTAXES):
+        return []  # the built-in ones extend nothing the fake models
     path = next((p for name, p in _resources() if name == resource and p), None)
     if path is None:
         return []
-    extends = syntax_header(path).get("extends", [])
+    extends = _syntax_header(path).get("extends", [])
     folder = resource.rsplit("/", 1)[0]
     listed = extends if isinstance(extends, list) else [extends]
     return [p if p.startswith("Packages/") else f"{folder}/{p}" for p in listed]
 
 
-def syntax_problem(resource: str) -> str | None:
+def _syntax_problem(resource: str) -> str | None:
     """Why Sublime would refuse to load this syntax, None when it loads. What it checks for
     `extends` (https://www.sublimetext.com/docs/syntax.html#inheritance; sublimehq/sublime_text#5767
     for the message): every parent exists, has the same `version`, and no syntax extends itself."""
@@ -1857,7 +1859,7 @@ class View:
             if syntax_from_path(syntax) is None:
                 raise ValueError(f"unknown syntax {syntax!r} (the fake knows: {[s.path for s in list_syntaxes()]})")
             path = syntax
-        problem = syntax_problem(path)
+        problem = _syntax_problem(path)
         if problem is not None:  # Sublime shows the error in a dialog; the view keeps its syntax
             _h().dialogs.append(_state.Dialog("error", problem))
             return
@@ -1888,6 +1890,7 @@ class View:
         buffer = self._buffer()
         if buffer is not None:
             buffer.undo.clear()
+            buffer.redo.clear()
 
 
 class Phantom:

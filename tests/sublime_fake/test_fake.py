@@ -49,6 +49,9 @@ class RecordingListener(sublime_plugin.EventListener):
     def on_pre_close(self, view):
         calls.append(("on_pre_close", view.id(), view.window()))
 
+    def on_modified(self, view):
+        calls.append(("on_modified", view.id(), view.change_count()))
+
     def on_text_command(self, view, name, args):
         if name == "rewrite_me":
             return ("shout", {"text": "rewritten"})
@@ -506,10 +509,10 @@ def test_a_syntax_extending_another_loads_only_with_the_same_version_an_existing
     lost = _syntax(root, "Lost.sublime-syntax", "scope: text.lost\nversion: 2\nextends: [Nowhere.sublime-syntax]\n")
     _syntax(root, "A.sublime-syntax", "scope: text.a\nversion: 2\nextends:\n  - B.sublime-syntax # loop\n")
     _syntax(root, "B.sublime-syntax", "scope: text.b\nversion: 2\nextends: 'A.sublime-syntax'\n")
-    assert "mixed versions" in (sublime.syntax_problem(mixed) or "")
-    assert sublime.syntax_problem(same) is None and sublime.syntax_problem(child) is None
-    assert "to extend: Packages/Mine/Nowhere.sublime-syntax" in (sublime.syntax_problem(lost) or "")
-    assert "extends itself" in (sublime.syntax_problem("Packages/Mine/A.sublime-syntax") or "")
+    assert "mixed versions" in (control.syntax_problem(mixed) or "")
+    assert control.syntax_problem(same) is None and control.syntax_problem(child) is None
+    assert "to extend: Packages/Mine/Nowhere.sublime-syntax" in (control.syntax_problem(lost) or "")
+    assert "extends itself" in (control.syntax_problem("Packages/Mine/A.sublime-syntax") or "")
     view = control.new_window().new_file()
     view.assign_syntax(mixed)  # an error dialog, and the view keeps its syntax
     assert view.syntax() is not None and view.syntax().scope == "text.plain"
@@ -523,4 +526,38 @@ def test_every_syntax_the_package_ships_loads(host: _state.Host) -> None:
     _plugin_host.register_package("Gemini Companion", repo)
     shipped = [r for r in sublime.find_resources("*.sublime-syntax") if r.startswith("Packages/Gemini Companion/")]
     assert "Packages/Gemini Companion/Gemini Companion Chat.sublime-syntax" in shipped
-    assert {r: sublime.syntax_problem(r) for r in shipped} == dict.fromkeys(shipped)
+    assert {r: control.syntax_problem(r) for r in shipped} == dict.fromkeys(shipped)
+
+
+def test_undo_and_redo_are_changes_that_fire_on_modified(host: _state.Host, plugin: types.ModuleType) -> None:
+    view = control.new_window().new_file()
+    view.run_command("insert", {"characters": "ab"})
+    view.run_command("insert", {"characters": "c"})
+    modified = lambda: [c for c in plugin.calls if c[0] == "on_modified"]  # noqa: E731
+    for command, expected in (("undo", "ab"), ("undo", ""), ("redo", "ab"), ("redo_or_repeat", "abc")):
+        count = view.change_count()
+        view.run_command(command)
+        assert view.substr(sublime.Region(0, view.size())) == expected
+        assert view.change_count() == count + 1 and modified()[-1] == ("on_modified", view.id(), count + 1)
+    view.run_command("undo")
+    view.run_command("insert", {"characters": "!"})  # a new change: nothing left to redo
+    view.run_command("redo")
+    assert view.substr(sublime.Region(0, view.size())) == "ab!"
+    view.clear_undo_stack()
+    view.run_command("undo")
+    assert view.substr(sublime.Region(0, view.size())) == "ab!"
+
+
+def test_a_key_runs_the_newest_binding_whose_context_holds_and_defaults_escape_is_oldest(host: _state.Host) -> None:
+    window = control.new_window()
+    view = window.new_file()
+    view.run_command("insert", {"characters": "one two"})
+    assert control.press_keys(view, "escape") == ""  # nothing to close: Default's Escape does nothing
+    control.show_ui(view, auto_complete=True, popup=True)
+    assert control.press_keys(view, "escape") == "hide_auto_complete"
+    assert control.press_keys(view, "escape") == "hide_popup"
+    assert control.press_keys(view, "escape") == ""
+    control.show_ui(view, auto_complete=True)
+    assert control.press_keys(view, "enter") == "commit_completion"
+    assert control.press_keys(view, "enter") == "insert"
+    assert view.substr(sublime.Region(0, view.size())) == "one two\n"
