@@ -242,10 +242,10 @@ def open_chat(state: WindowState, key: str, spec: AgentSpec, load: str | None = 
 
 
 def chats(window: sublime.Window | None) -> list[Chat]:
+    """The chats whose tab is in `window` now (a tab dragged into another window takes its chat along)."""
     if window is None:
         return []
-    live = [c for c in _chats.get(window.id(), []) if c.panel.is_valid()]
-    return live
+    return [c for c in _by_view.values() if c.panel.is_valid() and c.panel.window.id() == window.id()]
 
 
 def for_view(view: sublime.View | None) -> Chat | None:
@@ -318,6 +318,8 @@ def window_closed(state: WindowState) -> None:
     """The window's server goes (window closed, reconcile): each chat's agent stops with it."""
     for chat in _chats.pop(state.window.id(), []):
         _forget(chat)
+        if chat.panel.is_valid() and not chat.ended:  # its tab was dragged into another window
+            chat.panel.notice("The window this chat started in has closed, and its agent with it: start a new chat.")
         chat.close()
 
 

@@ -56,7 +56,7 @@ class ChatPanel:
     """The chat view of one session (main thread)."""
 
     def __init__(self, window: sublime.Window, chat_id: str, agent_name: str) -> None:
-        self.window = window
+        self._window = window  # where it opened; `window` follows the tab when it is dragged away
         self.chat_id = chat_id
         self.agent_name = agent_name
         self.view = window.new_file()
@@ -85,6 +85,14 @@ class ChatPanel:
         self._insert(0, SEPARATOR)
         self.transcript_end, self.input_start = 0, len(SEPARATOR)
         self.write(f"# Chat: {agent_name}\n")
+
+    @property
+    def window(self) -> sublime.Window:
+        """The window the chat's tab is in now (diffs open and focus goes there)."""
+        current = self.view.window()
+        if current is not None:
+            self._window = current
+        return self._window
 
     def is_valid(self) -> bool:
         return self.view.is_valid()

@@ -720,6 +720,59 @@ def _undo(view: sublime.View, edit: sublime.Edit, args: dict[str, Any], back: bo
     data.selection = selection or [(0, 0)]
 
 
+# Default's line commands, as each changes the text (Edit › Line, Edit › Comment, Default's
+# `Delete Line.sublime-macro`: expand_selection to line, add_to_kill_ring, left_delete; `Delete to
+# Hard BOL.sublime-macro`: move_to bol extending, add_to_kill_ring, left_delete). A macro's commands
+# run as one, so `on_text_command` sees `run_macro_file`.
+
+
+def _caret_lines(view: sublime.View) -> list[sublime.Region]:
+    return [view.line(r.begin()) for r in reversed(list(view.sel()))]
+
+
+def _indent(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
+    for line in _caret_lines(view):
+        view.insert(edit, line.begin(), "\t")
+
+
+def _toggle_comment(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
+    for line in _caret_lines(view):  # Markdown's comment is HTML's block comment
+        view.insert(edit, line.end(), " -->")
+        view.insert(edit, line.begin(), "<!-- ")
+
+
+def _duplicate_line(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
+    for line in _caret_lines(view):
+        view.insert(edit, line.begin(), view.substr(line) + "\n")
+
+
+def _join_lines(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
+    for line in _caret_lines(view):
+        if line.end() < view.size():
+            following = view.line(line.end() + 1)
+            rest = view.substr(following).lstrip()
+            view.replace(edit, sublime.Region(line.end(), following.end()), " " + rest)
+
+
+def _swap_line(view: sublime.View, edit: sublime.Edit, args: dict[str, Any], up: bool) -> None:
+    for line in _caret_lines(view):
+        if (up and line.begin() == 0) or (not up and line.end() >= view.size()):
+            continue
+        other = view.line(line.begin() - 1) if up else view.line(line.end() + 1)
+        first, second = (other, line) if up else (line, other)
+        both = sublime.Region(first.begin(), second.end())
+        view.replace(edit, both, view.substr(second) + "\n" + view.substr(first))
+
+
+def _run_macro_file(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
+    name = str(args.get("file", "")).rsplit("/", 1)[-1]
+    for region in reversed(list(view.sel())):
+        if name == "Delete Line.sublime-macro":
+            view.erase(edit, view.full_line(region.begin()))
+        elif name == "Delete to Hard BOL.sublime-macro":
+            view.erase(edit, sublime.Region(view.line(region.begin()).begin(), region.end()))
+
+
 def _hide_ui(what: str) -> Callable[[sublime.View, sublime.Edit, dict[str, Any]], None]:
     """Default's Escape (and Enter on a completion) commands: each closes what its context saw."""
 
@@ -762,6 +815,13 @@ BUILTIN_TEXT: dict[str, Callable[[sublime.View, sublime.Edit, dict[str, Any]], N
     "hide_popup": _hide_ui("popup_visible"),
     "clear_fields": _hide_ui("has_fields"),
     "single_selection": _single_selection,
+    "indent": _indent,
+    "toggle_comment": _toggle_comment,
+    "duplicate_line": _duplicate_line,
+    "join_lines": _join_lines,
+    "swap_line_up": lambda v, e, a: _swap_line(v, e, a, up=True),
+    "swap_line_down": lambda v, e, a: _swap_line(v, e, a, up=False),
+    "run_macro_file": _run_macro_file,
 }
 
 
@@ -786,6 +846,12 @@ def _hide_panel(window: sublime.Window, args: dict[str, Any]) -> None:
     data = _host().windows[window.window_id]
     data.active_panel = None
     data.focused_panel_view = None
+
+
+def _clone_active(window: sublime.Window) -> None:
+    view = window.active_view()
+    if view is not None:
+        sublime._clone_view(view.view_id)
 
 
 def _hide_overlay(window: sublime.Window, args: dict[str, Any]) -> None:
@@ -881,6 +947,7 @@ BUILTIN_WINDOW: dict[str, Callable[[sublime.Window, dict[str, Any]], None]] = {
     "show_panel": _show_panel,
     "hide_panel": _hide_panel,
     "hide_overlay": _hide_overlay,
+    "clone_file": lambda window, args: _clone_active(window),
     "close_window": _close_window,
     "close": _close,
     "prompt_add_folder": _prompt_add_folder,

@@ -600,3 +600,21 @@ def stop_timing() -> list[tuple[str, str, int]]:
 def syntax_problem(resource: str) -> str | None:
     """Why Sublime would refuse to load the syntax `resource` (its error dialog's text), None if it loads."""
     return sublime._syntax_problem(resource)
+
+
+def clone_view(view: sublime.View) -> sublime.View:
+    """File › New View into File with `view` focused: the clone, focused."""
+    _main()
+    focus(view)
+    window = view.window()
+    assert window is not None
+    window.run_command("clone_file")
+    clone = window.active_view()
+    assert clone is not None and clone != view and clone.buffer_id() == view.buffer_id()
+    return clone
+
+
+def drag_to_window(view: sublime.View, window: sublime.Window) -> None:
+    """The user drags `view`'s tab into `window`."""
+    _main()
+    sublime._move_view(view.view_id, window.window_id)

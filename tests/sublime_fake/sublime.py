@@ -2054,6 +2054,48 @@ def _focus_sheet(window: WindowData, sheet_id: int) -> None:
     _activation_changed(old, Window(window.id).active_view())
 
 
+def _clone_view(view_id: int) -> View:
+    """File › New View into File (`clone_file`): a second view into the same buffer, in the same group,
+    focused ([stubs] `View.clones`, `on_clone`). Whether it copies the view's settings no source
+    settles: the fake copies them, the case where a clone looks like its original by its settings."""
+    host = _h()
+    with host.lock:
+        original = host.views[view_id]
+        window = host.windows[original.window_id]
+        old = host.settings[original.settings_id]
+        view = ViewData(host.new_id(), original.buffer_id, window.id, selection=list(original.selection))
+        view.settings_id = _new_settings({**old.defaults, **old.values}, view_id=view.id)
+        host.buffers[original.buffer_id].views.append(view.id)
+        host.views[view.id] = view
+        group = next((g for g, sheets in enumerate(window.groups) if original.sheet_id in sheets), window.active_group)
+        sheet = SheetData(host.new_id(), window.id, view.id)
+        host.sheets[sheet.id] = sheet
+        view.sheet_id = sheet.id
+        window.groups[group].append(sheet.id)
+    _events().view_event("on_clone", view.id)
+    _focus_sheet(window, sheet.id)
+    return View(view.id)
+
+
+def _move_view(view_id: int, window_id: int) -> None:
+    """A tab dragged into another window: the same view (id, buffer, settings) now in `window_id`'s
+    active group, focused there. Which events Sublime sends for it no source settles: the fake sends
+    the activations only."""
+    host = _h()
+    view = host.views[view_id]
+    old = Window(view.window_id).active_view() if view.window_id in host.windows else None
+    _remove_sheet(view.window_id, view.sheet_id)
+    target = host.windows[window_id]
+    sheet = SheetData(host.new_id(), window_id, view_id)
+    host.sheets[sheet.id] = sheet
+    view.sheet_id, view.window_id = sheet.id, window_id
+    target.groups[target.active_group].append(sheet.id)
+    if old is not None and old.view_id == view_id:
+        _events().view_event("on_deactivated", view_id)
+    _focus_sheet(target, sheet.id)
+    _focus_window(window_id)
+
+
 def _focus_window(window_id: int) -> None:
     host = _h()
     old_window = active_window()

@@ -561,3 +561,19 @@ def test_a_key_runs_the_newest_binding_whose_context_holds_and_defaults_escape_i
     assert control.press_keys(view, "enter") == "commit_completion"
     assert control.press_keys(view, "enter") == "insert"
     assert view.substr(sublime.Region(0, view.size())) == "one two\n"
+
+
+def test_a_clone_shares_its_buffer_and_a_dragged_tab_keeps_its_view(host: _state.Host) -> None:
+    first, second = control.new_window(), control.new_window()
+    view = first.new_file()
+    view.settings().set("mine", 1)
+    clone = control.clone_view(view)
+    assert clone.buffer_id() == view.buffer_id() and view.clones() == [clone] and not clone.is_primary()
+    assert clone.settings().get("mine") == 1 and first.active_view() == clone
+    clone.run_command("insert", {"characters": "shared"})
+    assert view.substr(sublime.Region(0, view.size())) == "shared"
+    control.close_tab(clone)
+    assert view.is_valid() and view.clones() == []
+    control.drag_to_window(view, second)
+    assert view.window() == second and second.active_view() == view and view not in first.views()
+    assert sublime.active_window() == second
