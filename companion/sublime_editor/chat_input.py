@@ -13,6 +13,7 @@ import sublime
 import sublime_plugin
 
 from . import chat_sessions
+from .chat_view import ChatPanel
 
 if TYPE_CHECKING:
     from sublime_types import CommandArgs
@@ -22,10 +23,30 @@ TURN_CONTEXT = "gemini_companion.chat_turn"  # a chat view whose agent is answer
 FIRST_LINE_CONTEXT = "gemini_companion.chat_prompt_first_line"  # the caret on the prompt's first line
 LAST_LINE_CONTEXT = "gemini_companion.chat_prompt_last_line"  # the caret on the prompt's last line
 # Commands that change the text at the carets: in the transcript they would edit the companion's
-# part, so they go to the prompt's end instead. Undo could take back streamed text: it is only let
-# through while the user's own typing is the newest change.
+# part, so they go to the prompt's end instead. (Undo needs no guard: the companion's edits are kept
+# out of the undo history, ChatPanel._edit.)
 EDITING = frozenset({"insert", "insert_snippet", "paste", "cut", "left_delete", "right_delete", "delete_word"})
-UNDOING = frozenset({"undo", "soft_undo", "redo", "redo_or_repeat", "soft_redo"})
+# Commands that rewrite whole lines (Default's Edit › Line and Comment menus, and its Delete Line /
+# Delete to BOL / Add Line Before macros): the prompt's first line holds the `❯ ` separator, so on it
+# (or, for Swap Line Up, below it) they would change or move the transcript's end.
+LINE_EDITING = frozenset(
+    {
+        "indent",
+        "unindent",
+        "reindent",
+        "toggle_comment",
+        "duplicate_line",
+        "join_lines",
+        "swap_line_up",
+        "swap_line_down",
+        "paste_and_indent",
+        "run_macro_file",
+        "sort_lines",
+        "permute_lines",
+        "transpose",
+    }
+)
+NOOP: tuple[str, CommandArgs] = ("gemini_companion_chat_noop", {})
 
 
 def _chat(view: sublime.View) -> chat_sessions.Chat | None:
@@ -68,29 +89,28 @@ class GeminiCompanionChatListener(sublime_plugin.EventListener):
     def on_text_command(
         self, view: sublime.View, command_name: str, args: dict | None
     ) -> tuple[str, CommandArgs] | None:
-        chat = _chat(view) if command_name in EDITING or command_name in UNDOING else None
+        if command_name not in EDITING and command_name not in LINE_EDITING:
+            return None
+        chat = chat_sessions.for_buffer(view)
         if chat is None:
             return None
         panel = chat.panel
-        if command_name in UNDOING:
-            return None if panel.user_edited_last else ("gemini_companion_chat_noop", {})
+        if view.id() != panel.view.id():  # a clone (New View into File): our offsets are the chat view's
+            sublime.status_message("Gemini Companion: this is a second view of the chat; type in the chat's own tab.")
+            return NOOP
+        if command_name in LINE_EDITING:
+            return _line_command(view, panel, command_name)
         if not panel.in_prompt():
             panel.focus_prompt()  # the keystroke lands at the prompt's end
             return None
         if command_name in ("left_delete", "delete_word") and panel.caret_at_prompt_start():
-            return ("gemini_companion_chat_noop", {})  # would delete the separator
+            return NOOP  # would delete the separator
         return None
 
     def on_selection_modified(self, view: sublime.View) -> None:
         chat = _chat(view)
         if chat is not None:
             chat.panel.guard()
-
-    def on_modified(self, view: sublime.View) -> None:
-        # Reported after the command that changed the buffer: the change count tells whose it was.
-        chat = _chat(view)
-        if chat is not None:
-            chat.panel.user_edited_last = view.change_count() != chat.panel.own_change
 
     def on_query_completions(
         self, view: sublime.View, prefix: str, locations: list[int]
@@ -111,32 +131,52 @@ class GeminiCompanionChatListener(sublime_plugin.EventListener):
         chat_sessions.view_closed(view)
 
 
+def _line_command(view: sublime.View, panel: ChatPanel, command_name: str) -> tuple[str, CommandArgs] | None:
+    """A line command runs only on the prompt's own lines; Paste and Indent there is a plain paste."""
+    if panel.in_prompt() and not _reaches_transcript(view, panel.input_start, command_name):
+        return None
+    if command_name == "paste_and_indent" and panel.in_prompt():
+        return ("paste", {})  # re-indenting the pasted lines could re-indent the `❯ ` line
+    sublime.status_message(
+        "Gemini Companion: that command would change the chat's transcript or its ❯ line; "
+        "line commands work on the prompt's own lines (Shift+Enter starts one)."
+    )
+    return NOOP
+
+
+def _reaches_transcript(view: sublime.View, input_start: int, command_name: str) -> bool:
+    """Whether the lines `command_name` rewrites at some caret begin before the prompt."""
+    for region in view.sel():
+        start = view.full_line(region.begin()).begin()
+        if command_name == "swap_line_up":
+            start = view.full_line(max(0, start - 1)).begin()
+        elif command_name == "join_lines":
+            start = region.begin()  # it changes only the line ends after the caret
+        if start < input_start:
+            return True
+    return False
+
+
 class GeminiCompanionChatInsertCommand(sublime_plugin.TextCommand):
     """The companion's writing into the transcript (the view may be read-only for the user)."""
 
     def run(self, edit: sublime.Edit, point: int, characters: str) -> None:
-        chat = _chat(self.view)
         read_only = self.view.is_read_only()
         self.view.set_read_only(False)
         try:
             self.view.insert(edit, point, characters)
         finally:
-            if chat is not None:
-                chat.panel.own_change = self.view.change_count()
-                chat.panel.user_edited_last = False
             self.view.set_read_only(read_only)
 
 
 class GeminiCompanionChatEraseCommand(sublime_plugin.TextCommand):
     def run(self, edit: sublime.Edit, begin: int, end: int) -> None:
-        chat = _chat(self.view)
         read_only = self.view.is_read_only()
         self.view.set_read_only(False)
-        self.view.erase(edit, sublime.Region(begin, end))
-        self.view.set_read_only(read_only)
-        if chat is not None:
-            chat.panel.own_change = self.view.change_count()
-            chat.panel.user_edited_last = False
+        try:
+            self.view.erase(edit, sublime.Region(begin, end))
+        finally:
+            self.view.set_read_only(read_only)
 
 
 class GeminiCompanionChatNoopCommand(sublime_plugin.TextCommand):

@@ -14,6 +14,7 @@ import concurrent.futures
 import itertools
 import logging
 import os
+import secrets
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -26,7 +27,7 @@ from ..runtime import RuntimeStopped
 from ..workspace.paths import is_inside
 from . import status, terminal, workspace_tools
 from .chat_history import History
-from .chat_view import CHAT_SETTING, ChatPanel, StreamingChatView
+from .chat_view import CHAT_SETTING, DIFF_SETTING, ChatPanel, StreamingChatView
 from .window_state import WindowState
 
 if TYPE_CHECKING:
@@ -34,19 +35,24 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("gemini_companion")
 T = TypeVar("T")
-_ids = itertools.count(1)
+# A chat's id is this run's token and a number: a chat view that hot exit brings back after a restart
+# (or that outlives a reload of the package) carries an id no chat of this run has, so it never acts
+# on one (the numbers restart at 1 in every plugin host).
+RUN = secrets.token_hex(6)
+_numbers = itertools.count(1)
 
 
 class Chat:
     """One chat: its view (main thread) and its session (loop thread)."""
 
     def __init__(self, state: WindowState, key: str, spec: AgentSpec, folders: list[str]) -> None:
-        self.id = next(_ids)
+        self.id = f"{RUN}-{next(_numbers)}"
         self.state = state
         self.key = key  # the agent's entry in the `agents` setting
         self.spec = spec
         self.folders = folders
         self.panel = ChatPanel(state.window, self.id, spec.name)
+        _by_view[self.panel.view.id()] = self  # found by its own view's id, never by a setting
         self.port = StreamingChatView(self.panel, on_state=self._state_changed)
         self.history = History()
         self.attached: dict[str, Resource] = {}  # mention in the prompt -> the file it sends
@@ -225,7 +231,8 @@ def _reason(error: BaseException) -> str:
 
 # -- the chats of every window (main thread) --
 
-_chats: dict[int, list[Chat]] = {}
+_chats: dict[int, list[Chat]] = {}  # the window each chat started in -> its chats
+_by_view: dict[int, Chat] = {}  # each chat's own view id -> the chat
 
 
 def open_chat(state: WindowState, key: str, spec: AgentSpec, load: str | None = None) -> Chat:
@@ -238,19 +245,52 @@ def open_chat(state: WindowState, key: str, spec: AgentSpec, load: str | None = 
 
 
 def chats(window: sublime.Window | None) -> list[Chat]:
+    """The chats whose tab is in `window` now (a tab dragged into another window takes its chat along)."""
     if window is None:
         return []
-    live = [c for c in _chats.get(window.id(), []) if c.panel.is_valid()]
-    return live
+    return [c for c in _by_view.values() if c.panel.is_valid() and c.panel.window.id() == window.id()]
 
 
 def for_view(view: sublime.View | None) -> Chat | None:
+    """The chat whose own view this is (not a clone of it, nor a view restored from an earlier run)."""
+    return _by_view.get(view.id()) if view is not None else None
+
+
+def for_buffer(view: sublime.View | None) -> Chat | None:
+    """The chat whose view shares this view's buffer: its own view or a clone of it."""
     if view is None:
         return None
-    chat_id = view.settings().get(CHAT_SETTING)
-    if not isinstance(chat_id, int):
-        return None
-    return next((c for group in _chats.values() for c in group if c.id == chat_id), None)
+    found = for_view(view)
+    if found is not None:
+        return found
+    buffer_id = view.buffer_id()
+    return next((c for c in _by_view.values() if c.panel.is_valid() and c.panel.view.buffer_id() == buffer_id), None)
+
+
+def of_this_run(value: object) -> bool:
+    return isinstance(value, str) and value.startswith(f"{RUN}-")
+
+
+def close_leftovers(window: sublime.Window) -> None:
+    """Close the chat views, and the views of edits applied without review, that an earlier run left
+    (hot exit brings scratch views back with their text and settings) or that an earlier load of the
+    package left (a reload): their agent is gone. Closed rather than kept as ended transcripts: the
+    transcript holds the user's prompts (pasted secrets included) and would stay in the session file
+    at every exit; Continue Last Chat brings the conversation back from the agent. Main thread."""
+    if not window.is_valid():
+        return
+    closed = 0
+    for view in window.views():
+        view_settings = view.settings()
+        chat_id, diff_of = view_settings.get(CHAT_SETTING), view_settings.get(DIFF_SETTING)
+        if (chat_id is not None and not of_this_run(chat_id)) or (diff_of is not None and not of_this_run(diff_of)):
+            closed += chat_id is not None
+            view.close()
+    if closed:
+        sublime.status_message(
+            f"Gemini Companion: closed {closed} chat tab(s) of an earlier session, whose agent had stopped; "
+            "Gemini Companion: Continue Last Chat brings the last one back."
+        )
 
 
 def target(window: sublime.Window | None) -> Chat | None:
@@ -265,8 +305,9 @@ def target(window: sublime.Window | None) -> Chat | None:
 
 
 def view_closed(view: sublime.View) -> None:
-    """The user closed a chat's view: its agent stops."""
-    chat = for_view(view)
+    """The user closed a chat's own view (not a clone): its agent stops. Found by the view's id: the
+    settings of a view already closed are not to be read."""
+    chat = _by_view.pop(view.id(), None)
     if chat is not None:
         chat.close()
         group = _chats.get(chat.state.window.id(), [])
@@ -279,6 +320,9 @@ def view_closed(view: sublime.View) -> None:
 def window_closed(state: WindowState) -> None:
     """The window's server goes (window closed, reconcile): each chat's agent stops with it."""
     for chat in _chats.pop(state.window.id(), []):
+        _forget(chat)
+        if chat.panel.is_valid() and not chat.ended:  # its tab was dragged into another window
+            chat.panel.notice("The window this chat started in has closed, and its agent with it: start a new chat.")
         chat.close()
 
 
@@ -286,7 +330,13 @@ def close_all(api_alive: bool = True) -> list[concurrent.futures.Future[None]]:
     """Unload or exit: stop every chat's agent; the futures end when each agent's tree is gone."""
     closing = [chat.close(api_alive) for group in _chats.values() for chat in group]
     _chats.clear()
+    _by_view.clear()
     return closing
+
+
+def _forget(chat: Chat) -> None:
+    for view_id in [v for v, c in _by_view.items() if c is chat]:
+        del _by_view[view_id]
 
 
 def status_label(window: sublime.Window) -> str:

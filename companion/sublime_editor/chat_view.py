@@ -30,6 +30,7 @@ from .chat_text import ForeignText
 from .review_ui import LEAVE_ALONE
 
 CHAT_SETTING = "gemini_companion.chat"  # the chat's id, on its view
+DIFF_SETTING = "gemini_companion.chat_diff"  # the chat's id, on the view of an edit applied without review
 SEPARATOR = "\n\n❯ "  # between the transcript and the prompt
 MAX_CHARS_PER_TICK = 32 * 1024  # text put into the view per main-thread tick (bench_adapter.py --chat)
 THOUGHT_PREVIEW_CHARS = 4000  # an expanded thought shows this much of its end
@@ -61,8 +62,9 @@ class Card:
 class ChatPanel:
     """The chat view of one session (main thread)."""
 
-    def __init__(self, window: sublime.Window, chat_id: int, agent_name: str) -> None:
-        self.window = window
+    def __init__(self, window: sublime.Window, chat_id: str, agent_name: str) -> None:
+        self._window = window  # where it opened; `window` follows the tab when it is dragged away
+        self.chat_id = chat_id
         self.agent_name = agent_name
         self.view = window.new_file()
         self.view.set_scratch(True)
@@ -89,11 +91,17 @@ class ChatPanel:
         self.thought_open = False
         self.notice_regions: list[sublime.Region] = []
         self.heading_regions: list[sublime.Region] = []
-        self.own_change = -1  # the view's change count after the companion's last edit
-        self.user_edited_last = False  # the newest change is the user's typing (undo may take it back)
         self._insert(0, SEPARATOR)
         self.transcript_end, self.input_start = 0, len(SEPARATOR)
         self._heading(f"# Chat: {agent_name}")
+
+    @property
+    def window(self) -> sublime.Window:
+        """The window the chat's tab is in now (diffs open and focus goes there)."""
+        current = self.view.window()
+        if current is not None:
+            self._window = current
+        return self._window
 
     def is_valid(self) -> bool:
         return self.view.is_valid()
@@ -101,7 +109,18 @@ class ChatPanel:
     # -- the transcript --
 
     def _insert(self, point: int, text: str) -> None:
-        self.view.run_command("gemini_companion_chat_insert", {"point": point, "characters": text})
+        self._edit("gemini_companion_chat_insert", {"point": point, "characters": text})
+
+    def _erase_prompt(self) -> None:
+        self._edit("gemini_companion_chat_erase", {"begin": self.input_start, "end": self.view.size()})
+
+    def _edit(self, command: str, args: dict[str, Any]) -> None:
+        """A companion edit, kept out of the undo history so that Ctrl+Z and redo only ever replay
+        the user's own typing in the prompt: an undo is itself a change (`change_count`,
+        `on_modified`), so no count of changes can tell whose the newest undo step is. Cleared after
+        the command has run, once its step is recorded; this also bounds the history's memory."""
+        self.view.run_command(command, args)
+        self.view.clear_undo_stack()
 
     def write(self, text: str) -> None:
         """Put `text` at the end of the transcript (before the prompt)."""
@@ -241,6 +260,7 @@ class ChatPanel:
         as the reference (Sublime's incremental diff marks the changes; nothing is computed here)."""
         view = self.window.new_file()
         view.set_scratch(True)
+        view.settings().set(DIFF_SETTING, self.chat_id)  # a restart's copy of it is closed (close_leftovers)
         view.set_name(f"{os.path.basename(diff.path) or diff.path} (applied without review)")
         syntax = sublime.find_syntax_for_file(diff.path)
         if syntax is not None:
@@ -327,11 +347,11 @@ class ChatPanel:
     def take_prompt(self) -> str:
         """The typed prompt, removed from the view."""
         text = self.prompt_text()
-        self.view.run_command("gemini_companion_chat_erase", {"begin": self.input_start, "end": self.view.size()})
+        self._erase_prompt()
         return text
 
     def set_prompt(self, text: str) -> None:
-        self.view.run_command("gemini_companion_chat_erase", {"begin": self.input_start, "end": self.view.size()})
+        self._erase_prompt()
         self._insert(self.input_start, text)
         self.view.sel().clear()
         self.view.sel().add(sublime.Region(self.view.size()))

@@ -21,6 +21,7 @@ from ..processes import editor_pid
 from ..runtime import Runtime
 from . import chat_sessions, context_feed, dependencies, direct_access, settings
 from .connect_views import close_views
+from .window_state import WindowState
 from .windows import WindowRegistry
 
 T = TypeVar("T")
@@ -103,12 +104,17 @@ def _libraries_checked(runtime: Runtime, found: dependencies.Check) -> None:
         logging.getLogger(LOGGER_NAME).warning("Gemini Companion: the libraries are installed now; starting.")
     _library_problem, _started_with = None, found.versions
     _installed = found.installed
-    _registry = WindowRegistry(
-        runtime, sharing_policy(), on_open=context_feed.seed, on_close=chat_sessions.window_closed
-    )
+    _registry = WindowRegistry(runtime, sharing_policy(), on_open=_window_opened, on_close=chat_sessions.window_closed)
     _direct_access = direct_access.settings_key()
     _poll_windows(_registry)  # its first look opens every window's server
     sublime.set_timeout(lambda: _watch_libraries(runtime), LIBRARY_CHECK_MS)
+
+
+def _window_opened(state: WindowState) -> None:
+    """A window's server started (maybe on the async worker): seed its context, and close the chat
+    views an earlier run or load left in it (on the main thread)."""
+    context_feed.seed(state)
+    sublime.set_timeout(lambda: chat_sessions.close_leftovers(state.window))
 
 
 def _poll_windows(registry: WindowRegistry) -> None:

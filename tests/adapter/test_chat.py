@@ -156,17 +156,6 @@ def test_history_walks_sent_prompts_and_keeps_the_draft(companion: Companion, wo
     assert chat.panel.prompt_text() == "draft"
 
 
-def test_escape_cancels_the_turn(companion: Companion, workspace: str) -> None:
-    window = setup(companion, workspace)
-    view = start_chat(companion, window)
-    send(view, "wait")
-    chat = chat_of(view)
-    assert chat.busy
-    assert control.press_keys(view, "escape") == "gemini_companion_chat_cancel"
-    wait_turn(view)
-    assert "The turn ended: cancelled." in text(view)
-
-
 def test_a_shell_permission_is_a_card_with_the_agents_own_options(companion: Companion, workspace: str) -> None:
     window = setup(companion, workspace)
     view = start_chat(companion, window)
@@ -537,19 +526,6 @@ def test_an_edit_made_without_asking_is_marked_and_its_diff_opens(companion: Com
     assert diff_view is not None and diff_view.name() == "quiet.txt (applied without review)"
     assert text(diff_view) == "after" and control.reference_document(diff_view) == "before\n"
     assert diff_view.is_read_only() and control.inline_diff_shown(diff_view)
-
-
-def test_undo_in_the_chat_never_takes_back_the_transcript(companion: Companion, workspace: str) -> None:
-    window = setup(companion, workspace)
-    view = start_chat(companion, window)
-    send(view, "hello")
-    wait_turn(view)
-    before = text(view)
-    assert control.press_keys(view, "ctrl+z") in ("undo", "gemini_companion_chat_noop")
-    assert text(view) == before  # the agent's reply is still there
-    control.type_text(view, "typo")
-    control.press_keys(view, "ctrl+z")
-    assert text(view) == before  # the user's own typing is undone as usual
 
 
 def test_real_gemini_cli_cancel_during_its_review_closes_it_and_writes_nothing(

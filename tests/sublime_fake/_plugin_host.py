@@ -364,11 +364,15 @@ def window_event(name: str, window_id: int, *args: Any) -> None:
 
 
 def query_context(view: sublime.View, key: str, operator: int, operand: Any, match_all: bool) -> bool:
-    """True when a listener answers the key binding context with a truthy value (as Sublime does).
-    Sublime answers its own keys first; of those the fake knows `auto_complete_visible`, always
-    false: it never shows the auto-complete popup (https://www.sublimetext.com/docs/key_bindings.html#context-keys)."""
-    if key == "auto_complete_visible":
-        return (operand is False) if operator == sublime.QueryOperator.EQUAL else (operand is not False)
+    """True when the context holds. Sublime answers its own keys itself
+    (https://www.sublimetext.com/docs/key_bindings.html#context-keys); the others go to the
+    listeners, and one truthy answer makes it hold (as Sublime does)."""
+    own = _builtin_context(view, key)
+    if own is not None:
+        value = own[0]
+        if operator == sublime.QueryOperator.NOT_EQUAL:
+            return value != operand
+        return value == operand
     for listener in list(plugins().callbacks["on_query_context"]):
         if _trap("on_query_context", listener.on_query_context, view, key, operator, operand, match_all):
             return True
@@ -378,6 +382,31 @@ def query_context(view: sublime.View, key: str, operator: int, operand: Any, mat
         ):
             return True
     return False
+
+
+# Defaults of Preferences.sublime-settings (Packages/Default) that Default's key bindings read.
+PREFERENCES: dict[str, Any] = {"auto_complete_commit_on_tab": False}
+
+
+def _builtin_context(view: sublime.View, key: str) -> tuple[Any] | None:
+    """The value of one of Sublime's own context keys in `view`, None for a key it leaves to plugins."""
+    data = _host().views.get(view.view_id)
+    window = _host().windows.get(data.window_id) if data is not None else None
+    if data is None or window is None:
+        return None
+    if key.startswith("setting."):
+        name = key[len("setting.") :]
+        return (view.settings().get(name, PREFERENCES.get(name)),)
+    values: dict[str, Any] = {
+        "auto_complete_visible": data.auto_complete_visible,
+        "popup_visible": data.popup_visible,
+        "has_next_field": data.has_fields,
+        "has_prev_field": data.has_fields,
+        "num_selections": len(data.selection),
+        "panel_visible": window.active_panel is not None,
+        "overlay_visible": window.overlay_visible,
+    }
+    return (values[key],) if key in values else None
 
 
 def query_completions(view: sublime.View, prefix: str, locations: list[int]) -> list[Any]:
@@ -565,12 +594,14 @@ def run_text_command(view_id: int, name: str, args: Any) -> None:
 
 
 def remember_undo(buffer: _state.BufferData) -> None:
-    """The first change a command makes to a buffer records one undo step for the whole command."""
+    """The first change a command makes to a buffer records one undo step for the whole command; a
+    new change drops what could be redone."""
     view = _host().views[buffer.views[0]] if buffer.views else None
     marker = buffer.undo_marker
     if marker is not None and len(buffer.undo) > marker:
         return  # this command already recorded its step
     buffer.undo.append((buffer.text, list(view.selection) if view is not None else []))
+    buffer.redo.clear()
 
 
 # -- built-in commands --
@@ -672,15 +703,88 @@ def _next_modification(view: sublime.View, edit: sublime.Edit, args: dict[str, A
     data.selection = [(target, target)]
 
 
-def _undo(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
+def _undo(view: sublime.View, edit: sublime.Edit, args: dict[str, Any], back: bool = True) -> None:
+    """Undo (and redo) are changes like any other: "Each time the buffer is modified, the change count
+    is incremented" ([stubs] `View.change_count`), and `on_modified` follows (sublimelsp/LSP relies on
+    both to resync a document after an undo)."""
     host = _host()
-    buffer = host.buffers[host.views[view.view_id].buffer_id]
-    if not buffer.undo:
+    data = host.views[view.view_id]
+    buffer = host.buffers[data.buffer_id]
+    source, target = (buffer.undo, buffer.redo) if back else (buffer.redo, buffer.undo)
+    if not source:
         return
-    text, selection = buffer.undo.pop()
+    text, selection = source.pop()
+    target.append((buffer.text, list(data.selection)))
     buffer.text = text
     buffer.change_count += 1
-    host.views[view.view_id].selection = selection or [(0, 0)]
+    data.selection = selection or [(0, 0)]
+
+
+# Default's line commands, as each changes the text (Edit › Line, Edit › Comment, Default's
+# `Delete Line.sublime-macro`: expand_selection to line, add_to_kill_ring, left_delete; `Delete to
+# Hard BOL.sublime-macro`: move_to bol extending, add_to_kill_ring, left_delete). A macro's commands
+# run as one, so `on_text_command` sees `run_macro_file`.
+
+
+def _caret_lines(view: sublime.View) -> list[sublime.Region]:
+    return [view.line(r.begin()) for r in reversed(list(view.sel()))]
+
+
+def _indent(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
+    for line in _caret_lines(view):
+        view.insert(edit, line.begin(), "\t")
+
+
+def _toggle_comment(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
+    for line in _caret_lines(view):  # Markdown's comment is HTML's block comment
+        view.insert(edit, line.end(), " -->")
+        view.insert(edit, line.begin(), "<!-- ")
+
+
+def _duplicate_line(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
+    for line in _caret_lines(view):
+        view.insert(edit, line.begin(), view.substr(line) + "\n")
+
+
+def _join_lines(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
+    for line in _caret_lines(view):
+        if line.end() < view.size():
+            following = view.line(line.end() + 1)
+            rest = view.substr(following).lstrip()
+            view.replace(edit, sublime.Region(line.end(), following.end()), " " + rest)
+
+
+def _swap_line(view: sublime.View, edit: sublime.Edit, args: dict[str, Any], up: bool) -> None:
+    for line in _caret_lines(view):
+        if (up and line.begin() == 0) or (not up and line.end() >= view.size()):
+            continue
+        other = view.line(line.begin() - 1) if up else view.line(line.end() + 1)
+        first, second = (other, line) if up else (line, other)
+        both = sublime.Region(first.begin(), second.end())
+        view.replace(edit, both, view.substr(second) + "\n" + view.substr(first))
+
+
+def _run_macro_file(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
+    name = str(args.get("file", "")).rsplit("/", 1)[-1]
+    for region in reversed(list(view.sel())):
+        if name == "Delete Line.sublime-macro":
+            view.erase(edit, view.full_line(region.begin()))
+        elif name == "Delete to Hard BOL.sublime-macro":
+            view.erase(edit, sublime.Region(view.line(region.begin()).begin(), region.end()))
+
+
+def _hide_ui(what: str) -> Callable[[sublime.View, sublime.Edit, dict[str, Any]], None]:
+    """Default's Escape (and Enter on a completion) commands: each closes what its context saw."""
+
+    def run(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
+        setattr(_host().views[view.view_id], what, False)
+
+    return run
+
+
+def _single_selection(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
+    data = _host().views[view.view_id]
+    data.selection = data.selection[:1]
 
 
 def _toggle_inline_diff(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
@@ -700,8 +804,24 @@ BUILTIN_TEXT: dict[str, Callable[[sublime.View, sublime.Edit, dict[str, Any]], N
     "next_modification": _next_modification,
     "prev_modification": lambda v, e, a: _next_modification(v, e, a, forward=False),
     "undo": _undo,
+    "soft_undo": _undo,
+    "redo": lambda v, e, a: _undo(v, e, a, back=False),
+    "redo_or_repeat": lambda v, e, a: _undo(v, e, a, back=False),
+    "soft_redo": lambda v, e, a: _undo(v, e, a, back=False),
     "toggle_inline_diff": _toggle_inline_diff,
     "select_all": _select_all,
+    "hide_auto_complete": _hide_ui("auto_complete_visible"),
+    "commit_completion": _hide_ui("auto_complete_visible"),
+    "hide_popup": _hide_ui("popup_visible"),
+    "clear_fields": _hide_ui("has_fields"),
+    "single_selection": _single_selection,
+    "indent": _indent,
+    "toggle_comment": _toggle_comment,
+    "duplicate_line": _duplicate_line,
+    "join_lines": _join_lines,
+    "swap_line_up": lambda v, e, a: _swap_line(v, e, a, up=True),
+    "swap_line_down": lambda v, e, a: _swap_line(v, e, a, up=False),
+    "run_macro_file": _run_macro_file,
 }
 
 
@@ -726,6 +846,16 @@ def _hide_panel(window: sublime.Window, args: dict[str, Any]) -> None:
     data = _host().windows[window.window_id]
     data.active_panel = None
     data.focused_panel_view = None
+
+
+def _clone_active(window: sublime.Window) -> None:
+    view = window.active_view()
+    if view is not None:
+        sublime._clone_view(view.view_id)
+
+
+def _hide_overlay(window: sublime.Window, args: dict[str, Any]) -> None:
+    _host().windows[window.window_id].overlay_visible = False
 
 
 def _close_window(window: sublime.Window, args: dict[str, Any]) -> None:
@@ -816,6 +946,8 @@ BUILTIN_WINDOW: dict[str, Callable[[sublime.Window, dict[str, Any]], None]] = {
     "focus_group": _focus_group,
     "show_panel": _show_panel,
     "hide_panel": _hide_panel,
+    "hide_overlay": _hide_overlay,
+    "clone_file": lambda window, args: _clone_active(window),
     "close_window": _close_window,
     "close": _close,
     "prompt_add_folder": _prompt_add_folder,

@@ -46,6 +46,7 @@ class BufferData:
     loading: bool = False
     undo: list[tuple[str, list[tuple[int, int]]]] = field(default_factory=list)
     undo_marker: int | None = None  # undo depth when the running command started
+    redo: list[tuple[str, list[tuple[int, int]]]] = field(default_factory=list)  # what undo took back
     views: list[int] = field(default_factory=list)
 
 
@@ -65,6 +66,11 @@ class ViewData:
     status: dict[str, str] = field(default_factory=dict)
     edit_token: int | None = None
     inline_diff: bool = False
+    # What Sublime's own key binding contexts read (`control.show_ui`): the auto-complete popup, a
+    # hover popup, snippet fields being cycled.
+    auto_complete_visible: bool = False
+    popup_visible: bool = False
+    has_fields: bool = False
     valid: bool = True
 
 
@@ -92,6 +98,7 @@ class WindowData:
     focused_panel_view: int | None = None
     settings_id: int = 0
     history: list[int] = field(default_factory=list)  # sheet ids, most recently focused last
+    overlay_visible: bool = False  # the command palette or Goto Anything is shown
     valid: bool = True
 
 

@@ -387,13 +387,37 @@ def press_save(view: sublime.View) -> None:
     window.run_command("save", {"async": True})
 
 
-# Sublime's own bindings for the keys tests press (Packages/Default), used when no package binding applies.
-DEFAULT_BINDINGS: dict[str, tuple[str, dict[str, Any] | None]] = {
-    "ctrl+s": ("save", {"async": True}),
-    "super+s": ("save", {"async": True}),
-    "ctrl+w": ("close", None),
-    "ctrl+z": ("undo", None),
-}
+# Sublime's own bindings (Packages/Default) for the keys tests press, with their contexts, oldest
+# first: Default loads before every other package, so any package's binding whose contexts hold wins
+# (https://www.sublimetext.com/docs/key_bindings.html). The Escape and Enter entries follow
+# Default (Linux).sublime-keymap: `single_selection` (num_selections != 1), `clear_fields`
+# (has_next_field, has_prev_field), `hide_panel` (panel_visible), `hide_overlay` (overlay_visible),
+# `hide_popup` (popup_visible), `hide_auto_complete` (auto_complete_visible), and Enter's
+# `commit_completion` (auto_complete_visible). Whether Default binds `keypad_enter` is not settled
+# by a source we could read: the fake plays it as Enter (a newline).
+_ESCAPE = [
+    ("single_selection", None, [{"key": "num_selections", "operator": "not_equal", "operand": 1}]),
+    ("clear_fields", None, [{"key": "has_next_field", "operator": "equal", "operand": True}]),
+    ("clear_fields", None, [{"key": "has_prev_field", "operator": "equal", "operand": True}]),
+    ("hide_panel", {"cancel": True}, [{"key": "panel_visible", "operator": "equal", "operand": True}]),
+    ("hide_overlay", None, [{"key": "overlay_visible", "operator": "equal", "operand": True}]),
+    ("hide_popup", None, [{"key": "popup_visible", "operator": "equal", "operand": True}]),
+    ("hide_auto_complete", None, [{"key": "auto_complete_visible", "operator": "equal", "operand": True}]),
+]
+_COMMIT = [{"key": "auto_complete_visible"}, {"key": "setting.auto_complete_commit_on_tab", "operand": False}]
+DEFAULT_KEYMAP: list[dict[str, Any]] = [
+    {"keys": ["primary+s"], "command": "save", "args": {"async": True}},
+    {"keys": ["primary+w"], "command": "close"},
+    {"keys": ["primary+z"], "command": "undo"},
+    {"keys": ["primary+shift+z"], "command": "redo"},
+    {"keys": ["ctrl+y"], "command": "redo_or_repeat"},
+    *({"keys": [k], "command": "insert", "args": {"characters": "\n"}} for k in ("enter", "keypad_enter")),
+    {"keys": ["shift+enter"], "command": "insert", "args": {"characters": "\n"}},
+    {"keys": ["up"], "command": "move", "args": {"by": "lines", "forward": False}},
+    {"keys": ["down"], "command": "move", "args": {"by": "lines", "forward": True}},
+    *({"keys": ["escape"], "command": c, "args": a, "context": x} for c, a, x in _ESCAPE),
+    *({"keys": [k], "command": "commit_completion", "context": _COMMIT} for k in ("enter", "keypad_enter")),
+]
 OPERATORS = {
     "equal": sublime.QueryOperator.EQUAL,
     "not_equal": sublime.QueryOperator.NOT_EQUAL,
@@ -433,20 +457,40 @@ def _keys(binding: dict[str, Any]) -> list[str]:
 
 def press_keys(view: sublime.View, keys: str) -> str:
     """The user presses `keys` in `view`: the newest binding whose contexts all hold runs (through the
-    input focus), else Sublime's default binding. Returns the command that ran."""
+    input focus); Default's bindings are the oldest. Returns the command that ran ("" for none)."""
     _main()
     focus(view)
     window = view.window()
     assert window is not None
-    for binding in reversed(key_bindings()):
-        if _keys(binding) == [keys] and all(context_holds(view, c) for c in binding.get("context", [])):
+    bindings = [*DEFAULT_KEYMAP, *key_bindings()]
+    matching = [b for b in bindings if _keys(b) == [keys]]
+    if not matching:
+        raise AssertionError(f"no binding for {keys!r} in the fake")
+    for binding in reversed(matching):
+        if all(context_holds(view, c) for c in binding.get("context", [])):
             window.run_command(binding["command"], binding.get("args"))
             return str(binding["command"])
-    if keys not in DEFAULT_BINDINGS:
-        raise AssertionError(f"no binding for {keys!r} in the fake")
-    command, args = DEFAULT_BINDINGS[keys]
-    window.run_command(command, args)
-    return command
+    return ""
+
+
+def show_ui(
+    view: sublime.View,
+    auto_complete: bool | None = None,
+    popup: bool | None = None,
+    fields: bool | None = None,
+    overlay: bool | None = None,
+) -> None:
+    """Show (or hide) what Sublime's own contexts report in `view`: the auto-complete popup, a hover
+    popup, snippet fields, the window's overlay (the command palette)."""
+    data = _state.host().views[view.view_id]
+    if auto_complete is not None:
+        data.auto_complete_visible = auto_complete
+    if popup is not None:
+        data.popup_visible = popup
+    if fields is not None:
+        data.has_fields = fields
+    if overlay is not None:
+        _state.host().windows[data.window_id].overlay_visible = overlay
 
 
 def close_tab(view: sublime.View) -> bool:
@@ -556,3 +600,26 @@ def stop_timing() -> list[tuple[str, str, int]]:
     host = _state.host()
     timings, host.timings = host.timings or [], None
     return timings
+
+
+def syntax_problem(resource: str) -> str | None:
+    """Why Sublime would refuse to load the syntax `resource` (its error dialog's text), None if it loads."""
+    return sublime._syntax_problem(resource)
+
+
+def clone_view(view: sublime.View) -> sublime.View:
+    """File › New View into File with `view` focused: the clone, focused."""
+    _main()
+    focus(view)
+    window = view.window()
+    assert window is not None
+    window.run_command("clone_file")
+    clone = window.active_view()
+    assert clone is not None and clone != view and clone.buffer_id() == view.buffer_id()
+    return clone
+
+
+def drag_to_window(view: sublime.View, window: sublime.Window) -> None:
+    """The user drags `view`'s tab into `window`."""
+    _main()
+    sublime._move_view(view.view_id, window.window_id)

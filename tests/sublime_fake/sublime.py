@@ -426,15 +426,17 @@ def windows() -> list[Window]:
 
 # -- syntaxes --
 
+# Path, name, scope, extensions, `version` (sublimehq/Packages @ 16506a2: Python, JavaScript,
+# TypeScript, Markdown, JSON and Go declare `version: 2`; Rust declares none, so it is version 1).
 _SYNTAXES = [
-    ("Packages/Text/Plain text.tmLanguage", "Plain Text", "text.plain", ["txt"]),
-    ("Packages/Python/Python.sublime-syntax", "Python", "source.python", ["py", "pyw", "pyi"]),
-    ("Packages/JavaScript/JavaScript.sublime-syntax", "JavaScript", "source.js", ["js", "mjs", "cjs"]),
-    ("Packages/JavaScript/TypeScript.sublime-syntax", "TypeScript", "source.ts", ["ts"]),
-    ("Packages/Markdown/Markdown.sublime-syntax", "Markdown", "text.html.markdown", ["md", "markdown"]),
-    ("Packages/JSON/JSON.sublime-syntax", "JSON", "source.json", ["json", "sublime-settings"]),
-    ("Packages/Rust/Rust.sublime-syntax", "Rust", "source.rust", ["rs"]),
-    ("Packages/Go/Go.sublime-syntax", "Go", "source.go", ["go"]),
+    ("Packages/Text/Plain text.tmLanguage", "Plain Text", "text.plain", ["txt"], 1),
+    ("Packages/Python/Python.sublime-syntax", "Python", "source.python", ["py", "pyw", "pyi"], 2),
+    ("Packages/JavaScript/JavaScript.sublime-syntax", "JavaScript", "source.js", ["js", "mjs", "cjs"], 2),
+    ("Packages/JavaScript/TypeScript.sublime-syntax", "TypeScript", "source.ts", ["ts"], 2),
+    ("Packages/Markdown/Markdown.sublime-syntax", "Markdown", "text.html.markdown", ["md", "markdown"], 2),
+    ("Packages/JSON/JSON.sublime-syntax", "JSON", "source.json", ["json", "sublime-settings"], 2),
+    ("Packages/Rust/Rust.sublime-syntax", "Rust", "source.rust", ["rs"], 1),
+    ("Packages/Go/Go.sublime-syntax", "Go", "source.go", ["go"], 2),
 ]
 
 
@@ -458,21 +460,102 @@ class Syntax:
 def list_syntaxes() -> list[Syntax]:
     """The built-in syntaxes above, and every package's `.sublime-syntax` (Sublime indexes them all;
     its `name` defaults to the file's base name: https://www.sublimetext.com/docs/syntax.html)."""
-    found = [Syntax(path, name, False, scope) for path, name, scope, _ in _SYNTAXES]
+    found = [Syntax(path, name, False, scope) for path, name, scope, _, _ in _SYNTAXES]
     resources = [(name, path) for name, path in _resources() if name.endswith(".sublime-syntax") and path]
     return found + [_package_syntax(name, path) for name, path in resources]
 
 
 def _package_syntax(resource: str, path: str) -> Syntax:
     """Its top-level `name`, `scope` and `hidden` keys (the only ones the API reports)."""
-    keys: dict[str, str] = {}
+    keys = _syntax_header(path)
+    base = resource.rsplit("/", 1)[-1][: -len(".sublime-syntax")]
+    name, scope = keys.get("name", base), keys.get("scope", "")
+    return Syntax(resource, name if isinstance(name, str) else base, keys.get("hidden") == "true", str(scope))
+
+
+def _syntax_header(path: str) -> dict[str, str | list[str]]:
+    """The top-level scalar keys of a `.sublime-syntax` file, and `extends` as a list (a scalar, a
+    flow list `[a, b]` or a block list): all Sublime reads before the contexts. A small YAML reader,
+    enough for headers (quotes stripped, comments dropped)."""
+    keys: dict[str, str | list[str]] = {}
+    listing: list[str] | None = None
     with open(path, encoding="utf-8") as handle:
         for line in handle:
-            match = re.match(r"^(name|scope|hidden):\s*(.+?)\s*$", line)
-            if match:
-                keys.setdefault(match.group(1), match.group(2))
-    base = resource.rsplit("/", 1)[-1][: -len(".sublime-syntax")]
-    return Syntax(resource, keys.get("name", base), keys.get("hidden") == "true", keys.get("scope", ""))
+            if listing is not None and re.match(r"^\s+-\s+", line):
+                listing.append(_yaml_scalar(line.split("-", 1)[1]))
+                continue
+            listing = None
+            match = re.match(r"^([A-Za-z_]+):(.*)$", line)
+            if not match or match.group(1) in keys:
+                continue
+            key, value = match.group(1), _yaml_scalar(match.group(2))
+            if key == "extends":
+                if value.startswith("[") and value.endswith("]"):
+                    keys[key] = [_yaml_scalar(v) for v in value[1:-1].split(",") if v.strip()]
+                else:
+                    keys[key] = listing = [value] if value else []
+            else:
+                keys[key] = value
+    return keys
+
+
+def _yaml_scalar(text: str) -> str:
+    text = re.sub(r"(^|\s)#.*$", "", text).strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+def _syntax_version(resource: str) -> int | None:
+    """A syntax's `version` (1 when it declares none); None when no such syntax exists."""
+    builtin = next((s for s in _SYNTAXES if s[0] == resource), None)
+    if builtin is not None:
+        return builtin[4]
+    path = next((p for name, p in _resources() if name == resource and p), None)
+    if path is None:
+        return None
+    version = _syntax_header(path).get("version", "1")
+    return int(version) if isinstance(version, str) and version.isdigit() else 1
+
+
+def _parents(resource: str) -> list[str]:
+    """The syntaxes `resource` extends, as resource paths (a bare name is relative to its folder)."""
+    if any(s[0] == resource for s in _SYNTAXES):
+        return []  # the built-in ones extend nothing the fake models
+    path = next((p for name, p in _resources() if name == resource and p), None)
+    if path is None:
+        return []
+    extends = _syntax_header(path).get("extends", [])
+    folder = resource.rsplit("/", 1)[0]
+    listed = extends if isinstance(extends, list) else [extends]
+    return [p if p.startswith("Packages/") else f"{folder}/{p}" for p in listed]
+
+
+def _syntax_problem(resource: str) -> str | None:
+    """Why Sublime would refuse to load this syntax, None when it loads. What it checks for
+    `extends` (https://www.sublimetext.com/docs/syntax.html#inheritance; sublimehq/sublime_text#5767
+    for the message): every parent exists, has the same `version`, and no syntax extends itself."""
+    version = _syntax_version(resource)
+    if version is None:
+        return f'Error loading syntax file "{resource}": Unable to read file'
+    seen = [resource]
+    pending = [(resource, version)]
+    while pending:
+        child, child_version = pending.pop()
+        for parent in _parents(child):
+            parent_version = _syntax_version(parent)
+            if parent_version is None:
+                return f'Error loading syntax file "{resource}": Unable to find syntax to extend: {parent}'
+            if parent_version != child_version:
+                return (
+                    f'Error loading syntax file "{resource}": syntax inheritance does not allow for mixed '
+                    f"versions ({child} is version {child_version}, {parent} is version {parent_version})"
+                )
+            if parent in seen:
+                return f'Error loading syntax file "{resource}": extends itself through {parent}'
+            seen.append(parent)
+            pending.append((parent, parent_version))
+    return None
 
 
 def syntax_from_path(path: str) -> Syntax | None:
@@ -489,10 +572,10 @@ def find_syntax_by_scope(scope: str) -> list[Syntax]:
 
 def find_syntax_for_file(path: str, first_line: str = "") -> Syntax | None:
     extension = os.path.splitext(path)[1].lstrip(".").lower()
-    for syntax_path, name, scope, extensions in _SYNTAXES:
+    for syntax_path, name, scope, extensions, _ in _SYNTAXES:
         if extension in extensions:
             return Syntax(syntax_path, name, False, scope)
-    return Syntax(*_SYNTAXES[0][:2], False, _SYNTAXES[0][2])
+    return Syntax(_SYNTAXES[0][0], _SYNTAXES[0][1], False, _SYNTAXES[0][2])
 
 
 # -- geometry --
@@ -1777,6 +1860,10 @@ class View:
             if syntax_from_path(syntax) is None:
                 raise ValueError(f"unknown syntax {syntax!r} (the fake knows: {[s.path for s in list_syntaxes()]})")
             path = syntax
+        problem = _syntax_problem(path)
+        if problem is not None:  # Sublime shows the error in a dialog; the view keeps its syntax
+            _h().dialogs.append(_state.Dialog("error", problem))
+            return
         buffer.syntax = path
         self.settings().set("syntax", path)
 
@@ -1804,6 +1891,7 @@ class View:
         buffer = self._buffer()
         if buffer is not None:
             buffer.undo.clear()
+            buffer.redo.clear()
 
 
 class Phantom:
@@ -1965,6 +2053,48 @@ def _focus_sheet(window: WindowData, sheet_id: int) -> None:
         window.history.remove(sheet_id)
     window.history.append(sheet_id)
     _activation_changed(old, Window(window.id).active_view())
+
+
+def _clone_view(view_id: int) -> View:
+    """File › New View into File (`clone_file`): a second view into the same buffer, in the same group,
+    focused ([stubs] `View.clones`, `on_clone`). Whether it copies the view's settings no source
+    settles: the fake copies them, the case where a clone looks like its original by its settings."""
+    host = _h()
+    with host.lock:
+        original = host.views[view_id]
+        window = host.windows[original.window_id]
+        old = host.settings[original.settings_id]
+        view = ViewData(host.new_id(), original.buffer_id, window.id, selection=list(original.selection))
+        view.settings_id = _new_settings({**old.defaults, **old.values}, view_id=view.id)
+        host.buffers[original.buffer_id].views.append(view.id)
+        host.views[view.id] = view
+        group = next((g for g, sheets in enumerate(window.groups) if original.sheet_id in sheets), window.active_group)
+        sheet = SheetData(host.new_id(), window.id, view.id)
+        host.sheets[sheet.id] = sheet
+        view.sheet_id = sheet.id
+        window.groups[group].append(sheet.id)
+    _events().view_event("on_clone", view.id)
+    _focus_sheet(window, sheet.id)
+    return View(view.id)
+
+
+def _move_view(view_id: int, window_id: int) -> None:
+    """A tab dragged into another window: the same view (id, buffer, settings) now in `window_id`'s
+    active group, focused there. Which events Sublime sends for it no source settles: the fake sends
+    the activations only."""
+    host = _h()
+    view = host.views[view_id]
+    old = Window(view.window_id).active_view() if view.window_id in host.windows else None
+    _remove_sheet(view.window_id, view.sheet_id)
+    target = host.windows[window_id]
+    sheet = SheetData(host.new_id(), window_id, view_id)
+    host.sheets[sheet.id] = sheet
+    view.sheet_id, view.window_id = sheet.id, window_id
+    target.groups[target.active_group].append(sheet.id)
+    if old is not None and old.view_id == view_id:
+        _events().view_event("on_deactivated", view_id)
+    _focus_sheet(target, sheet.id)
+    _focus_window(window_id)
 
 
 def _focus_window(window_id: int) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.sublime_fake import _state, control, sublime, sublime_plugin
+from tests.sublime_fake import _plugin_host, _state, control, sublime, sublime_plugin
 
 PLUGIN = """
 import threading
@@ -48,6 +48,9 @@ class RecordingListener(sublime_plugin.EventListener):
 
     def on_pre_close(self, view):
         calls.append(("on_pre_close", view.id(), view.window()))
+
+    def on_modified(self, view):
+        calls.append(("on_modified", view.id(), view.change_count()))
 
     def on_text_command(self, view, name, args):
         if name == "rewrite_me":
@@ -485,3 +488,92 @@ def test_expand_variables_reads_two_backslashes_as_one_like_sublime() -> None:
     assert sublime.expand_variables(r"\\192.168.1.2", {}) == r"\192.168.1.2"
     assert sublime.expand_variables(r"C:\a\b ${x} \$y", {"x": r"\\s\h"}) == r"C:\a\b \\s\h $y"
     assert sublime.expand_variables([r"\\\\s\\h"], {}) == [r"\\s\h"]
+
+
+def _syntax(root: str, name: str, body: str) -> str:
+    with open(os.path.join(root, name), "w", encoding="utf-8") as handle:
+        handle.write("%YAML 1.2\n---\n" + textwrap.dedent(body))
+    return f"Packages/Mine/{name}"
+
+
+def test_a_syntax_extending_another_loads_only_with_the_same_version_an_existing_parent_and_no_cycle(
+    host: _state.Host, tmp_path: object
+) -> None:
+    root = os.path.join(str(tmp_path), "Mine")
+    os.makedirs(root)
+    _plugin_host.register_package("Mine", root)
+    markdown = "extends: Packages/Markdown/Markdown.sublime-syntax\n"  # Markdown is version 2
+    mixed = _syntax(root, "Mixed.sublime-syntax", "name: Mixed\nscope: text.mixed\n" + markdown)
+    same = _syntax(root, "Same.sublime-syntax", "name: Same\nscope: text.same\nversion: 2\n" + markdown)
+    child = _syntax(root, "Child.sublime-syntax", "scope: text.child\nversion: 2\nextends: Same.sublime-syntax\n")
+    lost = _syntax(root, "Lost.sublime-syntax", "scope: text.lost\nversion: 2\nextends: [Nowhere.sublime-syntax]\n")
+    _syntax(root, "A.sublime-syntax", "scope: text.a\nversion: 2\nextends:\n  - B.sublime-syntax # loop\n")
+    _syntax(root, "B.sublime-syntax", "scope: text.b\nversion: 2\nextends: 'A.sublime-syntax'\n")
+    assert "mixed versions" in (control.syntax_problem(mixed) or "")
+    assert control.syntax_problem(same) is None and control.syntax_problem(child) is None
+    assert "to extend: Packages/Mine/Nowhere.sublime-syntax" in (control.syntax_problem(lost) or "")
+    assert "extends itself" in (control.syntax_problem("Packages/Mine/A.sublime-syntax") or "")
+    view = control.new_window().new_file()
+    view.assign_syntax(mixed)  # an error dialog, and the view keeps its syntax
+    assert view.syntax() is not None and view.syntax().scope == "text.plain"
+    assert [d.kind for d in control.dialogs()] == ["error"] and "mixed versions" in control.dialogs()[0].message
+    view.assign_syntax(child)
+    assert view.syntax() is not None and view.syntax().scope == "text.child"
+
+
+def test_every_syntax_the_package_ships_loads(host: _state.Host) -> None:
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    _plugin_host.register_package("Gemini Companion", repo)
+    shipped = [r for r in sublime.find_resources("*.sublime-syntax") if r.startswith("Packages/Gemini Companion/")]
+    assert "Packages/Gemini Companion/Gemini Companion Chat.sublime-syntax" in shipped
+    assert {r: control.syntax_problem(r) for r in shipped} == dict.fromkeys(shipped)
+
+
+def test_undo_and_redo_are_changes_that_fire_on_modified(host: _state.Host, plugin: types.ModuleType) -> None:
+    view = control.new_window().new_file()
+    view.run_command("insert", {"characters": "ab"})
+    view.run_command("insert", {"characters": "c"})
+    modified = lambda: [c for c in plugin.calls if c[0] == "on_modified"]  # noqa: E731
+    for command, expected in (("undo", "ab"), ("undo", ""), ("redo", "ab"), ("redo_or_repeat", "abc")):
+        count = view.change_count()
+        view.run_command(command)
+        assert view.substr(sublime.Region(0, view.size())) == expected
+        assert view.change_count() == count + 1 and modified()[-1] == ("on_modified", view.id(), count + 1)
+    view.run_command("undo")
+    view.run_command("insert", {"characters": "!"})  # a new change: nothing left to redo
+    view.run_command("redo")
+    assert view.substr(sublime.Region(0, view.size())) == "ab!"
+    view.clear_undo_stack()
+    view.run_command("undo")
+    assert view.substr(sublime.Region(0, view.size())) == "ab!"
+
+
+def test_a_key_runs_the_newest_binding_whose_context_holds_and_defaults_escape_is_oldest(host: _state.Host) -> None:
+    window = control.new_window()
+    view = window.new_file()
+    view.run_command("insert", {"characters": "one two"})
+    assert control.press_keys(view, "escape") == ""  # nothing to close: Default's Escape does nothing
+    control.show_ui(view, auto_complete=True, popup=True)
+    assert control.press_keys(view, "escape") == "hide_auto_complete"
+    assert control.press_keys(view, "escape") == "hide_popup"
+    assert control.press_keys(view, "escape") == ""
+    control.show_ui(view, auto_complete=True)
+    assert control.press_keys(view, "enter") == "commit_completion"
+    assert control.press_keys(view, "enter") == "insert"
+    assert view.substr(sublime.Region(0, view.size())) == "one two\n"
+
+
+def test_a_clone_shares_its_buffer_and_a_dragged_tab_keeps_its_view(host: _state.Host) -> None:
+    first, second = control.new_window(), control.new_window()
+    view = first.new_file()
+    view.settings().set("mine", 1)
+    clone = control.clone_view(view)
+    assert clone.buffer_id() == view.buffer_id() and view.clones() == [clone] and not clone.is_primary()
+    assert clone.settings().get("mine") == 1 and first.active_view() == clone
+    clone.run_command("insert", {"characters": "shared"})
+    assert view.substr(sublime.Region(0, view.size())) == "shared"
+    control.close_tab(clone)
+    assert view.is_valid() and view.clones() == []
+    control.drag_to_window(view, second)
+    assert view.window() == second and second.active_view() == view and view not in first.views()
+    assert sublime.active_window() == second
