@@ -135,6 +135,16 @@ def test_a_snippet_edit_rejected_leaves_the_file_unchanged(name: str, registry_a
     )
 
 
+async def chat_once(setup: Setup, workspace: str, editor: AsyncEditor, view: RecordingView) -> None:
+    """One prompt through the core ChatSession, the user played by `editor`."""
+    session = ChatSession(custom_agent(setup.command), [workspace], editor, view, env=setup.env)
+    await session.start()
+    try:
+        assert await session.prompt(PROMPT) == "end_turn"
+    finally:
+        await session.close()
+
+
 def _diff(before: str, after: str) -> list[str]:
     """The line diff a user reads: every line break counts (`splitlines`), so a stray CR shows."""
     return list(difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0))
@@ -149,12 +159,7 @@ async def test_the_review_shows_the_real_change(name: str, registry_agent: Any, 
     setup = registry_agent(name, [agent.read(path), agent.edit(path, "three", "THREE"), "Done."], **ASKING[name])
     editor, view = AsyncEditor(), RecordingView()
     editor.decide = lambda review: review.accept(review.proposal)
-    session = ChatSession(custom_agent(setup.command), [workspace], editor, view, env=setup.env)
-    await session.start()
-    try:
-        assert await session.prompt(PROMPT) == "end_turn"
-    finally:
-        await session.close()
+    await chat_once(setup, workspace, editor, view)
     assert len(editor.shown) == 1, f"reviews shown: {editor.shown!r}; notices: {view.notices!r}"
     shown = editor.shown[0][1]
     old = before.decode("utf-8")
@@ -164,16 +169,21 @@ async def test_the_review_shows_the_real_change(name: str, registry_agent: Any, 
     assert after == b"one\r\ntwo\r\nTHREE\r\nfour\r\n"
 
 
-def test_qwen_started_in_auto_edit_is_moved_to_its_asking_mode(registry_agent: Any, workspace: str) -> None:
-    """A user whose Qwen Code settings say `tools.approvalMode: auto-edit` (it then writes through
-    `fs/write_text_file` without asking): under `--diff-policy reject` the edit is still refused."""
+async def test_qwen_started_in_auto_edit_is_moved_to_its_asking_mode(registry_agent: Any, workspace: str) -> None:
+    """A user whose Qwen Code settings say `tools.approvalMode: auto-edit`: it starts in a mode that
+    writes through `fs/write_text_file` without asking, which the chat refuses, so no edit could ever
+    be made. Moved to its asking mode (`default`), its edit is reviewed, and written once accepted."""
     agent = REGISTRY_AGENTS["qwen"]
-    path, before = existing(workspace, "\n")
+    path, _ = existing(workspace, "\n")
     steps: list[Step] = [agent.read(path), agent.edit(path, "two", "TWO"), "Done."]
     setup = registry_agent("qwen", steps, approval_mode="auto-edit")
-    result = run_chat_cli(setup, workspace, "reject")
-    assert on_disk(path) == before, explained(result)
-    assert result.returncode == 0, explained(result)
+    editor, view = AsyncEditor(), RecordingView()
+    editor.decide = lambda review: review.accept(review.proposal)
+    await chat_once(setup, workspace, editor, view)
+    modes = view.called("mode")
+    assert modes and modes[-1][0] == "default", f"modes: {modes!r}"
+    assert [proposal for _, proposal, _ in editor.shown] == ["one\nTWO\nthree\nfour\n"], view.notices
+    assert on_disk(path) == b"one\nTWO\nthree\nfour\n"
 
 
 def test_opencode_out_of_the_box_never_passes_an_unreviewed_edit_off_as_reviewed(
