@@ -2,11 +2,12 @@
 (tests/conformance/registry_agents.py says why these, how they are pinned and run offline), each
 against `OpenAIStandIn`, a local OpenAI-compatible model scripted per test.
 
-What a user of "any ACP agent" depends on, per agent: a new file accepted is written with the exact
-bytes; an existing file edited by a snippet is written with the exact bytes when accepted (LF and CRLF
-files, a multi-line snippet) and left alone when rejected; the review shows the real change; and the
-mode the agent starts in never lets an edit past the review. One chat per scenario: headless flows
-run `python -m companion chat --prompt` as a user would; the review's content is read through
+What a user of "any ACP agent" depends on, per agent: a new file accepted (made by its write tool
+or by its edit tool with an empty old text) is written with the exact bytes; an existing file edited
+by a snippet is written with the exact bytes when accepted (LF and CRLF files, a multi-line
+snippet) and left alone when rejected; the review shows the real change; and the mode the agent
+starts in never lets an edit past the review. One chat per scenario: headless flows run
+`python -m companion chat --prompt` as a user would; the review's content is read through
 `ChatSession` with an Editor the test plays.
 
 opencode edits without asking out of the box (its `build` mode, and it advertises no asking mode);
@@ -97,10 +98,15 @@ def explained(result: subprocess.CompletedProcess[str]) -> str:
     return f"exit {result.returncode}\nstdout: {result.stdout[-2000:]}\nstderr: {result.stderr[-2000:]}"
 
 
+@pytest.mark.parametrize("tool", ["write", "edit"])
 @pytest.mark.parametrize("name", AGENTS)
-def test_a_new_file_accepted_is_written_with_the_exact_bytes(name: str, registry_agent: Any, workspace: str) -> None:
-    path = os.path.join(workspace, "new.txt")
-    setup = registry_agent(name, [REGISTRY_AGENTS[name].write(path, NEW_TEXT), "Done."], **ASKING[name])
+def test_a_new_file_accepted_is_written_with_the_exact_bytes(
+    name: str, tool: str, registry_agent: Any, workspace: str
+) -> None:
+    """Made by the agent's write tool, or by its edit tool with an empty old text (both create)."""
+    agent, path = REGISTRY_AGENTS[name], os.path.join(workspace, "new.txt")
+    making = agent.write(path, NEW_TEXT) if tool == "write" else agent.edit(path, "", NEW_TEXT)
+    setup = registry_agent(name, [making, "Done."], **ASKING[name])
     result = run_chat_cli(setup, workspace, "accept")
     assert result.returncode == 0, explained(result)
     assert on_disk(path) == NEW_TEXT.encode("utf-8")
