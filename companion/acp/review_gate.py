@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ..diffs import Outcome, Review, Reviews
 from ..disk_text import DiskText
 from ..editor import Editor
+from ..workspace.textfile import to_newline
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,8 @@ class AcceptedEdit:
 
     @property
     def edited(self) -> bool:
-        return self.final != self.proposal
+        """The user changed the text, not only how its lines break (the editor holds "\n")."""
+        return self.final != self.proposal and to_newline(self.final, "\n") != to_newline(self.proposal, "\n")
 
 
 class ReviewGate:

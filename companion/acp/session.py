@@ -14,6 +14,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar, cast
 
 from acp import RequestError, embedded_text_resource, resource_block, resource_link_block, text_block
@@ -47,6 +48,7 @@ from .edits import NotRebuildable, edit_path, is_edit, proposed_text
 from .files import AgentFiles, FsRefused
 from .resources import Attachment, Resource, attach
 from .review_gate import AcceptedEdit, ReviewGate, ReviewOpen
+from .tool_call_reports import ToolCallReports
 from .view import ChatView, Choice, Command, ConfigOption, Mode, ToolCall
 
 log = logging.getLogger(__name__)
@@ -93,6 +95,7 @@ class ChatSession:
         self._conn: ClientSideConnection | None = None
         self._notes: list[str] = []  # told to the agent with the next prompt
         self._calls: dict[str, ToolCall] = {}  # by id: updates carry only what changed
+        self._reports = ToolCallReports()  # all the agent said about each running call, to decide on
         self.modes: list[Mode] = []
         self.models: list[Mode] = []
         self.model: str | None = None
@@ -382,7 +385,7 @@ class ChatSession:
     async def request_permission(
         self, options: list[PermissionOption], session_id: str, tool_call: ToolCallUpdate, **kwargs: Any
     ) -> RequestPermissionResponse:
-        call = tool_call.model_dump(mode="json", by_alias=True, exclude_none=True)
+        call = self._reports.add(tool_call.model_dump(mode="json", by_alias=True, exclude_none=True))
         self._asked.add(call["toolCallId"])
         choices = [Choice(o.option_id, o.name, str(o.kind)) for o in options]
         task = asyncio.ensure_future(self._decide(call, choices))
@@ -417,12 +420,14 @@ class ChatSession:
             before = await self.files.current(target, disk)
             if before.not_shown is not None:
                 raise NotRebuildable(f"the file's current text cannot be shown: {before.not_shown}")
-            proposal = proposed_text(call, before.text)
+            proposal = proposed_text(call, before.text, None if before is disk else disk.text)
             decision = await self.gate.review(target.path, before, proposal, always.name if always else None)
         except (FsRefused, NotRebuildable, ReviewOpen) as exc:
             self.view.notice(f"Rejected {self.spec.name}'s edit of {path}: {exc}.", "warning")
             return reject
         if decision.outcome is not Outcome.ACCEPTED:
+            if decision.outcome is Outcome.REJECTED:
+                self._mark_decided(call, "rejected")
             return reject
         allow = always.option_id if decision.always and always else _pick(choices, "allow_once")
         if allow is None:
@@ -430,10 +435,19 @@ class ChatSession:
             self.view.notice(message, "warning")
             return None
         final = decision.content or proposal
-        self.gate.on_accepted(AcceptedEdit(call["toolCallId"], target.path, proposal, final, disk))
+        edit = AcceptedEdit(call["toolCallId"], target.path, proposal, final, disk)
+        self.gate.on_accepted(edit)
+        self._mark_decided(call, "accepted with your edits" if edit.edited else "accepted")
         if decision.always and always:
             self._allowed_always(always)
         return allow
+
+    def _mark_decided(self, call: dict[str, Any], decision: str) -> None:
+        """The call's card says what the user decided, whatever the agent reports about it later."""
+        call_id = call["toolCallId"]
+        known = self._calls.get(call_id) or updates.merge_tool_call(None, call, True)
+        self._calls[call_id] = replace(known, decision=decision)
+        self.view.tool_call(self._calls[call_id])
 
     def _allowed_always(self, option: Choice) -> None:
         """After "allow for this session" the agent asks no more: say so, since its later edits
@@ -496,6 +510,7 @@ class ChatSession:
 
     async def _tool_call(self, data: dict[str, Any]) -> None:
         call_id = data["toolCallId"]
+        said = self._reports.add(data)
         call = updates.merge_tool_call(self._calls.get(call_id), data, call_id in self._asked)
         self._calls[call_id] = call
         self.view.tool_call(call)
@@ -507,8 +522,15 @@ class ChatSession:
         if accepted is not None:
             if accepted.edited:  # the agent wrote its own proposal (Claude): now the user's version
                 await self._write_users_version(accepted)
-        elif call_id not in self._asked and is_edit(data, call.kind):
-            path = edit_path(data) or (call.diffs[0].path if call.diffs else "a file")
+        elif call.decision == "rejected":
+            path = edit_path(said) or "the file"
+            self.view.notice(
+                f"{self.spec.name} reports its edit of {path} as done, but you rejected it: nothing was written "
+                "through the editor; if the file changed anyway, the agent wrote it itself.",
+                "warning",
+            )
+        elif call_id not in self._asked and is_edit(said, call.kind):
+            path = edit_path(said) or (call.diffs[0].path if call.diffs else "a file")
             self.view.notice(f"{self.spec.name} changed {path} without asking: applied without review.", "warning")
 
     async def _write_users_version(self, edit: AcceptedEdit) -> None:

@@ -57,6 +57,9 @@ class ToolCall:
     diffs: tuple[ToolDiff, ...] = ()
     output: str = ""  # the text content blocks, joined (a command's output, an error)
     reviewed: bool = False  # it went through a permission request (an edit: through a review)
+    # What the user decided in the review ("accepted", "accepted with your edits", "rejected"; ""
+    # before a decision): shown whatever status the agent reports afterwards.
+    decision: str = ""
 
 
 @dataclass(frozen=True)

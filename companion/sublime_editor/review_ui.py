@@ -20,6 +20,7 @@ import sublime
 from .. import disk_text
 from ..diffs import Review
 from ..disk_text import DiskText
+from ..workspace.textfile import dominant_newline, keep_line_endings, to_newline
 from . import settings
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ class CurrentText:
                 f"(The current text of this file is not shown: {disk.not_shown}.)\n", not_shown=disk.not_shown
             )
         # Sublime shows every line break as "\n" (it converts on load and back on save).
-        text = disk.text.replace("\r\n", "\n").replace("\r", "\n")
+        text = to_newline(disk.text, "\n")
         return CurrentText(text, is_new=not disk.exists)
 
 
@@ -105,8 +106,16 @@ class ReviewViews:
     banner: sublime.PhantomSet | None = field(default=None, repr=False)
 
     def proposal_text(self) -> str:
+        """The proposal as the user left it, with the agent's own line breaks: Sublime holds every
+        break as "\n", so each line the user kept gets its break back from the proposal (CRLF, CR,
+        mixed), and a line the user added gets the proposal's dominant one."""
         text = self.proposal.substr(sublime.Region(0, self.proposal.size()))
-        return text.replace("\n", self.newline) if self.newline != "\n" else text
+        proposal = self.review.proposal
+        if "\r" not in proposal:
+            return text
+        if text == to_newline(proposal, "\n"):
+            return proposal  # accepted as proposed: exactly the agent's text
+        return keep_line_endings(proposal, text, self.newline)
 
     def views(self) -> list[sublime.View]:
         return [v for v in (self.proposal, self.current) if v is not None]
@@ -264,7 +273,7 @@ class WindowReviews:
 
     def _create_views(self, review: Review, inline: bool) -> ReviewViews:
         current = CurrentText.of(self.window, review)
-        newline = "\r\n" if "\r\n" in review.proposal else "\n"
+        newline = dominant_newline(review.proposal) or "\n"
         syntax = sublime.find_syntax_for_file(review.file_path)
         name = os.path.basename(review.file_path) or review.file_path
         left: sublime.View | None = None
@@ -278,7 +287,7 @@ class WindowReviews:
             review,
             "proposal",
             f"{name} ↔ proposed",
-            review.proposal.replace("\r\n", "\n"),
+            to_newline(review.proposal, "\n"),
             syntax,
             group=None if inline else 1,
         )
@@ -310,10 +319,10 @@ class WindowReviews:
 
     def _show_newer_proposal(self, entry: ReviewViews) -> None:
         review = entry.review
-        entry.newline = "\r\n" if "\r\n" in review.proposal else "\n"
+        entry.newline = dominant_newline(review.proposal) or "\n"
         entry.changed_on_disk = False  # the server read the disk again for this proposal
         # One undoable edit: the user's changes to the earlier proposal are an undo away.
-        entry.proposal.run_command("gemini_companion_replace_text", {"text": review.proposal.replace("\r\n", "\n")})
+        entry.proposal.run_command("gemini_companion_replace_text", {"text": to_newline(review.proposal, "\n")})
         self._refresh_current(entry)
         self._render_banner(entry)
 

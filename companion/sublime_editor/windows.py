@@ -16,6 +16,7 @@ from ..context import SharingPolicy
 from ..diffs import Review
 from ..runtime import Runtime, RuntimeStopped, WindowHandle
 from ..workspace.factory import tool_factory
+from ..workspace.textfile import to_newline
 from . import direct_access, settings
 from .diagnostics import diagnostics as window_diagnostics
 from .diagnostics import select_text
@@ -65,7 +66,7 @@ class SublimeEditor:
             view = self._open_view(path)
             if view is None or view.is_loading() or view.is_read_only():
                 return None  # the caller writes the file itself; Sublime reloads an unmodified view
-            wanted = text.replace("\r\n", "\n")
+            wanted = to_newline(text, "\n")  # Sublime holds every break as "\n" and saves its own
             # One undoable edit, saved with the view's own line endings and encoding.
             view.run_command("gemini_companion_replace_text", {"text": wanted})
             if view.substr(sublime.Region(0, view.size())) != wanted:

@@ -90,27 +90,25 @@ def to_newline(text: str, newline: str) -> str:
 
 
 def keep_line_endings(original: str, text: str, newline: str) -> str:
-    """`text` (its line breaks as "\n") with every line that `original` has too, at the same place
-    in the sequence, ending as it ended there (a line edited in place as well); added lines end
-    with `newline`.
+    """`text` with every line that `original` has too, at the same place in the sequence, ending as
+    it ended there (a line edited in place as well); added lines end with `newline`.
 
-    So untouched lines come back byte for byte: mixed endings stay mixed, and a lone CR that
-    the editor showed as a line break stays a lone CR."""
+    Any line break in `text` ends a line ("\r\n", "\r" or "\n": an agent may send the raw text
+    it read, CRLF included), and the break it ends with is replaced, never added to. So untouched
+    lines come back byte for byte: mixed endings stay mixed, and a lone CR that the editor showed
+    as a line break stays a lone CR."""
     old_lines = _split_lines(original)
-    new_lines = text.split("\n")
-    new_breaks = [True] * (len(new_lines) - 1) + [False]  # the last piece has no break after it
-    if new_lines[-1] == "":
-        new_lines.pop()
-        new_breaks.pop()
-    matcher = difflib.SequenceMatcher(None, [line for line, _ in old_lines], new_lines, autojunk=False)
-    endings = [newline] * len(new_lines)
+    new_lines = _split_lines(text)
+    matcher = difflib.SequenceMatcher(
+        None, [line for line, _ in old_lines], [line for line, _ in new_lines], autojunk=False
+    )
+    endings = [newline if brk else "" for _, brk in new_lines]  # a last line without a break keeps none
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag in ("equal", "replace"):  # a line edited in place keeps its ending too
             for offset in range(min(i2 - i1, j2 - j1)):
-                endings[j1 + offset] = old_lines[i1 + offset][1] or newline
-    return "".join(
-        line + (ending if brk else "") for line, ending, brk in zip(new_lines, endings, new_breaks, strict=True)
-    )
+                if endings[j1 + offset]:
+                    endings[j1 + offset] = old_lines[i1 + offset][1] or newline
+    return "".join(line + ending for (line, _), ending in zip(new_lines, endings, strict=True))
 
 
 def _split_lines(text: str) -> list[tuple[str, str]]:
