@@ -81,8 +81,8 @@ def run_chat_cli(setup: Setup, workspace: str, policy: str) -> subprocess.Comple
     )
 
 
-def existing(workspace: str, ending: str) -> tuple[str, bytes]:
-    path = os.path.join(workspace, "old.txt")
+def existing(workspace: str, ending: str, name: str = "old.txt") -> tuple[str, bytes]:
+    path = os.path.join(workspace, name)
     data = ending.join([*LINES, ""]).encode("utf-8")
     with open(path, "wb") as handle:
         handle.write(data)
@@ -94,38 +94,44 @@ def on_disk(path: str) -> bytes:
         return handle.read()
 
 
+def read_if_any(path: str) -> bytes | None:
+    return on_disk(path) if os.path.exists(path) else None
+
+
 def explained(result: subprocess.CompletedProcess[str]) -> str:
     return f"exit {result.returncode}\nstdout: {result.stdout[-2000:]}\nstderr: {result.stderr[-2000:]}"
 
 
-@pytest.mark.parametrize("tool", ["write", "edit"])
 @pytest.mark.parametrize("name", AGENTS)
-def test_a_new_file_accepted_is_written_with_the_exact_bytes(
-    name: str, tool: str, registry_agent: Any, workspace: str
-) -> None:
-    """Made by the agent's write tool, or by its edit tool with an empty old text (both create)."""
-    agent, path = REGISTRY_AGENTS[name], os.path.join(workspace, "new.txt")
-    making = agent.write(path, NEW_TEXT) if tool == "write" else agent.edit(path, "", NEW_TEXT)
-    setup = registry_agent(name, [making, "Done."], **ASKING[name])
-    result = run_chat_cli(setup, workspace, "accept")
+def test_new_files_accepted_are_written_with_the_exact_bytes(name: str, registry_agent: Any, workspace: str) -> None:
+    """One made by the agent's write tool, one by its edit tool with an empty old text (both create)."""
+    agent = REGISTRY_AGENTS[name]
+    written, edited = os.path.join(workspace, "written.txt"), os.path.join(workspace, "edited.txt")
+    steps: list[Step] = [agent.write(written, NEW_TEXT), agent.edit(edited, "", NEW_TEXT), "Done."]
+    result = run_chat_cli(registry_agent(name, steps, **ASKING[name]), workspace, "accept")
     assert result.returncode == 0, explained(result)
-    assert on_disk(path) == NEW_TEXT.encode("utf-8")
+    assert {"written": read_if_any(written), "edited": read_if_any(edited)} == {
+        "written": NEW_TEXT.encode("utf-8"),
+        "edited": NEW_TEXT.encode("utf-8"),
+    }, explained(result)
     assert "Done." in result.stdout
 
 
-@pytest.mark.parametrize("ending", ["\n", "\r\n"], ids=["LF", "CRLF"])
 @pytest.mark.parametrize("name", AGENTS)
-def test_a_snippet_edit_accepted_is_written_with_the_exact_bytes(
-    name: str, ending: str, registry_agent: Any, workspace: str
-) -> None:
-    """A two-line snippet, as the model saw the file (its read tool shows LF), in the middle of it."""
+def test_snippet_edits_accepted_are_written_exactly(name: str, registry_agent: Any, workspace: str) -> None:
+    """A two-line snippet, as the model saw the file (its read tools show LF), in the middle of an
+    LF file and of a CRLF file; each keeps its own line breaks."""
     agent = REGISTRY_AGENTS[name]
-    path, _ = existing(workspace, ending)
-    edit = agent.edit(path, "two\nthree", "TWO\nTHREE")
-    setup = registry_agent(name, [agent.read(path), edit, "Done."], **ASKING[name])
-    result = run_chat_cli(setup, workspace, "accept")
+    steps: list[Step] = []
+    paths: dict[str, str] = {}
+    expected: dict[str, bytes] = {}
+    for label, ending in (("LF", "\n"), ("CRLF", "\r\n")):
+        paths[label], _ = existing(workspace, ending, f"{label}.txt")
+        steps += [agent.read(paths[label]), agent.edit(paths[label], "two\nthree", "TWO\nTHREE")]
+        expected[label] = ending.join(["one", "TWO", "THREE", "four", ""]).encode("utf-8")
+    result = run_chat_cli(registry_agent(name, [*steps, "Done."], **ASKING[name]), workspace, "accept")
     assert result.returncode == 0, explained(result)
-    assert on_disk(path) == ending.join(["one", "TWO", "THREE", "four", ""]).encode("utf-8"), explained(result)
+    assert {label: on_disk(path) for label, path in paths.items()} == expected, explained(result)
 
 
 @pytest.mark.parametrize("name", AGENTS)
