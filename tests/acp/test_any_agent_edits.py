@@ -331,3 +331,26 @@ def test_fs_write_text_file_puts_the_reviewed_text_on_disk(case: Case, edited: b
         newline = decode(case.original.encode("utf-8"))[1].newline
         assert_written_as_reviewed(case.original, accepted, decode(bytes_of(path))[0], newline)
         assert as_lf(accepted) == ("# mine\n" if edited else "") + as_lf(case.reviewed)
+
+
+def test_headless_a_rejected_edit_reported_as_done_says_what_the_user_decided(workspace: str, tmp_path: Any) -> None:
+    path = file_with(workspace, b"one\n")
+    diff = {"type": "diff", "path": path, "oldText": "one\n", "newText": "ONE\n"}
+    steps = [
+        {"update": edit_call(path, status="pending", content=[diff])},
+        {"ask": {"toolCallId": "t1"}},
+        {"update": {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"}},
+    ]
+    result = chat_cli(workspace, tmp_path, steps, "reject")
+    assert f"reports its edit of {path} as done, but you rejected it" in result.stdout
+    assert bytes_of(path) == b"one\n"
+
+
+def test_headless_a_snippet_that_is_not_unique_is_refused_with_a_notice(workspace: str, tmp_path: Any) -> None:
+    path = file_with(workspace, b"beta\nbeta\n")
+    diff = {"type": "diff", "path": path, "oldText": "beta", "newText": "B"}
+    steps = [{"ask": {"toolCallId": "t1", "kind": "edit", "rawInput": {"filePath": path}, "content": [diff]}}]
+    result = chat_cli(workspace, tmp_path, steps, "accept")
+    assert "the text it replaces occurs 2 times in the file, so the change is ambiguous" in result.stdout
+    assert records(tmp_path) == [{"permission": {"outcome": "selected", "optionId": "reject"}}]
+    assert bytes_of(path) == b"beta\nbeta\n"

@@ -17,8 +17,11 @@ from hypothesis import strategies as st
 
 from companion.workspace.textfile import dominant_newline
 from tests.adapter.conftest import Companion, ThreadedClient, pkg, write
+from tests.adapter.test_claude import ThreadedClaude, claude, open_diff
 from tests.line_endings import Case, as_lf, assert_written_as_reviewed, cases
 from tests.sublime_fake import control, sublime
+
+__all__ = ["claude"]  # the fixture, from test_claude
 
 
 def text(view: sublime.View) -> str:
@@ -60,6 +63,36 @@ def test_an_accepted_review_sends_the_proposal_with_its_own_line_breaks(
         content = client.received("ide/diffAccepted")[before].params["content"]
         if not edited:
             assert content == case.reviewed  # exactly the agent's text
+        assert_written_as_reviewed(case.reviewed, expected, content, dominant_newline(case.reviewed))
+        control.settle()
+
+    check()
+
+
+def test_claudes_accepted_review_gets_the_proposal_with_its_own_line_breaks(
+    companion: Companion, claude: Callable[[sublime.Window], ThreadedClaude], workspace: str
+) -> None:
+    """Claude Code's openDiff: FILE_SAVED with the proposal as it came, or with the user's line."""
+    window = control.new_window([workspace])
+    companion.load()
+    client = claude(window)
+
+    @given(case=cases(), edited=st.booleans())
+    @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    def check(case: Case, edited: bool) -> None:
+        path = write(workspace, "c.txt", case.original)
+        answer = open_diff(client, path, case.reviewed)
+        proposal = proposal_view(window)
+        expected = case.reviewed
+        if edited:
+            control.select(proposal, 0)
+            control.type_text(proposal, "# mine\n")
+            expected = "# mine" + (dominant_newline(case.reviewed) or "\n") + case.reviewed
+        assert control.run_from_palette(window, "gemini_companion_apply")
+        saved, content = client.result(answer)
+        assert saved == "FILE_SAVED"
+        if not edited:
+            assert content == case.reviewed
         assert_written_as_reviewed(case.reviewed, expected, content, dominant_newline(case.reviewed))
         control.settle()
 
