@@ -20,18 +20,22 @@ class AgentSpec:
     install_hint: str = ""  # what to run when the program is missing
     login_hint: str = "log in with the agent itself, or set its API key"  # when it answers "auth required"
     review_mode: str | None = None  # set_mode to this when the session starts in another mode
+    mode: str | None = None  # the user's choice (`mode` in the setting, `--mode`): wins over the rest
     session_meta: Mapping[str, Any] = field(default_factory=dict)  # session/new `_meta`
     env: Mapping[str, str] = field(default_factory=dict)  # added to the user's environment
 
     @classmethod
     def from_setting(cls, entry: object) -> AgentSpec:
         """An agent of the settings: `{"name": str, "command": [program, ...] | program,
-        "args": [str, ...], "env": {str: str}}`. AgentSetting says what is wrong with a bad entry."""
+        "args": [str, ...], "env": {str: str}, "mode": str}`. AgentSetting says what is wrong with a
+        bad entry."""
         if not isinstance(entry, dict):
             raise AgentSetting(f"an agent must be an object like {_EXAMPLE}, not {entry!r}")
-        unknown = sorted(set(entry) - {"name", "command", "args", "env"})
+        unknown = sorted(set(entry) - {"name", "command", "args", "env", "mode"})
         if unknown:
-            raise AgentSetting(f"unknown key(s) {unknown} in agent {entry.get('name')!r}; use name, command, args, env")
+            raise AgentSetting(
+                f"unknown key(s) {unknown} in agent {entry.get('name')!r}; use name, command, args, env, mode"
+            )
         name = entry.get("name")
         if not isinstance(name, str) or not name.strip():
             raise AgentSetting(f'an agent needs a "name" (a non-empty string), as in {_EXAMPLE}')
@@ -45,7 +49,11 @@ class AgentSpec:
         env = entry.get("env", {})
         if not isinstance(env, dict) or not _strings(list(env)) or not _strings(list(env.values())):
             raise AgentSetting(f'"env" of agent {name!r} must map names to strings, as in {{"KEY": "value"}}')
-        return replace(custom_agent([*command, *args]), name=name.strip(), env=dict(env))
+        mode = entry.get("mode")
+        if mode is not None and (not isinstance(mode, str) or not mode.strip()):
+            raise AgentSetting(f'"mode" of agent {name!r} must be the id of one of its modes, as in "ask"')
+        spec = custom_agent([*command, *args])
+        return replace(spec, name=name.strip(), env=dict(env), mode=mode.strip() if mode else None)
 
 
 _EXAMPLE = '{"name": "Codex", "command": ["codex-acp"], "args": [], "env": {}}'

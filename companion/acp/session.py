@@ -46,6 +46,8 @@ from . import process, updates
 from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
 from .edits import NotRebuildable, edit_path, is_edit, proposed_text
 from .files import AgentFiles, FsRefused
+from .modes import Kind, asking_mode, starting_mode
+from .modes import kind as mode_kind
 from .resources import Attachment, Resource, attach
 from .review_gate import AcceptedEdit, ReviewGate, ReviewOpen
 from .tool_call_reports import ToolCallReports
@@ -198,19 +200,52 @@ class ChatSession:
         if self.config:
             self.view.config_options(self.config)
 
-    async def _to_review_mode(self, modes: Any) -> None:
-        wanted = self.spec.review_mode
-        if not wanted or modes is None or modes.current_mode_id == wanted:
+    async def _to_review_mode(self, offered: Any) -> None:
+        """The user's `mode`, else the preset's reviewing mode, else the mode the agent advertises
+        that asks before each edit (modes.py). An agent that starts in a mode applying edits without
+        review, or writing through fs/* without asking (writes we refuse), is moved to it."""
+        wanted = self.spec.mode or self.spec.review_mode
+        if offered is None:
+            if self.spec.mode:
+                raise ChatFailed(
+                    f"{self.spec.name} offers no modes, so its mode cannot be set to {self.spec.mode!r}; "
+                    'remove "mode" from its entry in the setting "agents" (or --mode).'
+                )
             return
-        if wanted not in [m.id for m in modes.available_modes]:
-            raise ChatFailed(
-                f"{self.spec.name} offers no {wanted!r} mode, so its edits would not be reviewed; "
-                "update the agent, or pick another one."
+        try:
+            choice = starting_mode(self.spec.name, self.mode, self.modes, wanted)
+        except ValueError as exc:
+            raise ChatFailed(f"{exc}.") from None
+        if choice.mode_id is not None:
+            assert self._conn is not None
+            request = self._conn.set_session_mode(self.session_id, choice.mode_id)
+            await self._starting("session/set_mode", request)
+            previous, self.mode = self.mode, choice.mode_id
+            self.view.mode(choice.mode_id, self.modes)
+            if previous and not self.spec.review_mode:  # the presets' switch is their documented default
+                moved = f"the chat runs in {choice.mode_id!r}: {choice.why}"
+                self.view.notice(f"{self.spec.name} started in mode {previous!r}; {moved}.", "info")
+        self._warn_if_unreviewed_mode()
+
+    def _warn_if_unreviewed_mode(self) -> None:
+        current = next((m for m in self.modes if m.id == self.mode), None)
+        if current is not None and mode_kind(current) is Kind.WRITES:
+            self.view.notice(
+                f"{self.spec.name} runs in mode {current.id!r}, which applies edits without review (you set it).",
+                "warning",
             )
-        assert self._conn is not None
-        await self._starting("session/set_mode", self._conn.set_session_mode(self.session_id, wanted))
-        self.mode = wanted
-        self.view.mode(wanted, self.modes)
+
+    def _unreviewed(self, text: str) -> None:
+        """A warning about an edit that went through no review: with a one-click switch to the
+        agent's asking mode when it runs in another one."""
+        asking = asking_mode(self.modes)
+        if asking is not None and asking.id != self.mode:
+            self.view.offer_mode(text, asking)
+        elif asking is None and self.modes:
+            hint = 'to review its edits, set its "mode" in the setting "agents" (or --mode) to one that asks'
+            self.view.notice(f"{text} None of {self.spec.name}'s modes is known to ask; {hint}.", "warning")
+        else:
+            self.view.notice(text, "warning")
 
     async def _starting(self, what: str, request: Any) -> Any:
         try:
@@ -531,7 +566,7 @@ class ChatSession:
             )
         elif call_id not in self._asked and is_edit(said, call.kind):
             path = edit_path(said) or (call.diffs[0].path if call.diffs else "a file")
-            self.view.notice(f"{self.spec.name} changed {path} without asking: applied without review.", "warning")
+            self._unreviewed(f"{self.spec.name} changed {path} without asking: applied without review.")
 
     async def _write_users_version(self, edit: AcceptedEdit) -> None:
         try:
@@ -567,7 +602,7 @@ class ChatSession:
             edit = AcceptedEdit("", target.path, content, content)
         if edit is None:
             message = f"Refused the write of {path}: no review accepted it. Every edit goes through a review."
-            self.view.notice(message, "warning")
+            self._unreviewed(message)
             raise RequestError(-32602, message)
         try:
             await self.files.write_accepted(target, edit)

@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from ..headless import HeadlessEditor, visible
@@ -33,9 +34,10 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 class TerminalView:
     """The ChatView on a terminal: the reply on stdout, notices and tool calls marked apart."""
 
-    def __init__(self, policy: str, out: TextIO | None = None) -> None:
+    def __init__(self, policy: str, out: TextIO | None = None, interactive: bool = False) -> None:
         self.policy = policy
         self.out = out or sys.stdout
+        self.interactive = interactive  # prompts are read from stdin, where `/mode ID` switches
         self._statuses: dict[str, str] = {}
 
     def user_text(self, text: str) -> None:
@@ -81,6 +83,10 @@ class TerminalView:
     def notice(self, text: str, kind: NoticeKind = "info") -> None:
         self._say(f"\n[{'agent' if kind == 'agent' else 'notice'}] {visible(text)}\n")
 
+    def offer_mode(self, text: str, mode: Mode) -> None:
+        how = f"type /mode {mode.id}" if self.interactive else f"run the chat with --mode {mode.id}"
+        self.notice(f"{text} To review its edits, switch to its mode {mode.id!r}, which asks: {how}.", "warning")
+
     async def choose(self, title: str, choices: list[Choice]) -> str | None:
         if self.policy != "prompt":
             wanted = ("allow_once",) if self.policy == "accept" else ("reject_once", "reject_always")
@@ -112,7 +118,14 @@ def agent_spec(agent: str | None, command: Sequence[str]) -> AgentSpec:
     return custom_agent(command)
 
 
-def run_chat(workspace: str, policy: str, prompt: str | None, agent: str | None, command: Sequence[str]) -> int:
+def run_chat(
+    workspace: str,
+    policy: str,
+    prompt: str | None,
+    agent: str | None,
+    command: Sequence[str],
+    mode: str | None = None,
+) -> int:
     folder = os.path.realpath(workspace)
     if not os.path.isdir(folder):
         print(f"error: {workspace} is not a folder; pass --workspace with an existing folder.", file=sys.stderr)
@@ -122,10 +135,15 @@ def run_chat(workspace: str, policy: str, prompt: str | None, agent: str | None,
     except ValueError as exc:
         print(f"error: {exc}.", file=sys.stderr)
         return EXIT_USAGE
+    if mode is not None and not mode.strip():
+        print("error: --mode needs the id of one of the agent's modes, such as ask or default.", file=sys.stderr)
+        return EXIT_USAGE
+    if mode:
+        spec = replace(spec, mode=mode.strip())
     _log_without_the_sdk()
     editor = HeadlessEditor(policy)
     try:
-        code = asyncio.run(_chat(spec, folder, editor, TerminalView(policy), prompt))
+        code = asyncio.run(_chat(spec, folder, editor, TerminalView(policy, interactive=prompt is None), prompt))
     except KeyboardInterrupt:
         code = EXIT_FAILED
     if editor.prompting:
@@ -189,8 +207,20 @@ async def _repl(session: ChatSession, interrupts: _Interrupts) -> int:
             return EXIT_OK
         if not line.strip():
             continue
+        if line.split()[0] == "/mode":
+            await _switch_mode(session, line.split()[1:])
+            continue
         stop = await interrupts.turn(session.prompt(line))
         print(f"\n[{stop}]" if stop != "end_turn" else "", flush=True)
+
+
+async def _switch_mode(session: ChatSession, words: list[str]) -> None:
+    """`/mode ID` in the interactive chat: session/set_mode (a failing agent ends the chat)."""
+    ids = [m.id for m in session.modes]
+    if len(words) != 1 or words[0] not in ids:
+        print(f"Modes of {visible(session.spec.name)}: {', '.join(visible(i) for i in ids) or 'none'}; type /mode ID.")
+        return
+    await session.set_mode(words[0])
 
 
 class _Interrupts:
@@ -244,17 +274,18 @@ class _Interrupts:
 
 def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
     """The `chat` sub-command: `chat --workspace DIR [--diff-policy prompt|accept|reject]
-    [--prompt TEXT] -- COMMAND [ARGS...]`, or `--agent gemini|claude` instead of the command."""
+    [--prompt TEXT] [--mode ID] -- COMMAND [ARGS...]`, or `--agent gemini|claude` instead of the command."""
     chat = commands.add_parser(
         "chat",
         help="chat with an ACP agent in the terminal, every edit through a review",
-        usage="%(prog)s --workspace DIR [--diff-policy prompt|accept|reject] [--prompt TEXT] "
+        usage="%(prog)s --workspace DIR [--diff-policy prompt|accept|reject] [--prompt TEXT] [--mode ID] "
         "(--agent gemini|claude | -- COMMAND [ARGS...])",
     )
     chat.add_argument("--workspace", required=True, help="the folder the agent works in")
     chat.add_argument("--diff-policy", choices=policies, default="prompt", help="how permissions are answered")
     chat.add_argument("--prompt", help="send this one prompt, print the reply, exit when the turn ends")
     chat.add_argument("--agent", choices=sorted(PRESETS), help="a preset agent instead of a command")
+    chat.add_argument("--mode", help="the agent's session mode to run in (default: the one that asks before each edit)")
     chat.add_argument("agent_command", nargs="*", metavar="COMMAND", help="the agent's command line, after --")
 
 
@@ -262,4 +293,4 @@ def run_chat_command(args: Any) -> int:
     command = list(args.agent_command)
     if command[:1] == ["--"]:  # older argparse keeps it for nargs="*"
         command = command[1:]
-    return run_chat(args.workspace, args.diff_policy, args.prompt, args.agent, command)
+    return run_chat(args.workspace, args.diff_policy, args.prompt, args.agent, command, args.mode)

@@ -173,6 +173,11 @@ class ChatView(Protocol):
         refused request, an agent's informational message)."""
         ...
 
+    def offer_mode(self, text: str, mode: Mode) -> None:
+        """A warning notice (an edit applied without review, or a write refused for want of one)
+        with a one-click switch to `mode`, the agent's mode that asks before each edit."""
+        ...
+
     async def choose(self, title: str, choices: list[Choice]) -> str | None:
         """Ask about a permission that is not an edit; the chosen option id, None for no answer."""
         ...

@@ -1,5 +1,5 @@
 """The `agents` setting: the presets by name (`{"name": "gemini"}`), and any ACP agent by
-`{name, command, args, env}` (AgentSpec.from_setting)."""
+`{name, command, args, env, mode}` (AgentSpec.from_setting)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ class ChatAgent:
 def parse(entries: object) -> tuple[list[ChatAgent], list[str]]:
     """The agents of the setting, and one line per entry that is not usable (with what to fix)."""
     if not isinstance(entries, list):
-        return _presets(), ['the setting "agents" must be a list of {"name", "command", "args", "env"} objects']
+        return _presets(), ['the setting "agents" must be a list of {"name", "command", "args", "env", "mode"} objects']
     agents: list[ChatAgent] = []
     problems: list[str] = []
     for index, entry in enumerate(entries):
@@ -33,12 +33,12 @@ def parse(entries: object) -> tuple[list[ChatAgent], list[str]]:
 
 
 def _one(entry: object) -> ChatAgent:
-    """A preset by its name (its `args` added to its command line, its `env` to the environment),
-    else an agent by its command line."""
+    """A preset by its name (its `args` added to its command line, its `env` to the environment,
+    its `mode` instead of its reviewing mode), else an agent by its command line."""
     if isinstance(entry, dict) and "command" not in entry and entry.get("name") in PRESETS:
         preset = PRESETS[entry["name"]]
         spec = AgentSpec.from_setting({**entry, "command": list(preset.command)})
-        return ChatAgent(entry["name"], replace(preset, command=spec.command, env=spec.env))
+        return ChatAgent(entry["name"], replace(preset, command=spec.command, env=spec.env, mode=spec.mode))
     spec = AgentSpec.from_setting(entry)
     return ChatAgent(spec.name, spec)
 

@@ -110,12 +110,19 @@ class GeminiCompanionChatCancelCommand(sublime_plugin.WindowCommand):
 
 
 class GeminiCompanionChatModeCommand(sublime_plugin.WindowCommand):
-    """Gemini Companion: Switch Chat Mode — the agent's own modes."""
+    """Gemini Companion: Switch Chat Mode — the agent's own modes; with `mode` (and the `chat` id,
+    as the "applied without review" card's link gives them) straight to that mode."""
 
-    def run(self) -> None:
-        chat = chat_sessions.target(self.window)
-        if chat is None:
-            return
+    def run(self, mode: str | None = None, chat: int | None = None) -> None:
+        target = _chat(self.window, chat)
+        if target is None:
+            sublime.status_message("Gemini Companion: that chat has ended; start a new one")
+        elif mode is not None:
+            target.set_mode(mode)
+        else:
+            self._pick(target)
+
+    def _pick(self, chat: chat_sessions.Chat) -> None:
         modes = chat.panel.modes
         self.window.show_quick_panel(
             [[("● " if m.id == chat.panel.mode_id else "") + m.name, m.description or m.id] for m in modes],
@@ -123,9 +130,16 @@ class GeminiCompanionChatModeCommand(sublime_plugin.WindowCommand):
             placeholder=f"Mode of {chat.spec.name}",
         )
 
-    def is_enabled(self) -> bool:
-        chat = chat_sessions.target(self.window)
-        return chat is not None and chat.ready and bool(chat.panel.modes)
+    def is_enabled(self, mode: str | None = None, chat: int | None = None) -> bool:
+        found = _chat(self.window, chat)
+        return found is not None and found.ready and bool(found.panel.modes)
+
+
+def _chat(window: sublime.Window, chat_id: int | None) -> chat_sessions.Chat | None:
+    """The chat `chat_id` of the window (a card's link names it), else the one the palette acts on."""
+    if chat_id is None:
+        return chat_sessions.target(window)
+    return next((c for c in chat_sessions.chats(window) if c.id == chat_id and not c.ended), None)
 
 
 class GeminiCompanionChatModelCommand(sublime_plugin.WindowCommand):

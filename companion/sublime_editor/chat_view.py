@@ -131,6 +131,15 @@ class ChatPanel:
         self.view.add_regions(NOTICE_KEY + kind, [r for r in self.notice_regions], scope, "", sublime.DRAW_NO_FILL)
         self.replying = False  # the model's text resumes under its own heading
 
+    def mode_offer(self, text: str, mode: Mode) -> None:
+        """A warning with a link that switches this chat to `mode` (the newest offer only)."""
+        self.notice(text, "warning")
+        self.remove_card("mode-offer")
+        args = {"mode": mode.id, "chat": self.view.settings().get(CHAT_SETTING)}
+        switch = lambda: self.window.run_command("gemini_companion_chat_mode", args)  # noqa: E731
+        link = f'<a href="switch">Switch to {html.escape(mode.name or mode.id)}</a>, which asks before each edit'
+        self.card("mode-offer", link, {"switch": switch})
+
     def turn_ended(self, stop_reason: str) -> None:
         self._end_thinking()
         if stop_reason not in ("end_turn", ""):
@@ -381,6 +390,9 @@ class StreamingChatView:
     def notice(self, text: str, kind: NoticeKind = "info") -> None:
         self._put("notice", (text, kind))
 
+    def offer_mode(self, text: str, mode: Mode) -> None:
+        self._put("offer", (text, mode))
+
     async def choose(self, title: str, choices: list[Choice]) -> str | None:
         loop = asyncio.get_running_loop()
         decided: asyncio.Future[str | None] = loop.create_future()
@@ -475,6 +487,8 @@ class StreamingChatView:
             panel.usage(payload)
         elif what == "notice":
             panel.notice(*payload)
+        elif what == "offer":
+            panel.mode_offer(*payload)
         elif what == "ask":
             key, title, choices, answer = payload
             panel.choice(key, title, choices, answer)

@@ -147,6 +147,10 @@ class RecordingView:
         self.notices.append(text)
         self.calls.append(("notice", (text, kind)))
 
+    def offer_mode(self, text: str, mode: Mode) -> None:
+        self.notices.append(text)
+        self.calls.append(("offer_mode", (text, mode)))
+
     def called(self, method: str) -> list[Any]:
         return [argument for name, argument in self.calls if name == method]
 

@@ -8,7 +8,12 @@ updates in one turn), `huge` (a 3 MiB line), `every-update` (one of each `sessio
 a turn, modes and config options on session/new, no loadSession), `embed` / `links` (takes embedded
 context or not; writes each prompt's blocks as JSON to $SCRIPTED_AGENT_RECORD), `stream` (a turn of
 $SCRIPTED_AGENT_CHUNKS chunks, each stamped in its text with time.monotonic_ns() before its write
-and the previous write's duration, $SCRIPTED_AGENT_GAP_MS apart; for bench/bench_acp.py).
+and the previous write's duration, $SCRIPTED_AGENT_GAP_MS apart; for bench/bench_acp.py), `modes`
+(session/new offers the modes of $SCRIPTED_AGENT_MODES, JSON; each session/set_mode is appended to
+$SCRIPTED_AGENT_RECORD; a turn changes modes.txt to "after\n": on disk without asking in the modes
+listed in $SCRIPTED_AGENT_WRITES, through fs/write_text_file without asking in those of
+$SCRIPTED_AGENT_FS_WRITES, else through a permission request with the diff, then
+fs/write_text_file once allowed).
 """
 
 from __future__ import annotations
@@ -58,15 +63,19 @@ async def serve(behaviour: str) -> None:
         AgentCapabilities,
         InitializeResponse,
         NewSessionResponse,
+        PermissionOption,
         PromptCapabilities,
         PromptResponse,
         SessionNotification,
         SetSessionConfigOptionResponse,
         SetSessionModeResponse,
+        ToolCallUpdate,
     )
 
     class Agent:
         conn: Any = None
+        cwd = ""
+        mode = ""
 
         def on_connect(self, conn: Any) -> None:
             self.conn = conn
@@ -78,6 +87,11 @@ async def serve(behaviour: str) -> None:
             )
 
         async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
+            self.cwd = cwd
+            if behaviour == "modes":
+                modes = json.loads(os.environ["SCRIPTED_AGENT_MODES"])
+                self.mode = modes["currentModeId"]
+                return NewSessionResponse.model_validate({"sessionId": "s1", "modes": modes})
             if behaviour == "auth":
                 raise RequestError.auth_required()
             if behaviour == "every-update":
@@ -87,6 +101,10 @@ async def serve(behaviour: str) -> None:
             return NewSessionResponse(session_id="s1")
 
         async def set_session_mode(self, mode_id: str, session_id: str, **kwargs: Any) -> SetSessionModeResponse:
+            self.mode = mode_id
+            if behaviour == "modes":
+                with open(os.environ["SCRIPTED_AGENT_RECORD"], "a", encoding="utf-8") as handle:
+                    handle.write(mode_id + "\n")
             return SetSessionModeResponse()
 
         async def set_config_option(
@@ -104,6 +122,8 @@ async def serve(behaviour: str) -> None:
                 for update in EVERY_UPDATE:
                     notification = SessionNotification.model_validate({"sessionId": session_id, "update": update})
                     await self.conn.session_update(session_id, notification.update)
+            elif behaviour == "modes":
+                await self._edit(session_id, os.path.join(self.cwd, "modes.txt"))
             elif behaviour == "stream":
                 await self._stream(session_id, int(os.environ.get("SCRIPTED_AGENT_CHUNKS", "100")))
             else:
@@ -111,6 +131,43 @@ async def serve(behaviour: str) -> None:
                 for _ in range(count):
                     await self.conn.session_update(session_id, update_agent_message(text_block(REPLY)))
             return PromptResponse(stop_reason="end_turn")
+
+        async def _edit(self, session_id: str, path: str) -> None:
+            """modes.txt becomes "after\n", the way the current mode makes this agent write it."""
+            with open(path, encoding="utf-8") as handle:
+                before = handle.read()
+            diff = {"type": "diff", "path": path, "oldText": before, "newText": "after\n"}
+            call = {"toolCallId": "e1", "title": "Edit modes.txt", "kind": "edit", "content": [diff]}
+            await self._update(session_id, {"sessionUpdate": "tool_call", "status": "pending", **call})
+            if self.mode in os.environ.get("SCRIPTED_AGENT_WRITES", "").split(","):
+                with open(path, "w", encoding="utf-8") as handle:
+                    handle.write("after\n")
+                status = "completed"
+            elif self.mode in os.environ.get("SCRIPTED_AGENT_FS_WRITES", "").split(","):
+                status = await self._write(session_id, path)
+            else:
+                answer = await self.conn.request_permission(
+                    options=[
+                        PermissionOption(option_id="yes", name="Allow", kind="allow_once"),
+                        PermissionOption(option_id="no", name="Reject", kind="reject_once"),
+                    ],
+                    session_id=session_id,
+                    tool_call=ToolCallUpdate.model_validate(call),
+                )
+                allowed = getattr(answer.outcome, "option_id", None) == "yes"
+                status = await self._write(session_id, path) if allowed else "failed"
+            await self._update(session_id, {"sessionUpdate": "tool_call_update", "toolCallId": "e1", "status": status})
+
+        async def _write(self, session_id: str, path: str) -> str:
+            try:
+                await self.conn.write_text_file(content="after\n", path=path, session_id=session_id)
+            except RequestError:
+                return "failed"
+            return "completed"
+
+        async def _update(self, session_id: str, update: dict[str, Any]) -> None:
+            notification = SessionNotification.model_validate({"sessionId": session_id, "update": update})
+            await self.conn.session_update(session_id, notification.update)
 
         async def _stream(self, session_id: str, chunks: int) -> None:
             """Each chunk's text is `n sent previous;`: the time just before its write and how long
