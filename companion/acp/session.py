@@ -481,7 +481,7 @@ class ChatSession:
         """The call's card says what the user decided, whatever the agent reports about it later."""
         call_id = call["toolCallId"]
         known = self._calls.get(call_id) or updates.merge_tool_call(None, call, True)
-        self._calls[call_id] = replace(known, decision=decision)
+        self._calls[call_id] = replace(known, decision=decision, reviewed=True)
         self.view.tool_call(self._calls[call_id])
 
     def _allowed_always(self, option: Choice) -> None:

@@ -189,7 +189,7 @@ class ChatPanel:
         review = " · reviewed" if call.reviewed and call.kind == "edit" else ""
         if call.decision:  # the user's decision, whatever the agent reports afterwards
             css = "warning" if call.decision == "rejected" else "dim"
-            review = f' · <span class="{css}">you {html.escape(call.decision)}</span>'
+            review += f' · <span class="{css}">you {html.escape(call.decision)}</span>'
         links: dict[str, Callable[[], None]] = {}
         diffs = ""
         if call.diffs and not call.reviewed and call.status == "completed":
