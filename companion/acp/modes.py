@@ -5,9 +5,9 @@ advertise them (reference acp.md §2–4; the agents' sources):
 
 - asking: `default` (Gemini CLI "Prompts for approval", claude-agent-acp "Manual", Qwen Code),
   `ask`, `manual`, `approve` (goose).
-- writing without asking: `auto`, `autoEdit` / `auto-edit` (Gemini CLI, Qwen Code), `acceptEdits` /
-  `accept-edits` (claude-agent-acp), `auto-approve`, `yolo`, `bypassPermissions`, `full-access`
-  (codex-acp), `dontAsk`, `smart_approve` (goose: asks only about what it judges risky).
+- writing without asking: `auto`, `autoEdit` / `auto-edit` (Gemini CLI, Qwen Code), `acceptEdits`
+  (claude-agent-acp) / `accept-edits`, `auto-approve`, `yolo`, `bypassPermissions`, `full-access`,
+  `dontAsk`, `smart_approve` (goose: asks only about what it judges risky).
 - writing nothing: `plan`, `read-only`, `chat`.
 
 Ids and names compare without case, spaces, `-` or `_`, so `accept-edits`, `acceptEdits` and

@@ -3,10 +3,17 @@
 
 from __future__ import annotations
 
+import os
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..acp.agents import PRESETS, AgentSetting, AgentSpec
+import sublime
+
+from ..acp import registry
+from ..acp.agents import PRESETS, AgentSetting, AgentSpec, agent_environment, custom_agent
+from ..acp.registry import RegistryAgent
 from . import settings
 
 DEFAULT_AGENTS: list[Any] = [{"name": "gemini"}, {"name": "claude"}]
@@ -50,3 +57,45 @@ def _presets() -> list[ChatAgent]:
 def configured() -> tuple[list[ChatAgent], list[str]]:
     """From the settings (main thread: Sublime's settings API, no file I/O of ours)."""
     return parse(settings.settings().get("agents", DEFAULT_AGENTS))
+
+
+# -- the ACP registry's agents (New Chat) --
+
+
+def cache_folder() -> str:
+    return os.path.join(sublime.cache_path(), "Gemini Companion")
+
+
+Listed = list[tuple[RegistryAgent, bool]]  # an agent, and whether its program is on PATH
+
+
+def registry_agents(then: Callable[[Listed], None]) -> None:
+    """The registry's agents, refreshed when due and allowed (`acp_registry_fetch`), and whether
+    each is installed: on a thread of its own (file and network I/O; PATH lookups stat files);
+    `then` gets them on the main thread."""
+    allow = settings.settings().get("acp_registry_fetch", True) is not False
+    folder = cache_folder()
+
+    def work() -> None:
+        try:
+            path = agent_environment().get("PATH")
+            found = [(agent, agent.installed(path)) for agent in registry.agents(folder, allow)]
+        except Exception as exc:  # even the snapshot failed: New Chat still offers the setting's agents
+            print(f"Gemini Companion: the ACP registry's agents are not listed: {exc}")
+            found = []
+        sublime.set_timeout(lambda: then(found))
+
+    threading.Thread(target=work, name="gemini-companion-acp-registry", daemon=True).start()
+
+
+def not_configured(found: Listed, agents: list[ChatAgent]) -> Listed:
+    """The registry's agents whose program no entry of the `agents` setting already runs."""
+    programs = {os.path.splitext(os.path.basename(a.spec.command[0]))[0] for a in agents}
+    return [(r, installed) for r, installed in found if r.program not in programs]
+
+
+def registry_chat_agent(agent: RegistryAgent) -> ChatAgent:
+    """An installed registry agent as New Chat starts it (a preset's program keeps the preset's
+    reviewing mode, as a command line of the setting would)."""
+    spec = replace(custom_agent([agent.program, *agent.args]), name=agent.name, env=dict(agent.env))
+    return ChatAgent(f"registry:{agent.id}", replace(spec, install_hint=spec.install_hint or agent.install_command))

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import sublime
 import sublime_plugin
 
-from . import chat_agents, chat_memory, chat_sessions
-from .chat_agents import ChatAgent
+from ..acp.registry import RegistryAgent
+from . import chat_agents, chat_memory, chat_sessions, terminal
+from .chat_agents import ChatAgent, Listed
 from .lifecycle import registry
 from .windows import WindowState
 
@@ -21,8 +23,11 @@ def _state(window: sublime.Window) -> WindowState | None:
     return state
 
 
-def choose_agent(window: sublime.Window, named: str | None, then: Callable[[ChatAgent], None]) -> None:
-    """The agent called `named`, else the one the user picks from the `agents` setting."""
+def choose_agent(
+    window: sublime.Window, named: str | None, then: Callable[[ChatAgent], None], with_registry: bool = False
+) -> None:
+    """The agent called `named`, else the one the user picks from the `agents` setting (and, for a
+    new chat, the ACP registry's agents)."""
     agents, problems = chat_agents.configured()
     for problem in problems:
         print(f"Gemini Companion: {problem}")
@@ -33,20 +38,86 @@ def choose_agent(window: sublime.Window, named: str | None, then: Callable[[Chat
             return
         then(found)
         return
-    if not agents:
+    if with_registry:
+        chat_agents.registry_agents(lambda listed: _pick(window, agents, listed, then))
+        return
+    _pick(window, agents, [], then)
+
+
+def _pick(window: sublime.Window, agents: list[ChatAgent], listed: Listed, then: Callable[[ChatAgent], None]) -> None:
+    """The quick panel: the setting's agents, then the registry's (installed: started at once;
+    not installed: how to install them)."""
+    if not window.is_valid():
+        return
+    listed = chat_agents.not_configured(listed, agents)
+    if not agents and not listed:
         sublime.message_dialog(
             'The setting "agents" lists no usable agent (see the console for why). Add {"name": "gemini"}, '
             '{"name": "claude"} or {"name": ..., "command": ...} in Preferences › Package Settings › Gemini Companion.'
         )
         return
-    if len(agents) == 1:
+    if len(agents) == 1 and not listed:
         then(agents[0])
         return
-    window.show_quick_panel(
-        [[a.spec.name, " ".join(a.spec.command)] for a in agents],
-        lambda index: then(agents[index]) if index >= 0 else None,
-        placeholder="Chat with…",
+    items = [[a.spec.name, " ".join(a.spec.command)] for a in agents]
+    items += [_registry_item(r, installed) for r, installed in listed]
+
+    def picked(index: int) -> None:
+        if index < 0:
+            return
+        if index < len(agents):
+            then(agents[index])
+            return
+        agent, installed = listed[index - len(agents)]
+        if installed:
+            then(chat_agents.registry_chat_agent(agent))
+        else:
+            _offer_install(window, agent)
+
+    window.show_quick_panel(items, picked, placeholder="Chat with…")
+
+
+def _registry_item(agent: RegistryAgent, installed: bool) -> list[str]:
+    where = f"ACP registry · {agent.version}"
+    if installed:
+        return [agent.name, f"{where} · {' '.join([agent.program, *agent.args])}"]
+    return [agent.name, f"{where} · not installed: {agent.install_command}"]
+
+
+def _offer_install(window: sublime.Window, agent: RegistryAgent) -> None:
+    """A registry agent that is not installed: run its install command in a terminal (npx, uvx),
+    or copy it."""
+    argv = agent.install_argv
+    actions: list[tuple[list[str], Callable[[], None]]] = []
+    if argv is not None:
+        actions.append((["Install in terminal", agent.install_command], lambda: _install(window, agent, argv)))
+    copied = agent.install_command if argv is not None else agent.archive
+    actions.append(
+        (["Copy the install command" if argv else "Copy the download address", copied], lambda: _copy(copied))
     )
+    window.show_quick_panel(
+        [item for item, _ in actions],
+        lambda index: actions[index][1]() if index >= 0 else None,
+        placeholder=f"{agent.name} is not installed ({agent.install_command})",
+    )
+
+
+def _install(window: sublime.Window, agent: RegistryAgent, argv: tuple[str, ...]) -> None:
+    if not terminal.terminus_installed():
+        _copy(agent.install_command)
+        sublime.message_dialog(
+            f"Run this in a terminal to install {agent.name} (it is on the clipboard):\n\n{agent.install_command}\n\n"
+            "Then open New Chat again. With the Terminus package installed, New Chat runs it for you."
+        )
+        return
+    folder = (window.folders() or [os.path.expanduser("~")])[0]
+    window.run_command("terminus_open", terminal.command_args(argv, folder, f"Install {agent.name}"))
+    sublime.status_message(f"Gemini Companion: once {agent.name} is installed, open New Chat again")
+
+
+def _copy(text: str) -> None:
+    sublime.set_clipboard(text)
+    sublime.status_message("Gemini Companion: copied to the clipboard")
 
 
 def _needs_folder(window: sublime.Window) -> bool:
@@ -70,7 +141,7 @@ class GeminiCompanionNewChatCommand(sublime_plugin.WindowCommand):
         def chosen(picked: ChatAgent) -> None:
             chat_sessions.open_chat(state, picked.key, picked.spec)
 
-        choose_agent(self.window, agent, chosen)
+        choose_agent(self.window, agent, chosen, with_registry=True)
 
 
 class GeminiCompanionContinueChatCommand(sublime_plugin.WindowCommand):

@@ -220,3 +220,15 @@ def mention(path: str, folder: str | None, lines: tuple[int, int] | None = None)
         first, last = lines
         text += f"#L{first}" if first == last else f"#L{first}-{last}"
     return text
+
+
+def command_args(command: Sequence[str], folder: str, title: str) -> dict[str, Any]:
+    """`terminus_open` arguments that run `command` once in `folder`, through the login shell (where
+    npm and uv are on PATH), and keep the terminal open to show how it went."""
+    return {
+        "cmd": [_literal(part) for part in shell_command(command)],
+        "cwd": _literal(folder),
+        "title": title,
+        "auto_close": False,
+        "focus": True,
+    }

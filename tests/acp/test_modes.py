@@ -27,7 +27,7 @@ GEMINI = [Mode("default", "Default"), Mode("autoEdit", "Auto Edit"), Mode("yolo"
 CLAUDE = [Mode("default", "Manual"), Mode("acceptEdits", "Accept Edits"), Mode("plan", "Plan"), Mode("auto", "Auto")]
 QWEN = [Mode("plan", "Plan"), Mode("default", "Default"), Mode("auto-edit", "Auto Edit"), Mode("yolo", "YOLO")]
 GOOSE = [Mode("auto", "Auto"), Mode("approve", "Approve"), Mode("smart_approve", "Smart Approve"), Mode("chat", "Chat")]
-CODEX = [Mode("read-only", "Read Only"), Mode("auto", "Default"), Mode("full-access", "Full Access")]
+NO_ASKING = [Mode("read-only", "Read Only"), Mode("auto", "Default"), Mode("full-access", "Full Access")]
 WRITES_FIRST = [Mode("accept-edits", "Accept edits"), Mode("ask", "Ask"), Mode("default", "Default")]
 
 
@@ -40,7 +40,7 @@ WRITES_FIRST = [Mode("accept-edits", "Accept edits"), Mode("ask", "Ask"), Mode("
         (GOOSE, "approve"),
         (WRITES_FIRST, "ask"),  # `ask` is preferred to `default`
         ([Mode("m1", "Writes"), Mode("m2", "Manual")], "m2"),  # by name, for an id we do not know
-        (CODEX, None),  # `auto` named "Default" still writes: a name never overrides a known id
+        (NO_ASKING, None),  # `auto` named "Default" still writes: a name never overrides a known id
         ([], None),
     ],
 )
@@ -78,7 +78,7 @@ def test_an_agent_that_writes_without_asking_and_has_no_asking_mode_is_not_start
     with pytest.raises(
         NoAskingMode, match=r"starts in mode 'auto', which applies edits without review.*set its \"mode\""
     ):
-        starting_mode("Codex", "auto", CODEX, None)
+        starting_mode("Codex", "auto", NO_ASKING, None)
     assert starting_mode("Odd", "build", [Mode("build", "Build")], None).mode_id is None  # unknown: kept
 
 
