@@ -1,0 +1,146 @@
+"""Two agents of the official ACP registry, besides Gemini CLI and Claude, run offline for the chat tests.
+
+Chosen because they install from npm (the only registries reachable here are npm, PyPI and Debian's)
+and take an OpenAI-compatible model API, served by `OpenAIStandIn`:
+
+- Qwen Code (registry id `qwen-code`, npx `@qwen-code/qwen-code --acp`), pinned in
+  `tests/conformance/qwen_code` at 0.15.10, the newest stored release whose engines accept Node 20
+  (later ones ask for Node 22). Model: `OPENAI_BASE_URL`/`OPENAI_API_KEY`/`OPENAI_MODEL` with the
+  `openai` auth type selected in its settings. It advertises modes `plan`, `default` (asks),
+  `auto-edit`, `yolo`, starts in `tools.approvalMode` (default `default`), reads and writes through
+  the client's `fs/*`.
+- opencode (registry id `opencode`), pinned in `tests/conformance/opencode` at 1.18.33 as the npm
+  package `opencode-ai`, whose native binary comes as an optional dependency (`npm ci
+  --ignore-scripts` installs it; the skipped postinstall would only copy it). Model: a custom
+  provider (`@ai-sdk/openai-compatible`, bundled in the binary) in `OPENCODE_CONFIG_CONTENT`. It
+  advertises no `modes`, only a `mode` config option (`build`, `plan`); out of the box `build` edits
+  without asking, and it asks (`session/request_permission`) only with `permission.edit = "ask"` in
+  its config.
+
+The rest of what makes them run offline: a scratch HOME and TMPDIR, no update checks, no telemetry,
+no models catalogue or plugin download (opencode's `OPENCODE_DISABLE_*`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tests.conformance.openai_standin import API_KEY, MODEL, ToolCall, tool_call
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+QWEN_FOLDER = os.path.join(HERE, "qwen_code")
+OPENCODE_FOLDER = os.path.join(HERE, "opencode")
+
+
+def _missing(path: str, folder: str, what: str) -> AssertionError:
+    return AssertionError(
+        f"{path} is missing: run `python3 dev.py test`, which installs the pinned {what} with `npm ci` in {folder}."
+    )
+
+
+def qwen_program() -> str:
+    name = "qwen.cmd" if sys.platform == "win32" else "qwen"
+    path = os.path.join(QWEN_FOLDER, "node_modules", ".bin", name)
+    if not os.path.exists(path):
+        raise _missing(path, QWEN_FOLDER, "Qwen Code")
+    return path
+
+
+def opencode_program() -> str:
+    """The native binary npm installed for this platform (package `opencode-<os>-<arch>`)."""
+    machine = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower())
+    system = {"linux": "linux", "darwin": "darwin", "win32": "windows"}.get(sys.platform)
+    name = "opencode.exe" if sys.platform == "win32" else "opencode"
+    path = os.path.join(OPENCODE_FOLDER, "node_modules", f"opencode-{system}-{machine}", "bin", name)
+    if not os.path.isfile(path):
+        raise _missing(path, OPENCODE_FOLDER, "opencode")
+    return path
+
+
+@dataclass(frozen=True)
+class RegistryAgent:
+    """One registry agent: how to start it against a model at `base_url`, and its tools' vocabulary
+    (what its model calls to read, write and edit a file)."""
+
+    name: str
+    program: Callable[[], str]
+    args: tuple[str, ...]
+    configure: Callable[[str, str, dict[str, Any]], dict[str, str]]  # (home, base_url, options) -> env
+    read_tool: tuple[str, str]  # (tool, path key)
+    write_tool: tuple[str, str, str]  # (tool, path key, content key)
+    edit_tool: tuple[str, str, str, str]  # (tool, path key, old key, new key)
+
+    def command(self) -> list[str]:
+        return [self.program(), *self.args]
+
+    def read(self, path: str) -> ToolCall:
+        name, path_key = self.read_tool
+        return tool_call(name, **{path_key: path})
+
+    def write(self, path: str, content: str) -> ToolCall:
+        name, path_key, content_key = self.write_tool
+        return tool_call(name, **{path_key: path, content_key: content})
+
+    def edit(self, path: str, old: str, new: str) -> ToolCall:
+        name, path_key, old_key, new_key = self.edit_tool
+        return tool_call(name, **{path_key: path, old_key: old, new_key: new})
+
+
+def _qwen_env(home: str, base_url: str, options: dict[str, Any]) -> dict[str, str]:
+    """`options["approval_mode"]`: the user's `tools.approvalMode` (the mode it starts in)."""
+    settings: dict[str, Any] = {
+        "security": {"auth": {"selectedType": "openai"}},
+        "general": {"enableAutoUpdate": False},
+        "privacy": {"usageStatisticsEnabled": False},
+    }
+    if "approval_mode" in options:
+        settings["tools"] = {"approvalMode": options["approval_mode"]}
+    folder = os.path.join(home, ".qwen")
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "settings.json"), "w", encoding="utf-8") as handle:
+        json.dump(settings, handle)
+    return {"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": API_KEY, "OPENAI_MODEL": MODEL}
+
+
+def _opencode_env(home: str, base_url: str, options: dict[str, Any]) -> dict[str, str]:
+    """`options["permission"]`: opencode's `permission` config (e.g. `{"edit": "ask"}`)."""
+    provider = {
+        "npm": "@ai-sdk/openai-compatible",
+        "name": "Stand-in",
+        "options": {"baseURL": base_url, "apiKey": API_KEY},
+        "models": {MODEL: {"name": MODEL}},
+    }
+    config: dict[str, Any] = {"provider": {"standin": provider}, "model": f"standin/{MODEL}", "autoupdate": False}
+    if "permission" in options:
+        config["permission"] = options["permission"]
+    env = {"OPENCODE_CONFIG_CONTENT": json.dumps(config)}
+    for switch in ("AUTOUPDATE", "MODELS_FETCH", "LSP_DOWNLOAD", "DEFAULT_PLUGINS", "SHARE"):
+        env[f"OPENCODE_DISABLE_{switch}"] = "1"
+    return env
+
+
+QWEN = RegistryAgent(
+    name="qwen",
+    program=qwen_program,
+    args=("--acp",),
+    configure=_qwen_env,
+    read_tool=("read_file", "file_path"),
+    write_tool=("write_file", "file_path", "content"),
+    edit_tool=("edit", "file_path", "old_string", "new_string"),
+)
+OPENCODE = RegistryAgent(
+    name="opencode",
+    program=opencode_program,
+    args=("acp",),
+    configure=_opencode_env,
+    read_tool=("read", "filePath"),
+    write_tool=("write", "filePath", "content"),
+    edit_tool=("edit", "filePath", "oldString", "newString"),
+)
+REGISTRY_AGENTS = {agent.name: agent for agent in (QWEN, OPENCODE)}
