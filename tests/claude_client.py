@@ -38,10 +38,11 @@ class ClaudeClient:
             **options,
         )
         client = cls(connection)
-        if handshake:
+        if handshake:  # the real client's, in its order; the server's notifications follow its tools/list
             await client.request("initialize", INITIALIZE)
             await client.notify("notifications/initialized")
             await client.notify("ide_connected", {"pid": 1})
+            await client.request("tools/list")
         return client
 
     async def _read(self) -> None:

@@ -73,7 +73,7 @@ class ClaudeSide:
         await self._mcp.run(read, write, self._mcp.create_initialization_options())
 
     def _connected(self, connection: Connection) -> None:
-        """The client finished its handshake: it hears the current selection at once."""
+        """The client finished its handshake: it hears the current selection as soon as it listens."""
         if self._last_selection is not None:
             connection.notify(cp.SELECTION_CHANGED, self._last_selection)
         self._clients_changed()

@@ -33,6 +33,11 @@ WriteStream = MemoryObjectSendStream[SessionMessage]
 Serve = Callable[[ReadStream, WriteStream], Awaitable[None]]
 ONE_SESSION = ""  # a WebSocket is one MCP session: its request ids are unique within the connection
 OUTBOX_LIMIT = 256  # notifications queued for one slow client before the oldest are dropped
+# How long after our reply to its tools/list a client counts as listening (see `Connection`).
+# Measured with the real client (2.1.331) on this project's loaded 2-core machine: it subscribed
+# from 20 ms to over 380 ms after that reply; coder/claudecode.nvim waits 600 ms after a connection
+# before it sends a queued mention (its `connection_wait_delay`).
+LISTEN_DELAY_S = 1.0
 
 
 def refusal(scope: Scope, token: str, port: int) -> tuple[int, str] | None:
@@ -60,16 +65,27 @@ async def refuse(send: Send, status: int, message: str) -> None:
 
 @dataclass(eq=False)
 class Connection:
-    """One accepted WebSocket: what the client said at the handshake, and its notification outbox."""
+    """One accepted WebSocket: what the client said at the handshake, and its notification outbox.
+
+    Claude Code drops a notification that comes before it subscribes to it, and it subscribes late:
+    its prompt registers `at_mentioned` and `selection_changed` only once our server is in its list
+    of connected servers (after it has listed our tools) and its prompt has rendered again, while
+    it is still starting. No message says when that is done, and its answers to pings do not tell
+    either (measured: a mention sent after two answered pings was still lost). So the outbox stays
+    closed until `LISTEN_DELAY_S` after our reply to its tools/list; what is queued meanwhile (a
+    mention sent as it starts, the selection at the handshake) leaves then, in order.
+    """
 
     client_name: str = "client"
     on_ready: Callable[[], None] | None = None  # called once the client has finished the handshake
     initialized: anyio.Event = field(default_factory=anyio.Event)
+    listed: anyio.Event = field(default_factory=anyio.Event)  # our reply to its tools/list has gone out
     outbox: list[SessionMessage] = field(default_factory=list)
     _wake: anyio.Event = field(default_factory=anyio.Event)
+    _listing: types.RequestId | None = None  # the id of the client's latest tools/list
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
-        """Queue a notification; it leaves once the handshake is done, after anything queued before."""
+        """Queue a notification; it leaves once the client listens, after anything queued before."""
         if len(self.outbox) >= OUTBOX_LIMIT:
             del self.outbox[0]  # a client that reads nothing keeps the newest state, not a backlog
         self.outbox.append(SessionMessage(types.JSONRPCNotification(jsonrpc="2.0", method=method, params=params)))
@@ -80,6 +96,8 @@ class Connection:
             info = (message.params or {}).get("clientInfo")
             if isinstance(info, dict) and isinstance(info.get("name"), str):
                 self.client_name = info["name"][:100]
+        elif isinstance(message, types.JSONRPCRequest) and message.method == "tools/list":
+            self._listing = message.id
         elif self._finishes_handshake(message):
             self.initialized.set()
             if self.on_ready is not None:
@@ -88,6 +106,12 @@ class Connection:
     def _finishes_handshake(self, message: types.JSONRPCMessage) -> bool:
         initialized = isinstance(message, types.JSONRPCNotification) and message.method == "notifications/initialized"
         return initialized and not self.initialized.is_set()
+
+    def sent(self, message: types.JSONRPCMessage) -> None:
+        """`message` has gone out; the reply to the client's tools/list starts `LISTEN_DELAY_S`."""
+        replies = isinstance(message, types.JSONRPCResponse | types.JSONRPCError)
+        if replies and self._listing is not None and message.id == self._listing:
+            self.listed.set()
 
 
 def _settled(in_flight: InFlight, found: types.RequestId | None) -> ServerMessageMetadata | None:
@@ -143,9 +167,12 @@ async def serve_connection(connection: Connection, receive: Receive, send: Send,
                 if isinstance(reply, types.JSONRPCResponse | types.JSONRPCError) and reply.id is not None:
                     in_flight.release(ONE_SESSION, reply.id)  # before it leaves: the client may reuse the id at once
                 await send_text(message)
+                connection.sent(reply)
 
     async def write_notifications() -> None:
         await connection.initialized.wait()
+        await connection.listed.wait()
+        await anyio.sleep(LISTEN_DELAY_S)
         while True:
             while connection.outbox:
                 await send_text(connection.outbox.pop(0))

@@ -184,11 +184,20 @@ def _message(request: dict[str, Any], blocks: list[dict[str, Any]]) -> dict[str,
 
 
 class ClaudeTerminal(GeminiTerminal):
-    """The real `claude` in a pseudo-terminal (POSIX), read like `GeminiTerminal`."""
+    """The real `claude` in a pseudo-terminal (POSIX), read like `GeminiTerminal`. Claude Code redraws
+    only the cells that changed: read what it shows with `wait_screen`."""
 
     def __init__(self, argv: Sequence[str], cwd: str, env: dict[str, str]) -> None:
         super().__init__(argv, cwd, env)
         self.argv = [claude_binary(), *argv]
+
+    def wait_prompt(self, timeout: float = 60) -> None:
+        """Wait for Claude Code's prompt input: the part of its UI that subscribes to the IDE's
+        `selection_changed` and `at_mentioned` (it drops them until then), drawn late in its start."""
+        self.wait_screen(PROMPT_MARK, timeout)
+
+
+PROMPT_MARK = "\u276f"  # ❯, the start of Claude Code's prompt input line
 
 
 def claude_env(config: str, port: int, model_url: str) -> dict[str, str]:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+import pyte
 import pytest
 
 from companion.diffs import Review
@@ -525,11 +526,27 @@ GEMINI_SETTINGS: dict[str, Any] = {
     "privacy": {"usageStatisticsEnabled": False},
 }
 
+# Gemini CLI takes an Enter that comes within 30 ms of a typed character for a newline inside a paste,
+# not a submit (`bufferFastReturn`, FAST_RETURN_TIMEOUT = 30 in its KeypressContext, 0.58.0 and
+# 0.61.0; terminals without the kitty keyboard protocol, such as Terminus): `submit` presses Enter
+# at least this long after the echo of the typed text was seen, which is after the CLI took it.
+ENTER_AFTER_TYPING_S = 0.05
+
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 # A TUI may leave blank cells unwritten and move the cursor over them instead: Claude Code does so
 # word by word (cursor to column N) when it believes it runs in CI (`CI` set). Such a move within
 # the line reads as one space, so the words on the screen stay words in `screen_text`.
 _CURSOR_RIGHT = re.compile(r"\x1b\[\d*C|\x1b\[(?:[2-9]|\d\d+)G")
+
+
+class _Screen(pyte.Screen):
+    """pyte's screen (the emulator Terminus draws its terminals with). An SGR with a private marker
+    (`CSI > 4 ; 2 m`, xterm's modifyOtherKeys, which Gemini CLI sends) sets a keyboard mode, not a
+    colour: it is ignored here, where pyte would fail on it."""
+
+    def select_graphic_rendition(self, *attrs: int, private: bool = False) -> None:
+        if not private:
+            super().select_graphic_rendition(*attrs)
 
 
 def make_gemini_home(home: str, settings: dict[str, Any] | None = None) -> str:
@@ -578,12 +595,16 @@ class GeminiTerminal:
         self.env = env
         self.size = (rows, columns)
         self.output = bytearray()
+        self._screen = _Screen(columns, rows)
+        self._screen_stream = pyte.ByteStream(self._screen)
+        self._screen_error: Exception | None = None
         self.pid = 0
         self.fd = -1
         self.exit_status: int | None = None
         self._lock = threading.Lock()
         self._reader: threading.Thread | None = None
         self._process: subprocess.Popen[bytes] | None = None
+        self._typed_at = 0.0  # when the echo of the last typed text was seen (time.monotonic)
 
     def start(self) -> GeminiTerminal:
         import pty
@@ -632,12 +653,29 @@ class GeminiTerminal:
                 return
             with self._lock:
                 self.output += data
+                try:
+                    self._screen_stream.feed(data)
+                except Exception as exc:  # keep reading: a TUI blocks on a full pty
+                    self._screen_error = exc
 
     def screen_text(self, start: int = 0) -> str:
         with self._lock:
             raw = bytes(self.output[start:])
         text = _CURSOR_RIGHT.sub(" ", raw.decode("utf-8", "replace"))
         return _ANSI.sub("", text).replace("\r", "")
+
+    def screen_lines(self) -> list[str]:
+        """The screen as the user sees it now, line by line."""
+        with self._lock:
+            if self._screen_error is not None:
+                raise AssertionError(f"the terminal emulator could not read the output: {self._screen_error!r}")
+            return [line.rstrip() for line in self._screen.display]
+
+    def wait_screen(self, text: str, timeout: float = 90) -> None:
+        """Wait until a line of the screen shows `text`. A TUI that redraws only the cells that changed
+        (Claude Code) never writes a line's unchanged characters again, so its output may lack, in one
+        piece, text that its screen shows: `wait_text` can miss it."""
+        self.wait_until(lambda: any(text in line for line in self.screen_lines()), f"{text!r} on the screen", timeout)
 
     def mark(self) -> int:
         with self._lock:
@@ -662,16 +700,23 @@ class GeminiTerminal:
         self.wait_until(lambda: text in self.screen_text(start), f"{text!r} on the terminal", timeout)
 
     def explain(self, message: str) -> str:
-        return f"{message}\n-- the terminal showed (tail):\n{self.screen_text()[-5000:]}"
+        with self._lock:
+            screen = "\n".join(line.rstrip() for line in self._screen.display if line.strip())
+        return f"{message}\n-- the screen:\n{screen}\n-- the terminal's output (tail):\n{self.screen_text()[-3000:]}"
 
     def type(self, text: str, timeout: float = 60) -> None:
         """Type `text` at the prompt and wait for its echo (Enter is separate: `submit`)."""
         start = self.mark()
         os.write(self.fd, text.encode("utf-8"))
         self.wait_text(text, timeout, start)
+        self._typed_at = time.monotonic()
 
     def submit(self) -> int:
-        """Press Enter; returns the output offset from before it, for waits on what follows."""
+        """Press Enter, as a key of its own (see ENTER_AFTER_TYPING_S); returns the output offset from
+        before it, for waits on what follows."""
+        early = self._typed_at + ENTER_AFTER_TYPING_S - time.monotonic()
+        if early > 0:
+            time.sleep(early)
         start = self.mark()
         os.write(self.fd, b"\r")
         return start

@@ -184,8 +184,9 @@ def test_pausing_takes_the_selection_out_of_claude_codes_prompt_and_resuming_bri
         claude = window.claude(model)
         try:
             window.wait_connected(claude)
+            claude.wait_prompt()  # the user selects once Claude Code shows its prompt
             window.handle.context.activate(other, Position(1, 16), "A_SELECTED_LINE", anchor=Position(1, 1))
-            claude.wait_text("1 line selected", 30)  # Claude Code's own indicator
+            claude.wait_screen("1 line selected", 30)  # Claude Code's own indicator
             window.handle.context.set_paused(True)  # the user pauses context sharing before asking
             time.sleep(1)
             window.ask(claude, "first question")
@@ -193,7 +194,7 @@ def test_pausing_takes_the_selection_out_of_claude_codes_prompt_and_resuming_bri
             first = prompt_with(model, "first question")
             assert "A_SELECTED_LINE" not in first and "notes.txt" not in first
             window.handle.context.set_paused(False)  # sharing again: the selection comes back
-            claude.wait_text("1 line selected", 30, claude.mark() - 2000)
+            claude.wait_screen("1 line selected", 30)
             time.sleep(1)
             window.ask(claude, "second question")
             claude.wait_until(lambda: prompt_with(model, "second question"), "the second prompt", 60)

@@ -18,7 +18,7 @@ from companion.claude_ide.protocol import NO_SELECTION
 from companion.context import Position
 from companion.diffs import Review
 from companion.runtime import Runtime, WindowHandle
-from tests.claude_client import ClaudeClient, ToolCallError
+from tests.claude_client import INITIALIZE, ClaudeClient, ToolCallError
 from tests.mcp_client import connect
 from tests.scripted_editor import ScriptedEditor
 
@@ -375,6 +375,28 @@ async def test_at_mentioned_reaches_connected_clients(claude_window: WindowHandl
         while claude_window.claude_clients:
             await anyio.sleep(0.02)
     assert claude_window.at_mentioned(path, 1, 1).result(10) == 0
+
+
+async def test_a_mention_sent_as_the_client_connects_waits_until_it_has_listed_the_tools(
+    claude_window: WindowHandle, workspace: str
+) -> None:
+    """Claude Code subscribes to at_mentioned only after it has listed our tools (and drops what
+    comes earlier): a mention sent as it connects (Send that opens Claude Code) leaves after the
+    reply to its tools/list, not on the handshake."""
+    client = await ClaudeClient.connect(claude_window.port, claude_window.claude_token, handshake=False)
+    try:
+        await client.request("initialize", INITIALIZE)
+        await client.notify("notifications/initialized")
+        with anyio.fail_after(10):
+            while not claude_window.claude_clients:
+                await anyio.sleep(0.02)
+        path = os.path.join(workspace, "a.py")
+        assert claude_window.at_mentioned(path, 0, 1).result(10) == 1  # queued on the connection
+        await client.request("tools/list")
+        assert client.notifications == []  # frames arrive in order: nothing came before the reply
+        assert await client.notification("at_mentioned") == {"filePath": path, "lineStart": 0, "lineEnd": 1}
+    finally:
+        await client.close()
 
 
 async def test_editor_tools_answer_in_the_shapes_the_client_parses(

@@ -4,9 +4,12 @@ port in its environment, and a sent selection lands in its prompt as `@path#Lsta
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import pwd
+import signal
+import threading
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -75,11 +78,11 @@ def test_open_claude_code_runs_it_with_the_windows_port_and_the_real_claude_conn
             raise AssertionError(claude.explain(str(exc))) from None
         control.settle()
         assert status_of(view) == "Gemini ○ · Claude ●"
-        claude.wait_text("for agents", 60)  # the prompt is ready
+        claude.wait_prompt()
         # Send Selection goes to Claude Code, the agent used last: its prompt gets the mention.
         control.select(view, sublime.Region(view.text_point(1, 0), view.text_point(2, 3)))
         assert control.run_from_palette(window, "gemini_companion_send_selection")
-        claude.wait_text("@app.py#L2-3", 30)
+        claude.wait_screen("@app.py#L2-3", 30)
         assert control.quick_panels() == []  # nothing asked: the last used agent was known
 
 
@@ -152,3 +155,55 @@ def test_turning_gemini_cli_off_hides_the_window_from_it_but_not_from_the_bridge
     view = control.open_file(window, write(workspace, "a.txt", "a\n"))
     control.settle()
     assert status_of(view) == "Claude ○"
+
+
+def test_send_selection_opens_claude_code_and_the_mention_waits_until_it_listens(
+    companion: Companion, terminus: types.ModuleType, workspace: str, tmp_path: Any, real_claude: list[ClaudeTerminal]
+) -> None:
+    """Send Selection to Claude Code before it runs: the mention goes out once it has connected, and
+    Claude Code takes it only once it has listed our tools and its prompt has subscribed. A Claude Code
+    starved of CPU (here stopped from its handshake until after the Send) must still get it."""
+    control.user_settings(SETTINGS, {"claude_command": [claude_binary()]})
+    window = control.new_window([workspace])
+    companion.load()
+    handle = companion.ready(window)
+    view = control.open_file(window, write(workspace, "app.py", "one\ntwo\nthree\n"))
+    control.select(view, sublime.Region(view.text_point(1, 0), view.text_point(2, 3)))
+    before = len(terminus.started)
+    view.run_command("gemini_companion_send_selection", {"agent": "claude"})
+    terminal = control.pump_until(
+        lambda: next((t for t in terminus.started[before:] if t.view.settings().has("terminus_view.viewport_y")), None),
+        30,
+        "Claude Code's terminal to be live",
+    )
+    config = make_config(str(tmp_path / "claude-home"), workspace)
+    os.symlink(os.path.dirname(handle.lock_path), os.path.join(config, "ide"))
+    mentions: list[concurrent.futures.Future[int]] = []
+    send_mention = handle.at_mentioned
+
+    def at_mentioned(path: str, first: int | None, last: int | None) -> concurrent.futures.Future[int]:
+        mentions.append(send_mention(path, first, last))
+        return mentions[-1]
+
+    setattr(handle, "at_mentioned", at_mentioned)  # noqa: B010  (the product's own call, observed)
+    with ModelStandIn("Write", {}) as model:
+        claude = spawn(terminal, config, model)
+        real_claude.append(claude)
+        stopped = threading.Event()
+        clients_changed = handle.on_clients_changed
+
+        def stop_at_the_handshake(changed: Any) -> None:  # on the loop thread, as the handshake ends
+            if changed.claude_clients and not stopped.is_set():
+                os.killpg(claude.pid, signal.SIGSTOP)
+                stopped.set()
+            clients_changed(changed)
+
+        handle.on_clients_changed = stop_at_the_handshake
+        try:
+            control.pump_until(stopped.is_set, 60, "the real Claude Code to connect")
+            (sent,) = control.pump_until(lambda: mentions, 30, "the Send to go out")
+            control.pump_until(sent.done, 30, "the mention to be handed to the connection")
+            assert sent.result() == 1
+        finally:
+            os.killpg(claude.pid, signal.SIGCONT)
+        claude.wait_screen("@app.py#L2-3", 30)
