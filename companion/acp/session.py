@@ -84,7 +84,7 @@ class ChatSession:
         self.env = agent_environment({**(os.environ if env is None else env), **spec.env})
         self.start_timeout = start_timeout
         self.gate = ReviewGate(editor, spec.name, reviews)  # the window's Reviews, shared with other chats
-        limit = read_limit_bytes or READ_LIMIT_BYTES  # the `read_file_limit_kb` setting
+        limit = read_limit_bytes or READ_LIMIT_BYTES  # the `chat_read_file_limit_kb` setting
         self.files = AgentFiles(PathPolicy(self.folders), editor, limit)
         self.agent: process.AgentProcess | None = None
         self.session_id = ""

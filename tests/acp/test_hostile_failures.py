@@ -177,13 +177,19 @@ def _wait_for_record(chat: subprocess.Popen[str], record: str) -> tuple[int, str
     raise AssertionError(f"the agent wrote no {record} within {CEILING} s")
 
 
-async def test_the_chats_file_limit_is_the_read_file_limit_kb_setting(workspace: str) -> None:
+async def test_the_chats_file_limit_is_its_own_setting_16_mib_by_default(workspace: str) -> None:
+    """Agents read whole source files: the chat's limit is not read_file's 100 KB (a ranged read of a
+    150 KB file was refused), and a refusal names the setting that raises it."""
     path = os.path.join(workspace, "big.txt")
     with open(path, "w", encoding="utf-8") as handle:
-        handle.write("x" * (WorkspaceToolSettings().read_limit_bytes + 1))
+        handle.write(("x" * 99 + "\n") * 1500)  # 150 KB, over read_file's limit
     session, _ = hostile(workspace, "deep")  # never started: only its file access is used
-    with pytest.raises(FsRefused, match=r"over the read limit of 100\.0 KB \(setting `read_file_limit_kb`\)"):
+    assert os.path.getsize(path) > WorkspaceToolSettings().read_limit_bytes
+    assert await session.files.read(path, 1, 2) == ("x" * 99 + "\n") * 2
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write("x" * (16 * 1024 * 1024))
+    with pytest.raises(FsRefused, match=r"over the read limit of 16\.0 MB \(setting `chat_read_file_limit_kb`\)"):
         await session.files.read(path, None, None)
     spec = AgentSpec("Hostile", (sys.executable, AGENT, "deep"))
-    raised = ChatSession(spec, [workspace], AsyncEditor(), RecordingView(), read_limit_bytes=200 * 1024)
-    assert len(await raised.files.read(path, None, None)) == 100 * 1024 + 1
+    raised = ChatSession(spec, [workspace], AsyncEditor(), RecordingView(), read_limit_bytes=17 * 1024 * 1024)
+    assert len(await raised.files.read(path, None, None)) == os.path.getsize(path)

@@ -79,7 +79,7 @@ def peak_rss() -> Iterator[list[int]]:
 
 def hostile(workspace: str, behaviour: str, view: RecordingView, **env: str) -> ChatSession:
     spec = AgentSpec("Hostile", (sys.executable, AGENT, behaviour))
-    return ChatSession(spec, [workspace], AsyncEditor(), view, env={**os.environ, **env}, read_limit_bytes=16 * MB)
+    return ChatSession(spec, [workspace], AsyncEditor(), view, env={**os.environ, **env})
 
 
 @pytest.mark.parametrize(("kind", "mb"), [("text", 25), ("diff", 25), ("diff", 12)])
