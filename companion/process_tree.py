@@ -3,13 +3,14 @@ process started in its own session, or orphaned by a crash or a double fork, is 
 child nor in its process group.
 
 - All platforms: its descendants are recorded while it runs (`update`, called periodically).
-- Linux: we become a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so an orphan of the tree is
-  re-parented to us instead of to init; our children carrying the tree's `marker` environment
-  variable (inherited from the child) are the tree's, whatever forks happened in between. Being a
-  subreaper is process-wide and stays: in Sublime's plugin host an orphan of another plugin's
-  process becomes ours too and, once it ends, stays a zombie (a PID entry, no memory) until the
-  plugin host exits; only the agent trees' are reaped. A process that clears its environment and
-  double-forks is not recognised (tests/acp: `escape`).
+- Linux, only in a process of our own (the headless `chat`; the caller says so with `adopts`): we
+  become a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so an orphan of the tree is re-parented
+  to us instead of to init; our children carrying the tree's `marker` environment variable
+  (inherited from the child) are the tree's, whatever forks happened in between. Never in
+  Sublime's plugin host: being a subreaper is process-wide and lasting, so every other plugin's
+  orphans would become ours and stay zombies until Sublime quits. There, a double fork is caught
+  only when `update` runs before its middle process exits. A process that clears its environment
+  and double-forks is not recognised either way (tests/acp: `escape`).
 - Windows: the child is put in a Job object; terminating the job ends every process in it. Coded
   against the Win32 documentation and type-checked, NOT run here (no Windows on the test machine).
   A process the child starts before it is assigned (a few milliseconds) is only caught by `update`.
@@ -26,8 +27,7 @@ from typing import Any
 from .processes import kill_and_wait
 
 MARKER = "GEMINI_COMPANION_AGENT_TREE"  # inherited by everything the child starts, unless it clears it
-_PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
-_subreaper: bool | None = None
+_PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 36, 37  # linux/prctl.h
 
 
 def new_marker() -> tuple[str, str]:
@@ -36,30 +36,50 @@ def new_marker() -> tuple[str, str]:
 
 
 def become_subreaper() -> bool:
-    """Linux: orphans of our children's trees become our children (once per process; later calls
-    are free). False elsewhere, or when the kernel refuses (before 3.4)."""
-    global _subreaper
-    if _subreaper is None:
-        _subreaper = _set_subreaper() if sys.platform.startswith("linux") else False
-    return _subreaper
+    """Linux: orphans of our children's trees become our children, for the rest of this process's
+    life. Only for a process of our own, never a shared one (the module's docstring). False
+    elsewhere, or when the kernel refuses (before 3.4)."""
+    return set_subreaper(True)
 
 
-def _set_subreaper() -> bool:
+def set_subreaper(on: bool) -> bool:
+    """Turn being a child subreaper on or off (Linux); True when the kernel did it."""
+    libc = _libc()
+    return libc is not None and int(libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)) == 0
+
+
+def is_subreaper() -> bool:
+    """Whether this process is a child subreaper now (Linux; False elsewhere)."""
+    import ctypes
+
+    libc = _libc()
+    value = ctypes.c_int(0)
+    return (
+        libc is not None
+        and int(libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(value), 0, 0, 0)) == 0
+        and bool(value.value)
+    )
+
+
+def _libc() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
     import ctypes
 
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
-    except (OSError, AttributeError):
-        return False
+        return libc if hasattr(libc, "prctl") else None
+    except OSError:
+        return None
 
 
 class ProcessTree:
     """The processes the child `pid` started, seen so far (psutil processes by PID)."""
 
-    def __init__(self, pid: int, marker: tuple[str, str]) -> None:
+    def __init__(self, pid: int, marker: tuple[str, str], adopts: bool) -> None:
         self.pid = pid
         self.marker = marker
+        self.adopts = adopts  # we are a subreaper for it (become_subreaper): its orphans are our children
         self.seen: dict[int, Any] = {}
         self._lock = threading.Lock()  # the periodic update's thread may still run when `kill` does
         self._root = _process(pid)  # kept: psutil then refuses a reused PID instead of listing its children
@@ -86,7 +106,7 @@ class ProcessTree:
         self._reap()
 
     def _adopted(self) -> list[Any]:
-        if not _subreaper:
+        if not self.adopts:
             return []
         try:
             import psutil

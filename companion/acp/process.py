@@ -127,13 +127,15 @@ class AgentProcess:
         return await self._exited(timeout)
 
 
-async def start(argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> AgentProcess:
+async def start(argv: Sequence[str], cwd: str, env: Mapping[str, str], *, subreaper: bool = False) -> AgentProcess:
     """Start the agent (raises OSError when it cannot run) in its own process group, so a Ctrl-C
-    meant for us reaches it only as our session/cancel, and stopping it is targeted."""
+    meant for us reaches it only as our session/cancel, and stopping it is targeted. `subreaper`:
+    this is a process of our own (the headless `chat`), which may adopt the agent's orphans
+    (process_tree.py); never in Sublime's shared plugin host."""
     loop = asyncio.get_running_loop()
     exited = asyncio.Event()
     marker = new_marker()
-    await asyncio.to_thread(become_subreaper)  # before it starts: its orphans come to us (Linux)
+    adopts = subreaper and become_subreaper()  # before it starts: its orphans come to us (Linux)
     # asyncio.create_subprocess_exec, with a protocol that also says when the process itself ends.
     transport, protocol = await loop.subprocess_exec(
         lambda: _Protocol(exited, _READ_LIMIT, loop),
@@ -145,7 +147,7 @@ async def start(argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> AgentP
         stderr=asyncio.subprocess.PIPE,
         **new_group(),
     )
-    tree = await asyncio.to_thread(ProcessTree, transport.get_pid(), marker)
+    tree = await asyncio.to_thread(ProcessTree, transport.get_pid(), marker, adopts)
     return AgentProcess(asyncio.subprocess.Process(transport, protocol, loop), transport, exited, argv, tree)
 
 

@@ -77,6 +77,7 @@ class ChatSession:
         start_timeout: float = START_TIMEOUT_SECONDS,
         reviews: Reviews | None = None,
         read_limit_bytes: int | None = None,
+        subreaper: bool = False,
     ) -> None:
         self.spec = spec
         self.folders = [os.path.abspath(f) for f in folders]
@@ -86,6 +87,7 @@ class ChatSession:
         self.gate = ReviewGate(editor, spec.name, reviews)  # the window's Reviews, shared with other chats
         limit = read_limit_bytes or READ_LIMIT_BYTES  # the `chat_read_file_limit_kb` setting
         self.files = AgentFiles(PathPolicy(self.folders), editor, limit)
+        self.subreaper = subreaper  # True only in a process of our own (process.start)
         self.agent: process.AgentProcess | None = None
         self.session_id = ""
         self.can_load = False  # the agent's `loadSession` capability (after initialize)
@@ -153,7 +155,9 @@ class ChatSession:
             raise ChatFailed(str(exc)) from None
         self._temp = await asyncio.to_thread(tempfile.mkdtemp, prefix="gemini-companion-agent-")
         try:
-            self.agent = await process.start(argv, self.folders[0], with_private_temp(self.env, self._temp))
+            self.agent = await process.start(
+                argv, self.folders[0], with_private_temp(self.env, self._temp), subreaper=self.subreaper
+            )
         except OSError as exc:
             raise ChatFailed(
                 f"{self.spec.name} could not be started ({argv[0]}: {exc.strerror or exc}); "

@@ -154,7 +154,8 @@ def _log_without_the_sdk() -> None:
 async def _chat(spec: AgentSpec, folder: str, editor: HeadlessEditor, view: TerminalView, prompt: str | None) -> int:
     from .session import ChatFailed, ChatSession  # the SDK loads here, on the first chat
 
-    session = ChatSession(spec, [folder], editor, view)
+    # This command is a process of its own: it may adopt the agent's orphans (process_tree.py).
+    session = ChatSession(spec, [folder], editor, view, subreaper=True)
     interrupts = _Interrupts(session)
     try:
         await interrupts.run(session.start())

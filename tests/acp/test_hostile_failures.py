@@ -18,6 +18,7 @@ import pytest
 from companion.acp.agents import AgentSpec
 from companion.acp.files import FsRefused
 from companion.acp.session import ChatFailed, ChatSession
+from companion.process_tree import is_subreaper, set_subreaper
 from companion.workspace.settings import WorkspaceToolSettings
 from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView
 from tests.acp.hostile_agent import REPLY, TERMINAL_METHODS
@@ -26,12 +27,16 @@ pytestmark = pytest.mark.anyio
 
 AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hostile_agent.py")
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and fork: not on Windows")
+LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a child subreaper is Linux's")
 
 
-def hostile(workspace: str, behaviour: str, **env: str) -> tuple[ChatSession, RecordingView]:
-    view = RecordingView()
+def hostile(
+    workspace: str, behaviour: str, view: RecordingView | None = None, subreaper: bool = False, **env: str
+) -> tuple[ChatSession, RecordingView]:
+    view = view or RecordingView()
     spec = AgentSpec("Hostile", (sys.executable, AGENT, behaviour))
-    return ChatSession(spec, [workspace], AsyncEditor(), view, env={**os.environ, **env}), view
+    environment = {**os.environ, **env}
+    return ChatSession(spec, [workspace], AsyncEditor(), view, env=environment, subreaper=subreaper), view
 
 
 def pids(record: str, *suffixes: str) -> list[int]:
@@ -54,6 +59,13 @@ def assert_all_gone(pid_list: list[int]) -> None:
         except psutil.TimeoutExpired:
             alive.append(pid)
     assert not alive, f"still running: {alive}"
+
+
+@pytest.fixture
+def not_left_a_subreaper() -> Iterator[None]:
+    """pytest is not left a child subreaper by a test that makes it one (or by a regression)."""
+    yield
+    set_subreaper(False)
 
 
 @pytest.fixture
@@ -125,10 +137,11 @@ def test_a_crash_that_leaves_children_ends_in_one_line_and_no_traceback(
 
 @POSIX_ONLY
 async def test_children_started_in_their_own_session_during_a_turn_are_stopped_with_the_agent(
-    workspace: str, tmp_path: str, killed_at_the_end: list[int]
+    workspace: str, tmp_path: str, killed_at_the_end: list[int], not_left_a_subreaper: None
 ) -> None:
+    """As the headless `chat` runs it: a process of its own, a subreaper (Linux)."""
     record = os.path.join(str(tmp_path), "pid")
-    session, _ = hostile(workspace, "orphans", HOSTILE_RECORD=record)
+    session, _ = hostile(workspace, "orphans", subreaper=True, HOSTILE_RECORD=record)
     try:
         await session.start()
         with pytest.raises(ChatFailed, match="exited"):
@@ -138,6 +151,23 @@ async def test_children_started_in_their_own_session_during_a_turn_are_stopped_w
     children = pids(record, ".1", ".2")  # one in its own session, one double-forked
     killed_at_the_end += children
     assert_all_gone(children)
+
+
+@LINUX_ONLY
+async def test_a_chat_in_a_shared_process_never_makes_it_a_subreaper(
+    workspace: str, not_left_a_subreaper: None
+) -> None:
+    """Sublime's plugin host runs every plugin: as a subreaper it would adopt their orphans, which
+    would stay zombies until Sublime quits. Only the headless `chat`, its own process, adopts."""
+    assert not is_subreaper()
+    session, view = hostile(workspace, "deep")  # as chat_sessions.py starts it
+    try:
+        await session.start()
+        assert await session.prompt("go") == "end_turn"
+        assert not is_subreaper()
+    finally:
+        await session.close()
+    assert view.text == [REPLY]
 
 
 @POSIX_ONLY
