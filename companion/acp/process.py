@@ -5,9 +5,11 @@ stderr tail kept for error messages, and stopped with everything it started.
 JSON-RPC; this only frames lines and keeps a misbehaving agent from hurting us: lines that are not
 JSON objects (or nested too deep to parse) are skipped and counted, a line over MAX_LINE_BYTES ends
 the chat (its message could be a response we wait on, so skipping it could hang), and a flood yields
-to the loop. Backpressure: at most MAX_REQUESTS_IN_FLIGHT of the agent's requests are being answered
-at once, each until its answer is in the agent's stdin pipe; beyond that, the agent is not read, so
-an agent that does not read our answers cannot make us hold more of them.
+to the loop. Backpressure: at most MAX_REQUESTS_IN_FLIGHT of the agent's `fs/*` requests (whose
+answers can be whole files) are being answered at once, each until its answer is in the agent's
+stdin pipe; beyond that, the agent is not read, so an agent that does not read our answers cannot
+make us hold more of them. Other requests (a permission waiting on the user, for as long as the
+user likes) never hold a slot: they must not stop the chat.
 """
 
 from __future__ import annotations
@@ -29,9 +31,9 @@ _STDERR_TAIL = 40  # lines
 _YIELD_EVERY = 64  # messages read back to back before letting the loop run other work
 STOP_GRACE_SECONDS = 2.0
 TRACK_SECONDS = 1.0  # how often the agent's process tree is recorded while it runs
-# An answer can be a whole file (read_file_limit_kb): a few at once bounds our memory, and a
-# request waiting on the user (a review) holds one.
+# An fs/* answer can be a whole file (chat_read_file_limit_kb): a few at once bounds our memory.
 MAX_REQUESTS_IN_FLIGHT = 4
+_BIG_ANSWERS = "fs/"  # the methods whose answers hold a slot
 
 
 class AgentStopped(Exception):
@@ -147,7 +149,12 @@ async def start(argv: Sequence[str], cwd: str, env: Mapping[str, str], *, subrea
         stderr=asyncio.subprocess.PIPE,
         **new_group(),
     )
-    tree = await asyncio.to_thread(ProcessTree, transport.get_pid(), marker, adopts)
+    try:
+        tree = await asyncio.to_thread(ProcessTree, transport.get_pid(), marker, adopts)
+    except BaseException:  # cancelled here, the agent (in its own session) and its pipes would leak
+        _kill_all(transport.get_pid(), True, None)
+        transport.close()
+        raise
     return AgentProcess(asyncio.subprocess.Process(transport, protocol, loop), transport, exited, argv, tree)
 
 
@@ -181,6 +188,8 @@ class AgentStdio:
         finally:
             if answered is not None:
                 self._answering[answered] -= 1
+                if not self._answering[answered]:
+                    del self._answering[answered]  # else one key per request id, for the whole chat
                 self._slots.release()
 
     def _answered_request(self, message: dict[str, Any]) -> str | None:
@@ -188,7 +197,7 @@ class AgentStdio:
         if "method" in message or "id" not in message:
             return None
         key = _id_key(message["id"])
-        return key if self._answering[key] > 0 else None
+        return key if self._answering.get(key, 0) > 0 else None
 
     async def _take_slot(self, request_id: Any) -> None:
         """Wait until fewer than MAX_REQUESTS_IN_FLIGHT requests of the agent are being answered;
@@ -218,7 +227,7 @@ class AgentStdio:
                 if not self.agent.first_skipped:
                     self.agent.first_skipped = text[:200].decode("utf-8", "replace")
                 continue
-            if "method" in message and "id" in message:
+            if "id" in message and str(message.get("method", "")).startswith(_BIG_ANSWERS):
                 await self._take_slot(message["id"])
             return message
 
@@ -268,9 +277,9 @@ def _id_key(request_id: Any) -> str:
     return json.dumps(request_id, sort_keys=True)
 
 
-def _kill_all(pid: int, running: bool, tree: ProcessTree) -> None:
+def _kill_all(pid: int, running: bool, tree: ProcessTree | None) -> None:
     """Kill the agent (when still `running`), its process group (POSIX: it leads its own session)
-    and every process of its tree still alive; wait for them to go."""
+    and every process of its tree still alive (when there is one); wait for them to go."""
     if running:
         kill_one(pid)
     if hasattr(os, "killpg"):
@@ -278,4 +287,5 @@ def _kill_all(pid: int, running: bool, tree: ProcessTree) -> None:
             os.killpg(pid, signal.SIGKILL)
         except OSError:
             pass  # the group is empty: everyone already left
-    tree.kill()
+    if tree is not None:
+        tree.kill()

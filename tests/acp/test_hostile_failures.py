@@ -5,20 +5,24 @@ where it can, and no process or temporary folder is left."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 
 import psutil
 import pytest
 
+from companion.acp import process
 from companion.acp.agents import AgentSpec
 from companion.acp.files import FsRefused
 from companion.acp.session import ChatFailed, ChatSession
-from companion.process_tree import is_subreaper, set_subreaper
+from companion.acp.view import Choice
+from companion.process_tree import ProcessTree, is_subreaper, set_subreaper
 from companion.workspace.settings import WorkspaceToolSettings
 from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView
 from tests.acp.hostile_agent import REPLY, TERMINAL_METHODS
@@ -223,3 +227,65 @@ async def test_the_chats_file_limit_is_its_own_setting_16_mib_by_default(workspa
     spec = AgentSpec("Hostile", (sys.executable, AGENT, "deep"))
     raised = ChatSession(spec, [workspace], AsyncEditor(), RecordingView(), read_limit_bytes=17 * 1024 * 1024)
     assert len(await raised.files.read(path, None, None)) == os.path.getsize(path)
+
+
+class OpenReviews(RecordingView):
+    """Permission questions stay open (as a Sublime review can) until `decide` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.decide = asyncio.Event()
+        self.replied = asyncio.Event()
+
+    async def choose(self, title: str, choices: list[Choice]) -> str | None:
+        self.asked.append((title, choices))
+        await self.decide.wait()
+        return choices[0].option_id
+
+    def agent_text(self, text: str) -> None:
+        super().agent_text(text)
+        self.replied.set()
+
+
+async def test_five_open_permission_requests_do_not_stop_the_chat(workspace: str) -> None:
+    """Only fs/* answers (whole files) hold a backpressure slot: with 5 questions open, the agent's
+    text still arrives."""
+    view = OpenReviews()
+    session, _ = hostile(workspace, "permissions", view)
+    try:
+        await session.start()
+        turn = asyncio.ensure_future(session.prompt("ask five times"))
+        await asyncio.wait_for(view.replied.wait(), CEILING)
+        assert view.text == [REPLY]  # sent after the 5 requests: they did not stop the reading
+        view.decide.set()
+        assert await asyncio.wait_for(turn, CEILING) == "end_turn"
+    finally:
+        await session.close()
+    assert len(view.asked) == 5 and view.text == [REPLY, "5 answered"]
+
+
+@POSIX_ONLY
+async def test_a_start_cancelled_after_the_spawn_leaves_no_agent(
+    workspace: str, monkeypatch: pytest.MonkeyPatch, killed_at_the_end: list[int]
+) -> None:
+    """A chat closed while its agent is starting: the cancellation lands between the spawn and
+    the return (the tree is built in a thread, held here until the cancel)."""
+    spawned, release = threading.Event(), threading.Event()
+
+    def held_tree(pid: int, marker: tuple[str, str], adopts: bool) -> ProcessTree:
+        killed_at_the_end.append(pid)
+        spawned.set()
+        release.wait(CEILING)
+        return ProcessTree(pid, marker, adopts)
+
+    monkeypatch.setattr(process, "ProcessTree", held_tree)
+    argv = [sys.executable, "-c", "import time; time.sleep(600)"]
+    starting = asyncio.ensure_future(process.start(argv, workspace, dict(os.environ)))
+    try:
+        assert await asyncio.to_thread(spawned.wait, CEILING)
+        starting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await starting
+    finally:
+        release.set()
+    assert_all_gone(killed_at_the_end)
