@@ -163,14 +163,27 @@ async def _chat(spec: AgentSpec, folder: str, editor: HeadlessEditor, view: Term
             return await _one_turn(session, interrupts, prompt)
         return await _repl(session, interrupts)
     except ChatFailed as exc:
-        print(f"\nerror: {exc}", file=sys.stderr, flush=True)
+        _tell(f"\nerror: {exc}")
         return EXIT_FAILED
     except asyncio.CancelledError:
-        print("\nStopped.", file=sys.stderr, flush=True)
+        _tell("\nStopped.")
         return EXIT_FAILED
     finally:
-        interrupts.remove()
-        await session.close()
+        # The handlers stay through the close (up to a few seconds): a second stop signal meanwhile
+        # would otherwise kill us and leave the agent and its temporary folder.
+        interrupts.closing = True
+        try:
+            await session.close()
+        finally:
+            interrupts.remove()
+
+
+def _tell(text: str) -> None:
+    """A line on stderr, if it is still there: after SIGHUP the terminal is gone (EIO)."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except OSError:
+        pass
 
 
 async def _one_turn(session: ChatSession, interrupts: _Interrupts, prompt: str) -> int:
@@ -208,6 +221,7 @@ class _Interrupts:
         self._cancelled_turn = False
         self._previous: dict[int, Any] = {}
         self._cancelling: asyncio.Future[None] | None = None
+        self.closing = False  # the chat is stopping: further signals change nothing
 
     async def run(self, awaitable: Awaitable[T]) -> T:
         self._install()
@@ -237,10 +251,12 @@ class _Interrupts:
             self._loop.call_soon_threadsafe(self._on_interrupt if number == signal.SIGINT else self._stop)
 
     def _stop(self) -> None:
-        if self._main is not None:
+        if self._main is not None and not self.closing:
             self._main.cancel()
 
     def _on_interrupt(self) -> None:
+        if self.closing:
+            return
         if self._in_turn and not self._cancelled_turn:
             self._cancelled_turn = True
             print("\n[cancelling the turn; Ctrl-C again to stop the chat]", file=sys.stderr, flush=True)

@@ -195,6 +195,31 @@ def test_a_stop_signal_to_chat_stops_the_agent_and_removes_its_temporary_folder(
     assert not os.path.exists(agent[1]), f"the agent's temporary folder {agent[1]} is left"
 
 
+@POSIX_ONLY
+def test_a_second_stop_signal_while_chat_closes_changes_nothing(
+    workspace: str, tmp_path: str, killed_at_the_end: list[int]
+) -> None:
+    """The close takes seconds (the agent ignores stdin EOF): a repeated SIGTERM meanwhile (a
+    supervisor insisting) must not kill the chat before it stopped the agent."""
+    record = os.path.join(str(tmp_path), "agent")
+    chat = chat_process(workspace, "linger", record)
+    try:
+        agent = _wait_for_record(chat, record)
+        killed_at_the_end.append(agent[0])
+        chat.send_signal(signal.SIGTERM)
+        assert chat.stderr is not None
+        while (line := chat.stderr.readline()) and line.strip() != "Stopped.":
+            pass  # "Stopped." is said just before the close
+        chat.send_signal(signal.SIGTERM)
+        _, stderr = chat.communicate(timeout=CEILING)
+    except BaseException:
+        chat.kill()
+        raise
+    assert chat.returncode == 1, stderr
+    assert_all_gone([agent[0]])
+    assert not os.path.exists(agent[1]), f"the agent's temporary folder {agent[1]} is left"
+
+
 def _wait_for_record(chat: subprocess.Popen[str], record: str) -> tuple[int, str]:
     """The agent's "PID TMPDIR", once it wrote them (it does on the prompt, then never answers)."""
     for _ in range(CEILING * 20):
