@@ -2,7 +2,9 @@
 process started in its own session, or orphaned by a crash or a double fork, is no longer under the
 child nor in its process group.
 
-- All platforms: its descendants are recorded while it runs (`update`, called periodically).
+- All platforms: its descendants are recorded when the caller asks (`update`: the chat does once a
+  second during a turn, never while idle) and before the kill; each time from one scan of the
+  process table (the child's descendants, or with `adopts` ours).
 - Linux, only in a process of our own (the headless `chat`; the caller says so with `adopts`): we
   become a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so an orphan of the tree is re-parented
   to us instead of to init; our children carrying the tree's `marker` environment variable
@@ -101,24 +103,27 @@ class ProcessTree:
             self.seen.clear()
 
     def _update(self) -> None:
-        for proc in _descendants(self._root) + self._adopted():
+        """One scan of the process table (psutil's children(recursive=True) reads it once)."""
+        found = self._with_adopted() if self.adopts else _descendants(self._root)
+        for proc in found:
             self.seen.setdefault(proc.pid, proc)
-        self._reap()
+        if self.adopts:
+            self._reap()  # only adopted processes can be our zombies
 
-    def _adopted(self) -> list[Any]:
-        if not self.adopts:
-            return []
-        try:
-            import psutil
-
-            ours = psutil.Process().children()
-        except Exception:
-            return []
-        adopted: list[Any] = []
-        for child in ours:
+    def _with_adopted(self) -> list[Any]:
+        """The child's descendants and the orphans of its tree re-parented to us (marked), from
+        all our descendants: the only processes whose parents are then asked."""
+        children: dict[int, list[Any]] = {}
+        for proc in _descendants(_process(os.getpid())):
+            try:
+                children.setdefault(proc.ppid(), []).append(proc)
+            except Exception:
+                continue  # gone meanwhile
+        found = _below(self.pid, children) if _running(self._root) else []  # not a reused PID's
+        for child in children.get(os.getpid(), []):
             if child.pid != self.pid and _carries(child, self.marker):
-                adopted += [child, *_descendants(child)]
-        return adopted
+                found += [child, *_below(child.pid, children)]
+        return found
 
     def _reap(self) -> None:
         """Our adopted children that ended are zombies until someone waits for them: we do."""
@@ -152,6 +157,23 @@ def _descendants(proc: Any) -> list[Any]:
         return list(proc.children(recursive=True)) if proc is not None else []
     except Exception:  # gone, or its PID reused by another process
         return []
+
+
+def _below(pid: int, children: dict[int, list[Any]]) -> list[Any]:
+    found: list[Any] = []
+    parents = [pid]
+    while parents:
+        below = children.get(parents.pop(), [])
+        found += below
+        parents += [proc.pid for proc in below]
+    return found
+
+
+def _running(proc: Any) -> bool:
+    try:
+        return proc is not None and bool(proc.is_running())  # False once its PID is someone else's
+    except Exception:
+        return False
 
 
 def _carries(proc: Any, marker: tuple[str, str]) -> bool:

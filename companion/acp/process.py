@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import json
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..process_tree import ProcessTree, become_subreaper, new_marker
@@ -30,7 +31,7 @@ _READ_LIMIT = 1024 * 1024  # StreamReader chunk limit; longer lines are read in 
 _STDERR_TAIL = 40  # lines
 _YIELD_EVERY = 64  # messages read back to back before letting the loop run other work
 STOP_GRACE_SECONDS = 2.0
-TRACK_SECONDS = 1.0  # how often the agent's process tree is recorded while it runs
+TRACK_SECONDS = 1.0  # how often the agent's process tree is recorded during a turn
 # An fs/* answer can be a whole file (chat_read_file_limit_kb): a few at once bounds our memory.
 MAX_REQUESTS_IN_FLIGHT = 4
 _BIG_ANSWERS = "fs/"  # the methods whose answers hold a slot
@@ -65,6 +66,8 @@ class AgentProcess:
         # Set while the agent is not read: MAX_REQUESTS_IN_FLIGHT of its requests are being answered.
         self.backpressure = asyncio.Event()
         self.tree = tree
+        self._turns = 0
+        self._in_turn = asyncio.Event()  # set while a turn runs: the tree is scanned only then
         self._stderr_task = asyncio.ensure_future(self._collect_stderr())
         self._tracker = asyncio.ensure_future(self._track_tree())
 
@@ -90,10 +93,24 @@ class AgentProcess:
                 return
             self.stderr_tail.append(line.decode("utf-8", "replace").rstrip()[:1000])
 
+    @contextlib.contextmanager
+    def turn(self) -> Iterator[None]:
+        """While the block runs (a prompt turn: the agent starts things), its tree is recorded."""
+        self._turns += 1
+        self._in_turn.set()
+        try:
+            yield
+        finally:
+            self._turns -= 1
+            if not self._turns:
+                self._in_turn.clear()
+
     async def _track_tree(self) -> None:
-        """Record the agent's process tree while it runs: a child it starts in its own session and
-        that it then leaves (by crashing) is no longer under it when the chat stops."""
+        """Record the agent's process tree during turns: a child it starts in its own session and
+        that it then leaves (by crashing) is no longer under it when the chat stops. Never while
+        idle (a scan of the process table costs CPU), and once more at `stop`."""
         while True:
+            await self._in_turn.wait()
             await asyncio.to_thread(self.tree.update)
             if await self._exited(TRACK_SECONDS):
                 return

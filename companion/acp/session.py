@@ -9,6 +9,7 @@ starting does (`start_timeout`), so an agent that never answers gets a clear mes
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import shutil
@@ -263,7 +264,8 @@ class ChatSession:
         blocks += [block for a in attached for block in _resource_blocks(a)]
         self._notes = []
         try:
-            response = await self._conn.prompt(self.session_id, blocks)
+            with self.agent.turn() if self.agent else contextlib.nullcontext():  # its tree is tracked meanwhile
+                response = await self._conn.prompt(self.session_id, blocks)
         except (ConnectionError, RequestError) as exc:
             raise ChatFailed(await self._failure(exc, "the prompt")) from None
         stop_reason = str(response.stop_reason)

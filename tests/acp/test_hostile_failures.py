@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import psutil
 import pytest
@@ -314,3 +315,54 @@ async def test_a_start_cancelled_after_the_spawn_leaves_no_agent(
     finally:
         release.set()
     assert_all_gone(killed_at_the_end)
+
+
+async def test_the_agents_tree_is_scanned_during_turns_never_while_idle(
+    workspace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scan of the process table costs CPU in Sublime's plugin host: an idle chat costs none."""
+    scanned = threading.Event()
+    update = ProcessTree.update
+
+    def counted(tree: ProcessTree) -> None:
+        scanned.set()
+        update(tree)
+
+    monkeypatch.setattr(ProcessTree, "update", counted)
+    session, _ = hostile(workspace, "deep")
+    try:
+        await session.start()
+        # No event can say "nothing happened": three of the periods a running turn is scanned at.
+        assert not await asyncio.to_thread(scanned.wait, 3 * process.TRACK_SECONDS), "scanned while idle"
+        assert await session.prompt("go") == "end_turn"
+        assert await asyncio.to_thread(scanned.wait, CEILING), "never scanned during the turn"
+    finally:
+        await session.close()
+
+
+def test_one_update_scans_the_process_table_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With 120 processes, two scans (and the environment of every child) were 18 ms of CPU per
+    update: now one (psutil's children(recursive=True) reads the table once; process_iter too)."""
+    scans: list[int] = []
+    children, process_iter = psutil.Process.children, psutil.process_iter
+
+    def counted_children(proc: psutil.Process, recursive: bool = False) -> list[psutil.Process]:
+        scans.append(1)
+        return children(proc, recursive)
+
+    def counted_iter(*args: Any, **kwargs: Any) -> Iterator[psutil.Process]:
+        scans.append(1)
+        return process_iter(*args, **kwargs)
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        monkeypatch.setattr(psutil.Process, "children", counted_children)
+        monkeypatch.setattr(psutil, "process_iter", counted_iter)
+        for adopts in (False, True):
+            tree = ProcessTree(os.getpid(), ("UNUSED_MARKER", "x"), adopts)
+            scans.clear()
+            tree.update()
+            assert len(scans) == 1 and child.pid in tree.seen
+    finally:
+        child.kill()
+        child.wait()
