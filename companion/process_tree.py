@@ -185,7 +185,8 @@ def _carries(proc: Any, marker: tuple[str, str]) -> bool:
 
 class _WindowsJob:
     """A Job object holding the child and everything it starts (KILL_ON_JOB_CLOSE also ends them if
-    we die). Untested here: see the module's docstring."""
+    we die). No breakaway is allowed, so a browser the agent opens (a login) ends with the chat.
+    Untested here: see the module's docstring."""
 
     _JOB_OBJECT_EXTENDED_LIMIT_INFORMATION = 9
     _JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE = 0x2000
@@ -203,7 +204,7 @@ class _WindowsJob:
         import ctypes
         from ctypes import wintypes
 
-        kernel32: Any = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+        kernel32 = _kernel32()
         kernel32.CreateJobObjectW.restype = wintypes.HANDLE
         kernel32.OpenProcess.restype = wintypes.HANDLE
         job = kernel32.CreateJobObjectW(None, None)
@@ -214,7 +215,11 @@ class _WindowsJob:
             wintypes.HANDLE(job), self._JOB_OBJECT_EXTENDED_LIMIT_INFORMATION, ctypes.byref(info), ctypes.sizeof(info)
         )
         process = kernel32.OpenProcess(self._PROCESS_SET_QUOTA | self._PROCESS_TERMINATE, False, pid)
-        assigned = bool(process) and set_ok and kernel32.AssignProcessToJobObject(wintypes.HANDLE(job), process)
+        assigned = (
+            bool(process)
+            and set_ok
+            and kernel32.AssignProcessToJobObject(wintypes.HANDLE(job), wintypes.HANDLE(process))
+        )
         if process:
             kernel32.CloseHandle(wintypes.HANDLE(process))
         if not assigned:
@@ -225,13 +230,21 @@ class _WindowsJob:
     def terminate(self) -> None:
         if self._handle is None:
             return
-        import ctypes
         from ctypes import wintypes
 
-        kernel32: Any = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+        kernel32 = _kernel32()
         kernel32.TerminateJobObject(wintypes.HANDLE(self._handle), 1)
         kernel32.CloseHandle(wintypes.HANDLE(self._handle))
         self._handle = None
+
+
+def _kernel32() -> Any:
+    """kernel32.dll (ctypes.WinDLL exists on Windows only: the platform check narrows it)."""
+    if sys.platform == "win32":
+        import ctypes
+
+        return ctypes.WinDLL("kernel32", use_last_error=True)
+    raise OSError("a Job object is Windows's")
 
 
 def _extended_limit_information(flags: int) -> Any:
