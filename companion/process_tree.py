@@ -2,14 +2,17 @@
 process started in its own session, or orphaned by a crash or a double fork, is no longer under the
 child nor in its process group.
 
-- All platforms: its descendants are recorded while it runs (`update`, called periodically).
-- Linux: we become a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so an orphan of the tree is
-  re-parented to us instead of to init; our children carrying the tree's `marker` environment
-  variable (inherited from the child) are the tree's, whatever forks happened in between. Being a
-  subreaper is process-wide and stays: in Sublime's plugin host an orphan of another plugin's
-  process becomes ours too and, once it ends, stays a zombie (a PID entry, no memory) until the
-  plugin host exits; only the agent trees' are reaped. A process that clears its environment and
-  double-forks is not recognised (tests/acp: `escape`).
+- All platforms: its descendants are recorded when the caller asks (`update`: the chat does once a
+  second during a turn, never while idle) and before the kill; each time from one scan of the
+  process table (the child's descendants, or with `adopts` ours).
+- Linux, only in a process of our own (the headless `chat`; the caller says so with `adopts`): we
+  become a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so an orphan of the tree is re-parented
+  to us instead of to init; our children carrying the tree's `marker` environment variable
+  (inherited from the child) are the tree's, whatever forks happened in between. Never in
+  Sublime's plugin host: being a subreaper is process-wide and lasting, so every other plugin's
+  orphans would become ours and stay zombies until Sublime quits. There, a double fork is caught
+  only when `update` runs before its middle process exits. A process that clears its environment
+  and double-forks is not recognised either way (tests/acp: `escape`).
 - Windows: the child is put in a Job object; terminating the job ends every process in it. Coded
   against the Win32 documentation and type-checked, NOT run here (no Windows on the test machine).
   A process the child starts before it is assigned (a few milliseconds) is only caught by `update`.
@@ -26,8 +29,7 @@ from typing import Any
 from .processes import kill_and_wait
 
 MARKER = "GEMINI_COMPANION_AGENT_TREE"  # inherited by everything the child starts, unless it clears it
-_PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
-_subreaper: bool | None = None
+_PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 36, 37  # linux/prctl.h
 
 
 def new_marker() -> tuple[str, str]:
@@ -36,30 +38,50 @@ def new_marker() -> tuple[str, str]:
 
 
 def become_subreaper() -> bool:
-    """Linux: orphans of our children's trees become our children (once per process; later calls
-    are free). False elsewhere, or when the kernel refuses (before 3.4)."""
-    global _subreaper
-    if _subreaper is None:
-        _subreaper = _set_subreaper() if sys.platform.startswith("linux") else False
-    return _subreaper
+    """Linux: orphans of our children's trees become our children, for the rest of this process's
+    life. Only for a process of our own, never a shared one (the module's docstring). False
+    elsewhere, or when the kernel refuses (before 3.4)."""
+    return set_subreaper(True)
 
 
-def _set_subreaper() -> bool:
+def set_subreaper(on: bool) -> bool:
+    """Turn being a child subreaper on or off (Linux); True when the kernel did it."""
+    libc = _libc()
+    return libc is not None and int(libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)) == 0
+
+
+def is_subreaper() -> bool:
+    """Whether this process is a child subreaper now (Linux; False elsewhere)."""
+    import ctypes
+
+    libc = _libc()
+    value = ctypes.c_int(0)
+    return (
+        libc is not None
+        and int(libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(value), 0, 0, 0)) == 0
+        and bool(value.value)
+    )
+
+
+def _libc() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
     import ctypes
 
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
-    except (OSError, AttributeError):
-        return False
+        return libc if hasattr(libc, "prctl") else None
+    except OSError:
+        return None
 
 
 class ProcessTree:
     """The processes the child `pid` started, seen so far (psutil processes by PID)."""
 
-    def __init__(self, pid: int, marker: tuple[str, str]) -> None:
+    def __init__(self, pid: int, marker: tuple[str, str], adopts: bool) -> None:
         self.pid = pid
         self.marker = marker
+        self.adopts = adopts  # we are a subreaper for it (become_subreaper): its orphans are our children
         self.seen: dict[int, Any] = {}
         self._lock = threading.Lock()  # the periodic update's thread may still run when `kill` does
         self._root = _process(pid)  # kept: psutil then refuses a reused PID instead of listing its children
@@ -81,24 +103,27 @@ class ProcessTree:
             self.seen.clear()
 
     def _update(self) -> None:
-        for proc in _descendants(self._root) + self._adopted():
+        """One scan of the process table (psutil's children(recursive=True) reads it once)."""
+        found = self._with_adopted() if self.adopts else _descendants(self._root)
+        for proc in found:
             self.seen.setdefault(proc.pid, proc)
-        self._reap()
+        if self.adopts:
+            self._reap()  # only adopted processes can be our zombies
 
-    def _adopted(self) -> list[Any]:
-        if not _subreaper:
-            return []
-        try:
-            import psutil
-
-            ours = psutil.Process().children()
-        except Exception:
-            return []
-        adopted: list[Any] = []
-        for child in ours:
+    def _with_adopted(self) -> list[Any]:
+        """The child's descendants and the orphans of its tree re-parented to us (marked), from
+        all our descendants: the only processes whose parents are then asked."""
+        children: dict[int, list[Any]] = {}
+        for proc in _descendants(_process(os.getpid())):
+            try:
+                children.setdefault(proc.ppid(), []).append(proc)
+            except Exception:
+                continue  # gone meanwhile
+        found = _below(self.pid, children) if _running(self._root) else []  # not a reused PID's
+        for child in children.get(os.getpid(), []):
             if child.pid != self.pid and _carries(child, self.marker):
-                adopted += [child, *_descendants(child)]
-        return adopted
+                found += [child, *_below(child.pid, children)]
+        return found
 
     def _reap(self) -> None:
         """Our adopted children that ended are zombies until someone waits for them: we do."""
@@ -134,6 +159,23 @@ def _descendants(proc: Any) -> list[Any]:
         return []
 
 
+def _below(pid: int, children: dict[int, list[Any]]) -> list[Any]:
+    found: list[Any] = []
+    parents = [pid]
+    while parents:
+        below = children.get(parents.pop(), [])
+        found += below
+        parents += [proc.pid for proc in below]
+    return found
+
+
+def _running(proc: Any) -> bool:
+    try:
+        return proc is not None and bool(proc.is_running())  # False once its PID is someone else's
+    except Exception:
+        return False
+
+
 def _carries(proc: Any, marker: tuple[str, str]) -> bool:
     try:
         return proc.environ().get(marker[0]) == marker[1]
@@ -143,7 +185,8 @@ def _carries(proc: Any, marker: tuple[str, str]) -> bool:
 
 class _WindowsJob:
     """A Job object holding the child and everything it starts (KILL_ON_JOB_CLOSE also ends them if
-    we die). Untested here: see the module's docstring."""
+    we die). No breakaway is allowed, so a browser the agent opens (a login) ends with the chat.
+    Untested here: see the module's docstring."""
 
     _JOB_OBJECT_EXTENDED_LIMIT_INFORMATION = 9
     _JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE = 0x2000
@@ -161,7 +204,7 @@ class _WindowsJob:
         import ctypes
         from ctypes import wintypes
 
-        kernel32: Any = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+        kernel32 = _kernel32()
         kernel32.CreateJobObjectW.restype = wintypes.HANDLE
         kernel32.OpenProcess.restype = wintypes.HANDLE
         job = kernel32.CreateJobObjectW(None, None)
@@ -172,7 +215,11 @@ class _WindowsJob:
             wintypes.HANDLE(job), self._JOB_OBJECT_EXTENDED_LIMIT_INFORMATION, ctypes.byref(info), ctypes.sizeof(info)
         )
         process = kernel32.OpenProcess(self._PROCESS_SET_QUOTA | self._PROCESS_TERMINATE, False, pid)
-        assigned = bool(process) and set_ok and kernel32.AssignProcessToJobObject(wintypes.HANDLE(job), process)
+        assigned = (
+            bool(process)
+            and set_ok
+            and kernel32.AssignProcessToJobObject(wintypes.HANDLE(job), wintypes.HANDLE(process))
+        )
         if process:
             kernel32.CloseHandle(wintypes.HANDLE(process))
         if not assigned:
@@ -183,13 +230,21 @@ class _WindowsJob:
     def terminate(self) -> None:
         if self._handle is None:
             return
-        import ctypes
         from ctypes import wintypes
 
-        kernel32: Any = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+        kernel32 = _kernel32()
         kernel32.TerminateJobObject(wintypes.HANDLE(self._handle), 1)
         kernel32.CloseHandle(wintypes.HANDLE(self._handle))
         self._handle = None
+
+
+def _kernel32() -> Any:
+    """kernel32.dll (ctypes.WinDLL exists on Windows only: the platform check narrows it)."""
+    if sys.platform == "win32":
+        import ctypes
+
+        return ctypes.WinDLL("kernel32", use_last_error=True)
+    raise OSError("a Job object is Windows's")
 
 
 def _extended_limit_information(flags: int) -> Any:

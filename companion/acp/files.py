@@ -14,7 +14,10 @@ from ..workspace.reading import read_text
 from ..workspace.writing import existing_format, write_atomically
 from .review_gate import AcceptedEdit
 
-READ_LIMIT_BYTES = 100 * 1024  # the `read_file_limit_kb` setting's default (as read_file's)
+# A chat's agent reads whole source files (Claude's Read asks for a range, yet the whole file is
+# read): its own setting, far above `read_file_limit_kb` (100 KB, the MCP tool's).
+READ_LIMIT_SETTING = "chat_read_file_limit_kb"
+READ_LIMIT_BYTES = 16 * 1024 * 1024  # that setting's default
 EDITOR_TIMEOUT_SECONDS = 30
 
 
@@ -26,7 +29,7 @@ class AgentFiles:
     def __init__(self, policy: PathPolicy, editor: Editor, read_limit: int = READ_LIMIT_BYTES) -> None:
         self.policy = policy
         self.editor = editor
-        self.read_limit = read_limit  # bytes: the `read_file_limit_kb` setting, which a refusal names
+        self.read_limit = read_limit  # bytes: the READ_LIMIT_SETTING, which a refusal names
 
     async def resolve(self, path: str) -> Resolved:
         try:
@@ -57,7 +60,7 @@ class AgentFiles:
         if unsaved is None and not target.exists:
             return ""
         try:
-            result = await asyncio.to_thread(read_text, target, unsaved, self.read_limit, path)
+            result = await asyncio.to_thread(read_text, target, unsaved, self.read_limit, path, READ_LIMIT_SETTING)
         except WorkspaceError as exc:
             raise FsRefused(str(exc)) from None
         if line is None and limit is None:

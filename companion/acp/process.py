@@ -5,19 +5,22 @@ stderr tail kept for error messages, and stopped with everything it started.
 JSON-RPC; this only frames lines and keeps a misbehaving agent from hurting us: lines that are not
 JSON objects (or nested too deep to parse) are skipped and counted, a line over MAX_LINE_BYTES ends
 the chat (its message could be a response we wait on, so skipping it could hang), and a flood yields
-to the loop. Backpressure: at most MAX_REQUESTS_IN_FLIGHT of the agent's requests are being answered
-at once, each until its answer is in the agent's stdin pipe; beyond that, the agent is not read, so
-an agent that does not read our answers cannot make us hold more of them.
+to the loop. Backpressure: at most MAX_REQUESTS_IN_FLIGHT of the agent's `fs/*` requests (whose
+answers can be whole files) are being answered at once, each until its answer is in the agent's
+stdin pipe; beyond that, the agent is not read, so an agent that does not read our answers cannot
+make us hold more of them. Other requests (a permission waiting on the user, for as long as the
+user likes) never hold a slot: they must not stop the chat.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import json
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..process_tree import ProcessTree, become_subreaper, new_marker
@@ -28,10 +31,10 @@ _READ_LIMIT = 1024 * 1024  # StreamReader chunk limit; longer lines are read in 
 _STDERR_TAIL = 40  # lines
 _YIELD_EVERY = 64  # messages read back to back before letting the loop run other work
 STOP_GRACE_SECONDS = 2.0
-TRACK_SECONDS = 1.0  # how often the agent's process tree is recorded while it runs
-# An answer can be a whole file (read_file_limit_kb): a few at once bounds our memory, and a
-# request waiting on the user (a review) holds one.
+TRACK_SECONDS = 1.0  # how often the agent's process tree is recorded during a turn
+# An fs/* answer can be a whole file (chat_read_file_limit_kb): a few at once bounds our memory.
 MAX_REQUESTS_IN_FLIGHT = 4
+_BIG_ANSWERS = "fs/"  # the methods whose answers hold a slot
 
 
 class AgentStopped(Exception):
@@ -63,6 +66,8 @@ class AgentProcess:
         # Set while the agent is not read: MAX_REQUESTS_IN_FLIGHT of its requests are being answered.
         self.backpressure = asyncio.Event()
         self.tree = tree
+        self._turns = 0
+        self._in_turn = asyncio.Event()  # set while a turn runs: the tree is scanned only then
         self._stderr_task = asyncio.ensure_future(self._collect_stderr())
         self._tracker = asyncio.ensure_future(self._track_tree())
 
@@ -88,10 +93,24 @@ class AgentProcess:
                 return
             self.stderr_tail.append(line.decode("utf-8", "replace").rstrip()[:1000])
 
+    @contextlib.contextmanager
+    def turn(self) -> Iterator[None]:
+        """While the block runs (a prompt turn: the agent starts things), its tree is recorded."""
+        self._turns += 1
+        self._in_turn.set()
+        try:
+            yield
+        finally:
+            self._turns -= 1
+            if not self._turns:
+                self._in_turn.clear()
+
     async def _track_tree(self) -> None:
-        """Record the agent's process tree while it runs: a child it starts in its own session and
-        that it then leaves (by crashing) is no longer under it when the chat stops."""
+        """Record the agent's process tree during turns: a child it starts in its own session and
+        that it then leaves (by crashing) is no longer under it when the chat stops. Never while
+        idle (a scan of the process table costs CPU), and once more at `stop`."""
         while True:
+            await self._in_turn.wait()
             await asyncio.to_thread(self.tree.update)
             if await self._exited(TRACK_SECONDS):
                 return
@@ -127,13 +146,15 @@ class AgentProcess:
         return await self._exited(timeout)
 
 
-async def start(argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> AgentProcess:
+async def start(argv: Sequence[str], cwd: str, env: Mapping[str, str], *, subreaper: bool = False) -> AgentProcess:
     """Start the agent (raises OSError when it cannot run) in its own process group, so a Ctrl-C
-    meant for us reaches it only as our session/cancel, and stopping it is targeted."""
+    meant for us reaches it only as our session/cancel, and stopping it is targeted. `subreaper`:
+    this is a process of our own (the headless `chat`), which may adopt the agent's orphans
+    (process_tree.py); never in Sublime's shared plugin host."""
     loop = asyncio.get_running_loop()
     exited = asyncio.Event()
     marker = new_marker()
-    await asyncio.to_thread(become_subreaper)  # before it starts: its orphans come to us (Linux)
+    adopts = subreaper and become_subreaper()  # before it starts: its orphans come to us (Linux)
     # asyncio.create_subprocess_exec, with a protocol that also says when the process itself ends.
     transport, protocol = await loop.subprocess_exec(
         lambda: _Protocol(exited, _READ_LIMIT, loop),
@@ -145,7 +166,12 @@ async def start(argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> AgentP
         stderr=asyncio.subprocess.PIPE,
         **new_group(),
     )
-    tree = await asyncio.to_thread(ProcessTree, transport.get_pid(), marker)
+    try:
+        tree = await asyncio.to_thread(ProcessTree, transport.get_pid(), marker, adopts)
+    except BaseException:  # cancelled here, the agent (in its own session) and its pipes would leak
+        _kill_all(transport.get_pid(), True, None)
+        transport.close()
+        raise
     return AgentProcess(asyncio.subprocess.Process(transport, protocol, loop), transport, exited, argv, tree)
 
 
@@ -179,6 +205,8 @@ class AgentStdio:
         finally:
             if answered is not None:
                 self._answering[answered] -= 1
+                if not self._answering[answered]:
+                    del self._answering[answered]  # else one key per request id, for the whole chat
                 self._slots.release()
 
     def _answered_request(self, message: dict[str, Any]) -> str | None:
@@ -186,7 +214,7 @@ class AgentStdio:
         if "method" in message or "id" not in message:
             return None
         key = _id_key(message["id"])
-        return key if self._answering[key] > 0 else None
+        return key if self._answering.get(key, 0) > 0 else None
 
     async def _take_slot(self, request_id: Any) -> None:
         """Wait until fewer than MAX_REQUESTS_IN_FLIGHT requests of the agent are being answered;
@@ -216,7 +244,7 @@ class AgentStdio:
                 if not self.agent.first_skipped:
                     self.agent.first_skipped = text[:200].decode("utf-8", "replace")
                 continue
-            if "method" in message and "id" in message:
+            if "id" in message and str(message.get("method", "")).startswith(_BIG_ANSWERS):
                 await self._take_slot(message["id"])
             return message
 
@@ -266,9 +294,9 @@ def _id_key(request_id: Any) -> str:
     return json.dumps(request_id, sort_keys=True)
 
 
-def _kill_all(pid: int, running: bool, tree: ProcessTree) -> None:
+def _kill_all(pid: int, running: bool, tree: ProcessTree | None) -> None:
     """Kill the agent (when still `running`), its process group (POSIX: it leads its own session)
-    and every process of its tree still alive; wait for them to go."""
+    and every process of its tree still alive (when there is one); wait for them to go."""
     if running:
         kill_one(pid)
     if hasattr(os, "killpg"):
@@ -276,4 +304,5 @@ def _kill_all(pid: int, running: bool, tree: ProcessTree) -> None:
             os.killpg(pid, signal.SIGKILL)
         except OSError:
             pass  # the group is empty: everyone already left
-    tree.kill()
+    if tree is not None:
+        tree.kill()

@@ -9,6 +9,7 @@ starting does (`start_timeout`), so an agent that never answers gets a clear mes
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -91,6 +92,7 @@ class ChatSession:
         start_timeout: float = START_TIMEOUT_SECONDS,
         reviews: Reviews | None = None,
         read_limit_bytes: int | None = None,
+        subreaper: bool = False,
     ) -> None:
         self.spec = spec
         self.folders = [os.path.abspath(f) for f in folders]
@@ -98,8 +100,9 @@ class ChatSession:
         self.env = agent_environment({**(os.environ if env is None else env), **spec.env})
         self.start_timeout = start_timeout
         self.gate = ReviewGate(editor, spec.name, reviews)  # the window's Reviews, shared with other chats
-        limit = read_limit_bytes or READ_LIMIT_BYTES  # the `read_file_limit_kb` setting
+        limit = read_limit_bytes or READ_LIMIT_BYTES  # the `chat_read_file_limit_kb` setting
         self.files = AgentFiles(PathPolicy(self.folders), editor, limit)
+        self.subreaper = subreaper  # True only in a process of our own (process.start)
         self.agent: process.AgentProcess | None = None
         self.session_id = ""
         self.can_load = False  # the agent's `loadSession` capability (after initialize)
@@ -170,7 +173,9 @@ class ChatSession:
             raise ChatFailed(str(exc)) from None
         self._temp = await asyncio.to_thread(tempfile.mkdtemp, prefix="gemini-companion-agent-")
         try:
-            self.agent = await process.start(argv, self.folders[0], with_private_temp(self.env, self._temp))
+            self.agent = await process.start(
+                argv, self.folders[0], with_private_temp(self.env, self._temp), subreaper=self.subreaper
+            )
         except OSError as exc:
             raise ChatFailed(
                 f"{self.spec.name} could not be started ({argv[0]}: {exc.strerror or exc}); "
@@ -314,7 +319,8 @@ class ChatSession:
         blocks += [block for a in attached for block in _resource_blocks(a)]
         self._notes = []
         try:
-            response = await self._conn.prompt(self.session_id, blocks)
+            with self.agent.turn() if self.agent else contextlib.nullcontext():  # its tree is tracked meanwhile
+                response = await self._conn.prompt(self.session_id, blocks)
         except _AGENT_ERRORS as exc:
             raise ChatFailed(await self._failure(exc, "the prompt")) from None
         finally:

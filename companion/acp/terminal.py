@@ -211,7 +211,8 @@ def _log_without_the_sdk() -> None:
 async def _chat(spec: AgentSpec, folder: str, editor: HeadlessEditor, view: TerminalView, prompt: str | None) -> int:
     from .session import ChatFailed, ChatSession  # the SDK loads here, on the first chat
 
-    session = ChatSession(spec, [folder], editor, view)
+    # This command is a process of its own: it may adopt the agent's orphans (process_tree.py).
+    session = ChatSession(spec, [folder], editor, view, subreaper=True)
     interrupts = _Interrupts(session)
     try:
         await interrupts.run(session.start())
@@ -219,14 +220,27 @@ async def _chat(spec: AgentSpec, folder: str, editor: HeadlessEditor, view: Term
             return await _one_turn(session, interrupts, prompt)
         return await _repl(session, interrupts)
     except ChatFailed as exc:
-        print(f"\nerror: {one_line(str(exc))}", file=sys.stderr, flush=True)
+        _tell(f"\nerror: {one_line(str(exc))}")
         return _checked(session, EXIT_FAILED)
     except asyncio.CancelledError:
-        print("\nStopped.", file=sys.stderr, flush=True)
+        _tell("\nStopped.")
         return _checked(session, EXIT_FAILED)
     finally:
-        interrupts.remove()
-        await session.close()
+        # The handlers stay through the close (up to a few seconds): a second stop signal meanwhile
+        # would otherwise kill us and leave the agent and its temporary folder.
+        interrupts.closing = True
+        try:
+            await session.close()
+        finally:
+            interrupts.remove()
+
+
+def _tell(text: str) -> None:
+    """A line on stderr, if it is still there: after SIGHUP the terminal is gone (EIO)."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except OSError:
+        pass
 
 
 async def _one_turn(session: ChatSession, interrupts: _Interrupts, prompt: str) -> int:
@@ -303,6 +317,7 @@ class _Interrupts:
         self._cancelled_turn = False
         self._previous: dict[int, Any] = {}
         self._cancelling: asyncio.Future[None] | None = None
+        self.closing = False  # the chat is stopping: further signals change nothing
 
     async def run(self, awaitable: Awaitable[T]) -> T:
         self._install()
@@ -332,10 +347,12 @@ class _Interrupts:
             self._loop.call_soon_threadsafe(self._on_interrupt if number == signal.SIGINT else self._stop)
 
     def _stop(self) -> None:
-        if self._main is not None:
+        if self._main is not None and not self.closing:
             self._main.cancel()
 
     def _on_interrupt(self) -> None:
+        if self.closing:
+            return
         if self._in_turn and not self._cancelled_turn:
             self._cancelled_turn = True
             print("\n[cancelling the turn; Ctrl-C again to stop the chat]", file=sys.stderr, flush=True)

@@ -3,6 +3,7 @@ dataclasses, so the view sees no SDK type. No SDK import here."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from typing import Any
 
@@ -13,10 +14,12 @@ from .view import Command, ConfigChoice, ConfigOption, Location, Mode, PlanEntry
 # edit applied without review) and none of its text output; a call may carry far more (a hostile
 # agent sent 16 calls of 25 MB). Per call: diffs up to what a review can show, text output up to
 # OUTPUT_KEPT (an error message, a command's tail end is not needed); in total, KEPT_IN_TOTAL for all
-# calls of a chat, the content of the calls updated longest ago going first.
+# calls of a chat, the content of the calls updated longest ago going first. The total counts the
+# memory the texts take (1, 2 or 4 bytes a character in CPython), not characters: 64 Mi characters
+# of text outside Latin-1 would be 256 MB.
 KEPT_PER_CALL = MAX_SHOWN_BYTES  # 16 Mi characters
 OUTPUT_KEPT = 64 * 1024
-KEPT_IN_TOTAL = 64 * 1024 * 1024
+KEPT_IN_TOTAL = 64 * 1024 * 1024  # bytes of memory
 
 
 def plan_entry(data: dict[str, Any]) -> PlanEntry:
@@ -101,6 +104,12 @@ def kept_size(call: ToolCall) -> int:
     return len(call.output) + sum(len(d.old_text or "") + len(d.new_text) for d in call.diffs)
 
 
+def held_bytes(call: ToolCall) -> int:
+    """The memory a call's content takes (sys.getsizeof: CPython's 1, 2 or 4 bytes a character)."""
+    texts = [call.output, *(t for d in call.diffs for t in (d.old_text, d.new_text) if t is not None)]
+    return sum(sys.getsizeof(t) for t in texts)
+
+
 def _kept_diffs(diffs: list[ToolDiff]) -> tuple[ToolDiff, ...]:
     size = sum(len(d.old_text or "") + len(d.new_text) for d in diffs)
     return tuple(diffs if size <= KEPT_PER_CALL else (_not_kept(d, size) for d in diffs))
@@ -129,8 +138,8 @@ def _kept_output(texts: list[str]) -> str:
 
 
 class ToolCalls:
-    """A chat's tool calls by id, holding at most KEPT_IN_TOTAL characters of content: over that,
-    the content of the calls updated longest ago is dropped (their cards were shown long ago)."""
+    """A chat's tool calls by id, their content taking at most KEPT_IN_TOTAL bytes: over that, the
+    content of the calls updated longest ago is dropped (their cards were shown long ago)."""
 
     def __init__(self, limit: int = KEPT_IN_TOTAL) -> None:
         self.limit = limit
@@ -148,11 +157,15 @@ class ToolCalls:
 
     def __setitem__(self, call_id: str, call: ToolCall) -> None:
         earlier = self._calls.pop(call_id, None)  # re-inserted last: the most recently updated
-        self._size += kept_size(call) - (kept_size(earlier) if earlier is not None else 0)
+        self._size += held_bytes(call) - (held_bytes(earlier) if earlier is not None else 0)
         self._calls[call_id] = call
-        for oldest in list(self._calls):
+        if self._size > self.limit:  # else nothing to walk: an update costs O(1)
+            self._shrink()
+
+    def _shrink(self) -> None:
+        for oldest in self._calls:  # oldest first; only values are replaced, so no copy of the keys
             if self._size <= self.limit:
-                break
+                return
             self._drop(oldest)
 
     def _drop(self, call_id: str) -> None:
@@ -160,7 +173,7 @@ class ToolCalls:
         size = kept_size(call)
         lighter = replace(call, output="", diffs=tuple(_not_kept(d, size) if d.kept else d for d in call.diffs))
         self._calls[call_id] = lighter
-        self._size += kept_size(lighter) - size
+        self._size += held_bytes(lighter) - held_bytes(call)
 
 
 def _text(block: dict[str, Any]) -> str:

@@ -67,7 +67,7 @@ class Chat:
 
     def start(self, load_session_id: str | None = None) -> None:
         self.panel.notice(f"Starting {self.spec.name} in {self.folders[0]}…", "info")
-        read_limit = workspace_tools.read_limit_bytes()  # the setting, read here on the main thread
+        read_limit = workspace_tools.read_limit_bytes("chat_read_file_limit_kb")  # on the main thread
         self._submit(lambda: self._start(load_session_id, read_limit), self._started)
 
     def send(self, text: str, resources: Sequence[Resource] = ()) -> bool:

@@ -57,9 +57,10 @@ def _number(key: str) -> float | None:
     return None
 
 
-def read_limit_bytes() -> int | None:
-    """The `read_file_limit_kb` setting in bytes (None when unset or invalid): read_file's limit, and a chat's."""
-    read_kb = _number("read_file_limit_kb")
+def read_limit_bytes(key: str = "read_file_limit_kb") -> int | None:
+    """A `…_limit_kb` setting in bytes (None when unset or invalid): read_file's limit by default,
+    `chat_read_file_limit_kb` for a chat's agent."""
+    read_kb = _number(key)
     return None if read_kb is None else max(1, int(read_kb * 1024))
 
 

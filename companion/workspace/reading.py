@@ -21,8 +21,9 @@ class ReadResult:
     format: TextFormat | None  # how the file is stored (None for buffer text)
 
 
-def read_bytes(target: Resolved, limit: int | None, name: str) -> bytes:
-    """The bytes of a regular file, refusing anything else and anything over `limit` bytes."""
+def read_bytes(target: Resolved, limit: int | None, name: str, setting: str = "read_file_limit_kb") -> bytes:
+    """The bytes of a regular file, refusing anything else and anything over `limit` bytes (the
+    `setting` a refusal names)."""
     fd = open_file(target, os.O_RDONLY | _NONBLOCK | _BINARY, name)  # never follows a swapped-in link
     try:
         st = os.fstat(fd)
@@ -31,7 +32,7 @@ def read_bytes(target: Resolved, limit: int | None, name: str) -> bytes:
         if limit is not None and st.st_size > limit:
             raise WorkspaceError(
                 f"{name} is {_size(st.st_size)}, over the read limit of {_size(limit)} "
-                "(setting `read_file_limit_kb`); it was not read."
+                f"(setting `{setting}`); it was not read."
             )
         data = read_at_most(fd, st.st_size + 1 if limit is None else limit + 1)
         if limit is not None and len(data) > limit:
@@ -54,16 +55,18 @@ def read_at_most(fd: int, count: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_text(target: Resolved, buffer_text: str | None, limit: int, name: str) -> ReadResult:
+def read_text(
+    target: Resolved, buffer_text: str | None, limit: int, name: str, setting: str = "read_file_limit_kb"
+) -> ReadResult:
     if buffer_text is not None:
         size = len(buffer_text.encode("utf-8", errors="surrogatepass"))
         if size > limit:
             raise WorkspaceError(
                 f"The unsaved buffer of {name} is {_size(size)}, over the read limit of {_size(limit)} "
-                "(setting `read_file_limit_kb`); it was not read."
+                f"(setting `{setting}`); it was not read."
             )
         return ReadResult(buffer_text, True, None)
-    data = read_bytes(target, limit, name)
+    data = read_bytes(target, limit, name, setting)
     text, fmt = decode(data, name)
     return ReadResult(text, False, fmt)
 

@@ -8,6 +8,8 @@ Behaviours, each acting on `session/prompt`:
 - `tool-content`: $HOSTILE_CALLS tool calls of $HOSTILE_MB MB each ($HOSTILE_KIND `text` or `diff`).
 - `reads`: $HOSTILE_CALLS concurrent `fs/read_text_file` of $HOSTILE_PATH, then stops reading its
   stdin until $HOSTILE_GO exists; then reads every answer and replies with how many were whole.
+- `permissions`: 5 concurrent `session/request_permission` (not edits), then a reply while they
+  are open; once all are answered, "5 answered".
 - `linger`: writes "PID TMPDIR" to $HOSTILE_RECORD and never answers, ignoring stdin EOF and SIGHUP.
 - `orphans`: starts a child in its own session and a double-forked grandchild (each writes its PID
   to $HOSTILE_RECORD.N), then crashes.
@@ -132,6 +134,21 @@ def reads(session_id: str) -> None:
     say(session_id, f"{sum(size == expected for size in sizes.values())} whole answers")
 
 
+def permissions(session_id: str) -> None:
+    for n in range(5):
+        call = {"toolCallId": f"p{n}", "title": f"run {n}", "kind": "execute"}
+        options = [{"optionId": "allow", "name": "Allow", "kind": "allow_once"}]
+        params = {"sessionId": session_id, "toolCall": call, "options": options}
+        write({"jsonrpc": "2.0", "id": f"p{n}", "method": "session/request_permission", "params": params})
+    say(session_id, REPLY)
+    answered = set()
+    while len(answered) < 5:
+        message = read()
+        if "method" not in message and str(message.get("id")).startswith("p"):
+            answered.add(message["id"])
+    say(session_id, "5 answered")
+
+
 def linger(session_id: str) -> None:
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     record = os.environ["HOSTILE_RECORD"]
@@ -175,6 +192,7 @@ ACTIONS = {
     "deep": deep,
     "tool-content": tool_content,
     "reads": reads,
+    "permissions": permissions,
     "linger": linger,
     "orphans": orphans,
     "escape": escape,

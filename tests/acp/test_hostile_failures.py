@@ -5,19 +5,25 @@ where it can, and no process or temporary folder is left."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import psutil
 import pytest
 
+from companion.acp import process
 from companion.acp.agents import AgentSpec
 from companion.acp.files import FsRefused
 from companion.acp.session import ChatFailed, ChatSession
+from companion.acp.view import Choice
+from companion.process_tree import ProcessTree, is_subreaper, set_subreaper
 from companion.workspace.settings import WorkspaceToolSettings
 from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView
 from tests.acp.hostile_agent import REPLY, TERMINAL_METHODS
@@ -26,12 +32,16 @@ pytestmark = pytest.mark.anyio
 
 AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hostile_agent.py")
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and fork: not on Windows")
+LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a child subreaper is Linux's")
 
 
-def hostile(workspace: str, behaviour: str, **env: str) -> tuple[ChatSession, RecordingView]:
-    view = RecordingView()
+def hostile(
+    workspace: str, behaviour: str, view: RecordingView | None = None, subreaper: bool = False, **env: str
+) -> tuple[ChatSession, RecordingView]:
+    view = view or RecordingView()
     spec = AgentSpec("Hostile", (sys.executable, AGENT, behaviour))
-    return ChatSession(spec, [workspace], AsyncEditor(), view, env={**os.environ, **env}), view
+    environment = {**os.environ, **env}
+    return ChatSession(spec, [workspace], AsyncEditor(), view, env=environment, subreaper=subreaper), view
 
 
 def pids(record: str, *suffixes: str) -> list[int]:
@@ -54,6 +64,13 @@ def assert_all_gone(pid_list: list[int]) -> None:
         except psutil.TimeoutExpired:
             alive.append(pid)
     assert not alive, f"still running: {alive}"
+
+
+@pytest.fixture
+def not_left_a_subreaper() -> Iterator[None]:
+    """pytest is not left a child subreaper by a test that makes it one (or by a regression)."""
+    yield
+    set_subreaper(False)
 
 
 @pytest.fixture
@@ -125,10 +142,11 @@ def test_a_crash_that_leaves_children_ends_in_one_line_and_no_traceback(
 
 @POSIX_ONLY
 async def test_children_started_in_their_own_session_during_a_turn_are_stopped_with_the_agent(
-    workspace: str, tmp_path: str, killed_at_the_end: list[int]
+    workspace: str, tmp_path: str, killed_at_the_end: list[int], not_left_a_subreaper: None
 ) -> None:
+    """As the headless `chat` runs it: a process of its own, a subreaper (Linux)."""
     record = os.path.join(str(tmp_path), "pid")
-    session, _ = hostile(workspace, "orphans", HOSTILE_RECORD=record)
+    session, _ = hostile(workspace, "orphans", subreaper=True, HOSTILE_RECORD=record)
     try:
         await session.start()
         with pytest.raises(ChatFailed, match="exited"):
@@ -138,6 +156,23 @@ async def test_children_started_in_their_own_session_during_a_turn_are_stopped_w
     children = pids(record, ".1", ".2")  # one in its own session, one double-forked
     killed_at_the_end += children
     assert_all_gone(children)
+
+
+@LINUX_ONLY
+async def test_a_chat_in_a_shared_process_never_makes_it_a_subreaper(
+    workspace: str, not_left_a_subreaper: None
+) -> None:
+    """Sublime's plugin host runs every plugin: as a subreaper it would adopt their orphans, which
+    would stay zombies until Sublime quits. Only the headless `chat`, its own process, adopts."""
+    assert not is_subreaper()
+    session, view = hostile(workspace, "deep")  # as chat_sessions.py starts it
+    try:
+        await session.start()
+        assert await session.prompt("go") == "end_turn"
+        assert not is_subreaper()
+    finally:
+        await session.close()
+    assert view.text == [REPLY]
 
 
 @POSIX_ONLY
@@ -161,6 +196,31 @@ def test_a_stop_signal_to_chat_stops_the_agent_and_removes_its_temporary_folder(
     assert not os.path.exists(agent[1]), f"the agent's temporary folder {agent[1]} is left"
 
 
+@POSIX_ONLY
+def test_a_second_stop_signal_while_chat_closes_changes_nothing(
+    workspace: str, tmp_path: str, killed_at_the_end: list[int]
+) -> None:
+    """The close takes seconds (the agent ignores stdin EOF): a repeated SIGTERM meanwhile (a
+    supervisor insisting) must not kill the chat before it stopped the agent."""
+    record = os.path.join(str(tmp_path), "agent")
+    chat = chat_process(workspace, "linger", record)
+    try:
+        agent = _wait_for_record(chat, record)
+        killed_at_the_end.append(agent[0])
+        chat.send_signal(signal.SIGTERM)
+        assert chat.stderr is not None
+        while (line := chat.stderr.readline()) and line.strip() != "Stopped.":
+            pass  # "Stopped." is said just before the close
+        chat.send_signal(signal.SIGTERM)
+        _, stderr = chat.communicate(timeout=CEILING)
+    except BaseException:
+        chat.kill()
+        raise
+    assert chat.returncode == 1, stderr
+    assert_all_gone([agent[0]])
+    assert not os.path.exists(agent[1]), f"the agent's temporary folder {agent[1]} is left"
+
+
 def _wait_for_record(chat: subprocess.Popen[str], record: str) -> tuple[int, str]:
     """The agent's "PID TMPDIR", once it wrote them (it does on the prompt, then never answers)."""
     for _ in range(CEILING * 20):
@@ -177,13 +237,132 @@ def _wait_for_record(chat: subprocess.Popen[str], record: str) -> tuple[int, str
     raise AssertionError(f"the agent wrote no {record} within {CEILING} s")
 
 
-async def test_the_chats_file_limit_is_the_read_file_limit_kb_setting(workspace: str) -> None:
+async def test_the_chats_file_limit_is_its_own_setting_16_mib_by_default(workspace: str) -> None:
+    """Agents read whole source files: the chat's limit is not read_file's 100 KB (a ranged read of a
+    150 KB file was refused), and a refusal names the setting that raises it."""
     path = os.path.join(workspace, "big.txt")
     with open(path, "w", encoding="utf-8") as handle:
-        handle.write("x" * (WorkspaceToolSettings().read_limit_bytes + 1))
+        handle.write(("x" * 99 + "\n") * 1500)  # 150 KB, over read_file's limit
     session, _ = hostile(workspace, "deep")  # never started: only its file access is used
-    with pytest.raises(FsRefused, match=r"over the read limit of 100\.0 KB \(setting `read_file_limit_kb`\)"):
+    assert os.path.getsize(path) > WorkspaceToolSettings().read_limit_bytes
+    assert await session.files.read(path, 1, 2) == ("x" * 99 + "\n") * 2
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write("x" * (16 * 1024 * 1024))
+    with pytest.raises(FsRefused, match=r"over the read limit of 16\.0 MB \(setting `chat_read_file_limit_kb`\)"):
         await session.files.read(path, None, None)
     spec = AgentSpec("Hostile", (sys.executable, AGENT, "deep"))
-    raised = ChatSession(spec, [workspace], AsyncEditor(), RecordingView(), read_limit_bytes=200 * 1024)
-    assert len(await raised.files.read(path, None, None)) == 100 * 1024 + 1
+    raised = ChatSession(spec, [workspace], AsyncEditor(), RecordingView(), read_limit_bytes=17 * 1024 * 1024)
+    assert len(await raised.files.read(path, None, None)) == os.path.getsize(path)
+
+
+class OpenReviews(RecordingView):
+    """Permission questions stay open (as a Sublime review can) until `decide` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.decide = asyncio.Event()
+        self.replied = asyncio.Event()
+
+    async def choose(self, title: str, choices: list[Choice]) -> str | None:
+        self.asked.append((title, choices))
+        await self.decide.wait()
+        return choices[0].option_id
+
+    def agent_text(self, text: str) -> None:
+        super().agent_text(text)
+        self.replied.set()
+
+
+async def test_five_open_permission_requests_do_not_stop_the_chat(workspace: str) -> None:
+    """Only fs/* answers (whole files) hold a backpressure slot: with 5 questions open, the agent's
+    text still arrives."""
+    view = OpenReviews()
+    session, _ = hostile(workspace, "permissions", view)
+    try:
+        await session.start()
+        turn = asyncio.ensure_future(session.prompt("ask five times"))
+        await asyncio.wait_for(view.replied.wait(), CEILING)
+        assert view.text == [REPLY]  # sent after the 5 requests: they did not stop the reading
+        view.decide.set()
+        assert await asyncio.wait_for(turn, CEILING) == "end_turn"
+    finally:
+        await session.close()
+    assert len(view.asked) == 5 and view.text == [REPLY, "5 answered"]
+
+
+@POSIX_ONLY
+async def test_a_start_cancelled_after_the_spawn_leaves_no_agent(
+    workspace: str, monkeypatch: pytest.MonkeyPatch, killed_at_the_end: list[int]
+) -> None:
+    """A chat closed while its agent is starting: the cancellation lands between the spawn and
+    the return (the tree is built in a thread, held here until the cancel)."""
+    spawned, release = threading.Event(), threading.Event()
+
+    def held_tree(pid: int, marker: tuple[str, str], adopts: bool) -> ProcessTree:
+        killed_at_the_end.append(pid)
+        spawned.set()
+        release.wait(CEILING)
+        return ProcessTree(pid, marker, adopts)
+
+    monkeypatch.setattr(process, "ProcessTree", held_tree)
+    argv = [sys.executable, "-c", "import time; time.sleep(600)"]
+    starting = asyncio.ensure_future(process.start(argv, workspace, dict(os.environ)))
+    try:
+        assert await asyncio.to_thread(spawned.wait, CEILING)
+        starting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await starting
+    finally:
+        release.set()
+    assert_all_gone(killed_at_the_end)
+
+
+async def test_the_agents_tree_is_scanned_during_turns_never_while_idle(
+    workspace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scan of the process table costs CPU in Sublime's plugin host: an idle chat costs none."""
+    scanned = threading.Event()
+    update = ProcessTree.update
+
+    def counted(tree: ProcessTree) -> None:
+        scanned.set()
+        update(tree)
+
+    monkeypatch.setattr(ProcessTree, "update", counted)
+    session, _ = hostile(workspace, "deep")
+    try:
+        await session.start()
+        # No event can say "nothing happened": three of the periods a running turn is scanned at.
+        assert not await asyncio.to_thread(scanned.wait, 3 * process.TRACK_SECONDS), "scanned while idle"
+        assert await session.prompt("go") == "end_turn"
+        assert await asyncio.to_thread(scanned.wait, CEILING), "never scanned during the turn"
+    finally:
+        await session.close()
+
+
+def test_one_update_scans_the_process_table_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With 120 processes, two scans (and the environment of every child) were 18 ms of CPU per
+    update: now one (psutil's children(recursive=True) reads the table once; process_iter too)."""
+    scans: list[int] = []
+    children, process_iter = psutil.Process.children, psutil.process_iter
+
+    def counted_children(proc: psutil.Process, recursive: bool = False) -> list[psutil.Process]:
+        scans.append(1)
+        return children(proc, recursive)
+
+    def counted_iter(*args: Any, **kwargs: Any) -> Iterator[psutil.Process]:
+        scans.append(1)
+        return process_iter(*args, **kwargs)
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        monkeypatch.setattr(psutil.Process, "children", counted_children)
+        monkeypatch.setattr(psutil, "process_iter", counted_iter)
+        for adopts in (False, True):
+            tree = ProcessTree(os.getpid(), ("UNUSED_MARKER", "x"), adopts)
+            scans.clear()
+            tree.update()
+            assert len(scans) == 1 and child.pid in tree.seen
+    finally:
+        child.kill()
+        child.wait()

@@ -79,7 +79,7 @@ def peak_rss() -> Iterator[list[int]]:
 
 def hostile(workspace: str, behaviour: str, view: RecordingView, **env: str) -> ChatSession:
     spec = AgentSpec("Hostile", (sys.executable, AGENT, behaviour))
-    return ChatSession(spec, [workspace], AsyncEditor(), view, env={**os.environ, **env}, read_limit_bytes=16 * MB)
+    return ChatSession(spec, [workspace], AsyncEditor(), view, env={**os.environ, **env})
 
 
 @pytest.mark.parametrize(("kind", "mb"), [("text", 25), ("diff", 25), ("diff", 12)])
@@ -146,3 +146,13 @@ class CountingFiles(AgentFiles):
         if self.left == 0:
             self.read_all.set()
         return text
+
+
+def test_the_cap_in_total_counts_memory_not_characters() -> None:
+    """Text outside Latin-1 takes 4 bytes a character: 3 calls of 1 Mi emoji are 12 MiB, over a
+    10 MiB cap though only 3 Mi characters; the oldest call's content goes."""
+    calls = updates.ToolCalls(limit=10 * MB)
+    for n in range(3):
+        calls[f"c{n}"] = ToolCall(f"c{n}", "call", "other", "completed", output="\N{GRINNING FACE}" * MB)
+    assert not calls["c0"].output, "the oldest call kept its content"
+    assert calls["c1"].output and calls["c2"].output

@@ -1,4 +1,4 @@
-"""The chat in Sublime reads files under the `read_file_limit_kb` setting its refusals name."""
+"""The chat in Sublime reads files under the `chat_read_file_limit_kb` setting its refusals name."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from tests.adapter.test_chat import chat_of, scripted, start_chat
 from tests.sublime_fake import control
 
 
-def test_the_read_file_limit_kb_setting_is_the_chats_file_limit(companion: Companion, workspace: str) -> None:
-    control.user_settings("Gemini Companion.sublime-settings", {"agents": [scripted()], "read_file_limit_kb": 3})
+def test_the_chat_read_file_limit_kb_setting_is_the_chats_file_limit(companion: Companion, workspace: str) -> None:
+    limits = {"chat_read_file_limit_kb": 3, "read_file_limit_kb": 5}
+    control.user_settings("Gemini Companion.sublime-settings", {"agents": [scripted()], **limits})
     window = control.new_window([workspace])
     companion.load()
     view = start_chat(companion, window)
