@@ -93,7 +93,9 @@ def test_plugin_loaded_binds_nothing_on_the_host_thread(
     monkeypatch.setattr(socket.socket, "bind", recording_bind)
     window = control.new_window([workspace])
     companion.load()
-    assert binders == []  # plugin_loaded has returned: nothing bound yet, nothing bound here
+    # The loop thread may already have bound the window's socket (it listens before the server stack
+    # loads), but never the host thread.
+    assert threading.current_thread().name not in binders
     companion.ready(window)
     assert binders and set(binders) == {pkg("runtime").THREAD_NAME}
 
