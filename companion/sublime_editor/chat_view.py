@@ -82,7 +82,7 @@ class ChatPanel:
         self.models: tuple[str, list[Mode]] = ("", [])
         self.options: list[ConfigOption] = []
         self.replying = False  # the agent's heading is shown for this turn
-        self.reply = ForeignText()  # the agent's text of this turn, as shown
+        self.reply = ForeignText(agent_name)  # the agent's text of this turn, as shown
         self.thinking: str | None = None  # the key of the thought card this turn writes to
         self.thought_text = ""
         self.thought_open = False
@@ -137,21 +137,23 @@ class ChatPanel:
         self._end_thinking()
         self.write(self.reply.finish())  # a new turn: the last reply is over, whatever it left open
         self._line_start()
-        prompt = ForeignText()
+        prompt = ForeignText(self.agent_name)
         self.write("\n")
         self._heading("## You")
         self.write(f"\n{prompt.feed(text)}{prompt.finish()}")
         self.replying = False
 
     def notice(self, text: str, kind: NoticeKind = "info") -> None:
-        """A notice is a quoted line of its own, marked, never inside the model's text. What the
-        agent says as a notice says so, on one line: it cannot pass for the companion's."""
+        """A notice is a quote of its own, marked, never inside the model's text. What the agent
+        says as a notice says so, on one line: it cannot pass for the companion's. The companion's
+        own notices keep their lines, each in the quote."""
         self._line_start()
         mark = {"warning": "⚠", "agent": "ⓘ", "info": "ⓘ"}.get(kind, "ⓘ")
         lead = f"> {mark} {self.agent_name}: " if kind == "agent" else f"> {mark} "
-        body = ForeignText(column=len(lead))
+        body = ForeignText(self.agent_name, column=len(lead))
+        text = " ".join(text.splitlines()) if kind == "agent" else "\n> ".join(text.splitlines())
         start = self.transcript_end
-        self.write(lead + body.feed(" ".join(text.splitlines())) + body.finish())
+        self.write(lead + body.feed(text) + body.finish())
         self.notice_regions.append(sublime.Region(start, self.transcript_end - 1))
         scope = "region.yellowish" if kind == "warning" else "region.bluish"
         self.view.add_regions(NOTICE_KEY + kind, [r for r in self.notice_regions], scope, "", sublime.DRAW_NO_FILL)
