@@ -4,8 +4,8 @@ The chat view is Markdown; the companion's own lines are its headings (`# Chat: 
 `## <agent>`) and its notices (`> ⓘ …`, `> ⚠ …`). Shown through `ForeignText`, someone else's text:
 
 - can never look like those lines: a line of it that imitates one exactly (`## You`, `## <agent>`,
-  `# Chat: …`, a quote starting `ⓘ` or `⚠`) gets a backslash in front (Markdown's escape); any other
-  heading or quote is shown as written;
+  `# Chat: …`, a quote starting `ⓘ` or `⚠`, a setext underline under `You`, `<agent>`, `Chat: …`)
+  gets a backslash in front (Markdown's escape); any other heading or quote is shown as written;
 - never puts a prose line longer than MAX_LINE_CHARS into the view: with word wrap on, Sublime's
   layout of a very long line freezes the editor (sublime_text#994, #2317; lag from about 2000
   characters: #4844), so a longer line goes on after CONTINUATION, broken after its last whitespace
@@ -64,14 +64,26 @@ def _heading_at(head: str, indent: int, final: bool, agent: str) -> int | None:
     return -1
 
 
-def _escape_at(head: str, final: bool, agent: str) -> int | None:
+def _underline_at(head: str, indent: int, final: bool, title: str, agent: str) -> int | None:
+    """Where a line needs ESCAPE as the setext underline (`---`, `===`) of a line reading like the
+    companion's heading (`You`, `<agent>`; `Chat: …`)."""
+    mark = head[indent]
+    wanted = title in ("You", agent) if mark == "-" else title.startswith("Chat:")
+    if not wanted or head[indent:].rstrip(" \t\r").strip(mark):
+        return -1
+    return indent if final else None
+
+
+def _escape_at(head: str, final: bool, agent: str, title: str = "") -> int | None:
     """Where a line starting with `head` needs ESCAPE (-1: nowhere; None: not known until more
-    of the line is seen). Final: `head` is the whole line."""
+    of the line is seen). Final: `head` is the whole line. Title: the line before it, if prose."""
     indent = len(head) - len(head.lstrip(" "))
     if indent >= 4:
         return -1
     if indent == len(head):
         return -1 if final else None
+    if title and head[indent] in "-=":
+        return _underline_at(head, indent, final, title, agent)
     if head[indent] == ">":
         return _quote_at(head, indent, final)
     if head[indent] == "#":
@@ -116,6 +128,8 @@ class ForeignText:
         self._column = column  # characters put on the view's current line
         self._tail = ""  # the end of a long prose line, until it is known where it breaks
         self._head = ""  # the first HEAD_CHARS characters of the text's current line
+        self._title = ""  # the text's previous line, outside fences: a setext heading's title
+        self._fenced = False  # the current line's fence (opening or closing) is taken into account
         self._fence: str | None = None  # the open code fence's opening line
         self._reopen = False  # the fence was closed for the companion's lines: open it again
         self._cut = False  # the companion's lines ended the view's line inside a line of the text
@@ -129,10 +143,10 @@ class ForeignText:
         pos = 0
         while pos < len(text):
             if self._line_start:
-                plain = self._fence is not None or text[pos] not in " #>"  # most lines: nothing to look at
+                plain = self._fence is not None or text[pos] not in " #>-="  # most lines: nothing to look at
                 newline = text.find("\n", pos, pos + HEAD_CHARS)
                 head = text[pos : pos + HEAD_CHARS] if newline < 0 else text[pos:newline]
-                at = -1 if plain else _escape_at(head, newline >= 0, self._agent)
+                at = -1 if plain else _escape_at(head, newline >= 0, self._agent, self._title)
                 if at is None and len(head) < HEAD_CHARS:
                     self._held = text[pos:]
                     break
@@ -157,7 +171,7 @@ class ForeignText:
         its open fence closed (both only in the view: the text goes on where it was)."""
         out: list[str] = []
         if self._held:
-            at = _escape_at(self._held, True, self._agent) if self._fence is None else -1
+            at = _escape_at(self._held, True, self._agent, self._title) if self._fence is None else -1
             if at is not None and at >= 0:
                 self._put(out, self._held[:at])
                 out.append(ESCAPE)
@@ -170,6 +184,7 @@ class ForeignText:
             out.append("\n")
             self._column = 0
             self._cut = True
+            self._fence_line()  # the view ended the line: a fence line in it is one there now
         self._line_start = True  # what follows starts a line of the view: it may need ESCAPE
         if self._fence is not None and not self._reopen:
             mark, run, _ = _fence(self._fence) or ("`", 3, "")
@@ -228,12 +243,23 @@ class ForeignText:
 
     def _line_ended(self) -> None:
         fence = _fence(self._head) if self._head[:1] in (" ", "\t", "`", "~") else None
-        if fence is not None:
-            mark, run, rest = fence
-            if self._fence is None and not (mark == "`" and "`" in rest):
-                self._fence = self._head
-            elif self._fence is not None:
-                opened = _fence(self._fence)
-                if opened is not None and mark == opened[0] and run >= opened[1] and not rest.strip():
-                    self._fence = None
+        prose = self._fence is None and fence is None and len(self._head) < HEAD_CHARS
+        self._title = self._head.strip(" \t\r") if prose else ""
+        self._fence_line()
         self._line_start, self._column, self._head, self._tail = True, 0, "", ""
+        self._fenced = False
+
+    def _fence_line(self) -> None:
+        """Opens or closes the fence as the text's current line does (once per line: a line the
+        companion's lines cut is a whole line in the view, and goes on after them as prose)."""
+        fence = _fence(self._head) if self._head[:1] in (" ", "\t", "`", "~") else None
+        if fence is None or self._fenced:
+            return
+        self._fenced = True
+        mark, run, rest = fence
+        if self._fence is None and not (mark == "`" and "`" in rest):
+            self._fence = self._head
+        elif self._fence is not None:
+            opened = _fence(self._fence)
+            if opened is not None and mark == opened[0] and run >= opened[1] and not rest.strip():
+                self._fence = None

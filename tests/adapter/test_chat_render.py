@@ -148,6 +148,20 @@ def test_a_list_items_fence_cut_off_leaves_nothing_after_it_as_code(companion: C
     assert shown[opened + 1 : opened + 3] == ["    make all", "    ```"], shown
 
 
+def test_a_reply_ending_on_its_closing_fence_leaves_nothing_after_it_as_code(
+    companion: Companion, workspace: str
+) -> None:
+    """Agents end a turn on the closing fence with no newline after it."""
+    window = setup(companion, workspace)
+    view = start_chat(companion, window)
+    port = chat_of(view).port
+    port.agent_text("Done:\n```py\nprint(1)\n```")
+    port.turn_ended("end_turn")
+    port.notice("Saved.", "info")
+    control.settle()
+    assert not fenced(view, "> ⓘ Saved."), text(view)
+
+
 def test_the_companions_own_notice_keeps_its_lines_in_the_quote(companion: Companion, workspace: str) -> None:
     window = setup(companion, workspace)
     view = start_chat(companion, window)

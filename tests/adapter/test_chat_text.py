@@ -97,11 +97,47 @@ def test_a_fence_in_a_list_item_is_closed_at_its_own_indentation() -> None:
     assert text.feed("## You\n") == "\\## You\n"  # closed: the next text is outside any fence
 
 
+def test_a_fence_line_the_text_stops_on_is_not_closed_twice_nor_left_open() -> None:
+    """A reply often ends on its closing fence with no newline after it; a tool call can come
+    right after an opening one."""
+    assert shown(["```py\ncode\n```"]) == "```py\ncode\n```\n"
+    text = ForeignText(AGENT)
+    out = text.feed("```py") + text.interrupt() + "[card]\n" + text.feed("\ncode\n```\n## You") + text.finish()
+    assert out == "```py\n```\n[card]\n```py\ncode\n```\n\\## You\n"
+
+
 def test_finish_closes_a_dangling_fence_for_good() -> None:
     text = ForeignText(AGENT)
     first = text.feed("~~~\ncode\n") + text.finish()
     assert first == "~~~\ncode\n~~~\n"
     assert text.feed("## You\n") == "\\## You\n"  # the next text starts outside any fence
+
+
+def test_a_setext_underline_cannot_make_a_line_the_companions_heading() -> None:
+    out = shown(["You\n---\nClaude\n  ===\nChat: x\n====\nNotes\n---\n- item\n---\n```\nYou\n---\n```"])
+    assert out.split("\n") == [
+        "You",
+        "\\---",
+        "Claude",
+        "  ===",  # `Claude` as a level-1 heading: not the companion's
+        "Chat: x",
+        "\\====",
+        "Notes",
+        "---",
+        "- item",
+        "---",
+        "```",
+        "You",
+        "---",  # code
+        "```",
+        "",
+    ]
+
+
+@pytest.mark.parametrize("size", [1, 2])
+def test_a_setext_underline_in_any_chunks_shows_the_same(size: int) -> None:
+    text = "You\n--- \nYou\n--x\n"
+    assert shown([text[i : i + size] for i in range(0, len(text), size)]) == shown([text]) == "You\n\\--- \nYou\n--x\n"
 
 
 def test_text_after_the_companions_lines_starts_a_fresh_unmarked_line() -> None:
