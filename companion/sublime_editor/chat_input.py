@@ -68,6 +68,10 @@ class GeminiCompanionChatListener(sublime_plugin.EventListener):
     def on_text_command(
         self, view: sublime.View, command_name: str, args: dict | None
     ) -> tuple[str, CommandArgs] | None:
+        if command_name == "copy":  # the transcript's long lines carry breaks of the view's own
+            chat = _chat(view)
+            copied = chat.panel.copied_text() if chat is not None else None
+            return None if copied is None else ("gemini_companion_chat_copy", {})
         chat = _chat(view) if command_name in EDITING or command_name in UNDOING else None
         if chat is None:
             return None
@@ -137,6 +141,16 @@ class GeminiCompanionChatEraseCommand(sublime_plugin.TextCommand):
         if chat is not None:
             chat.panel.own_change = self.view.change_count()
             chat.panel.user_edited_last = False
+
+
+class GeminiCompanionChatCopyCommand(sublime_plugin.TextCommand):
+    """Copy, when the selection holds line breaks the chat view made (a long line): without them."""
+
+    def run(self, edit: sublime.Edit) -> None:
+        chat = _chat(self.view)
+        copied = chat.panel.copied_text() if chat is not None else None
+        if copied is not None:
+            sublime.set_clipboard(copied)
 
 
 class GeminiCompanionChatNoopCommand(sublime_plugin.TextCommand):

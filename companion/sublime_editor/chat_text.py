@@ -9,8 +9,8 @@ The chat view is Markdown; the companion's own lines are its headings (`# Chat: 
 - never puts a prose line longer than MAX_LINE_CHARS into the view: with word wrap on, Sublime's
   layout of a very long line freezes the editor (sublime_text#994, #2317; lag from about 2000
   characters: #4844), so a longer line goes on after CONTINUATION, broken after its last whitespace
-  within BREAK_WINDOW characters of the limit (else at the limit). Inside a code fence nothing is
-  broken: the user copies code from the chat, and a break would be copied with it;
+  within BREAK_WINDOW characters of the limit (else at the limit); `breaks` says where, so the chat
+  view's copy leaves them out. Inside a code fence nothing is broken: the code stays as written;
 - never leaves a code fence open over what the companion writes next: before a line of the
   companion's own the fence is closed, and opened again when the text goes on (`interrupt`); when
   the text ends (a turn, a prompt), a dangling fence is closed for good (`finish`). A text line cut
@@ -120,6 +120,7 @@ class ForeignText:
 
     def __init__(self, agent: str, column: int = 0) -> None:
         self._agent = agent  # `## <agent>` is one of the companion's headings
+        self.breaks: list[int] = []  # where the last text returned has a CONTINUATION (its offsets)
         self._start(column)
 
     def _start(self, column: int) -> None:
@@ -137,6 +138,7 @@ class ForeignText:
     def feed(self, text: str) -> str:
         """What to put into the view for `text`, the next part of the stream."""
         out: list[str] = []
+        self.breaks = []
         if text:
             text = self._resume(out, text)
         text, self._held = self._held + text, ""
@@ -170,6 +172,7 @@ class ForeignText:
         """What to put into the view before a line of the companion's own: the text's line ended,
         its open fence closed (both only in the view: the text goes on where it was)."""
         out: list[str] = []
+        self.breaks = []
         if self._held:
             at = _escape_at(self._held, True, self._agent, self._title) if self._fence is None else -1
             if at is not None and at >= 0:
@@ -221,6 +224,7 @@ class ForeignText:
         self._tail += part
         while self._column + len(self._tail) > MAX_LINE_CHARS:
             kept = _break_after(self._tail, MAX_LINE_CHARS - self._column)
+            self.breaks.append(sum(map(len, out)) + kept)
             out.append(self._tail[:kept] + CONTINUATION)
             self._tail = self._tail[kept:]
             self._column = len(CONTINUATION) - 1

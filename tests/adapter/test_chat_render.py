@@ -41,6 +41,28 @@ def test_a_very_long_line_is_broken_for_the_view_and_nothing_is_lost(companion: 
     assert sent in text(view).replace("\n↪ ", "")  # the mark where a line goes on
 
 
+def test_copying_a_broken_prose_line_gives_the_line_without_the_views_breaks(
+    companion: Companion, workspace: str
+) -> None:
+    """The `↪` breaks are the view's layout: Copy leaves them out (and keeps an agent's own `↪`)."""
+    window = setup(companion, workspace)
+    view = start_chat(companion, window)
+    line = "see \n↪ this: " + " ".join(f"word{i}" for i in range(1500))
+    chat_of(view).port.agent_text(line + "\nnext line\n")
+    control.settle()
+    assert "\n↪ word" in text(view)  # broken in the view
+    start = text(view).index("see ")
+    end = text(view).index("next line") + len("next")
+    view.sel().clear()
+    view.sel().add(sublime.Region(start, end))
+    view.run_command("copy")
+    assert sublime.get_clipboard() == line + "\nnext"
+    view.sel().clear()
+    view.sel().add(sublime.Region(start, start + 3))
+    view.run_command("copy")
+    assert sublime.get_clipboard() == "see"  # a selection without breaks: Sublime's copy
+
+
 def test_a_turn_cancelled_inside_a_code_fence_leaves_nothing_after_it_as_code(
     companion: Companion, workspace: str
 ) -> None:

@@ -73,6 +73,13 @@ def test_a_long_prose_line_breaks_after_a_word_never_inside_one() -> None:
     assert "".join(parts) == PROSE
 
 
+def test_breaks_says_where_each_break_of_the_view_is() -> None:
+    text = ForeignText(AGENT)
+    out = text.feed("a ↪ \n" + PROSE)
+    assert text.breaks and all(out[at : at + len(CONTINUATION)] == CONTINUATION for at in text.breaks)
+    assert out.count(CONTINUATION) == len(text.breaks)  # the agent's own `↪` is not one
+
+
 def test_a_long_line_of_code_is_never_broken() -> None:
     """The user copies code from the chat: a break inside a fence would be copied with it."""
     code = "const a=" + "[1,2]," * 2000 + "0;"
