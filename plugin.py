@@ -43,6 +43,7 @@ else:
         GeminiCompanionNewChatCommand,
     )
     from .companion.sublime_editor.chat_input import (
+        GeminiCompanionChatCopyCommand,
         GeminiCompanionChatEraseCommand,
         GeminiCompanionChatHistoryCommand,
         GeminiCompanionChatInsertCommand,
@@ -80,6 +81,7 @@ else:
 __all__ = [
     "GeminiCompanionApplyCommand",
     "GeminiCompanionChatCancelCommand",
+    "GeminiCompanionChatCopyCommand",
     "GeminiCompanionChatEraseCommand",
     "GeminiCompanionChatHistoryCommand",
     "GeminiCompanionChatInsertCommand",

@@ -89,6 +89,10 @@ class GeminiCompanionChatListener(sublime_plugin.EventListener):
     def on_text_command(
         self, view: sublime.View, command_name: str, args: dict | None
     ) -> tuple[str, CommandArgs] | None:
+        if command_name == "copy":  # the transcript's long lines carry breaks of the view's own
+            chat = _chat(view)
+            copied = chat.panel.copied_text() if chat is not None else None
+            return None if copied is None else ("gemini_companion_chat_copy", {})
         if command_name not in EDITING and command_name not in LINE_EDITING:
             return None
         chat = chat_sessions.for_buffer(view)
@@ -177,6 +181,16 @@ class GeminiCompanionChatEraseCommand(sublime_plugin.TextCommand):
             self.view.erase(edit, sublime.Region(begin, end))
         finally:
             self.view.set_read_only(read_only)
+
+
+class GeminiCompanionChatCopyCommand(sublime_plugin.TextCommand):
+    """Copy, when the selection holds line breaks the chat view made (a long line): without them."""
+
+    def run(self, edit: sublime.Edit) -> None:
+        chat = _chat(self.view)
+        copied = chat.panel.copied_text() if chat is not None else None
+        if copied is not None:
+            sublime.set_clipboard(copied)
 
 
 class GeminiCompanionChatNoopCommand(sublime_plugin.TextCommand):

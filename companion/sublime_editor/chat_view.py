@@ -26,7 +26,7 @@ from typing import Any
 import sublime
 
 from ..acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, ToolDiff, Usage
-from .chat_text import ForeignText
+from .chat_text import CONTINUATION, ForeignText
 from .review_ui import LEAVE_ALONE
 
 CHAT_SETTING = "gemini_companion.chat"  # the chat's id, on its view
@@ -37,6 +37,7 @@ THOUGHT_PREVIEW_CHARS = 4000  # an expanded thought shows this much of its end
 CARD_KEY = "gemini_companion.chat.card."
 NOTICE_SCOPE = "markup.quote"
 NOTICE_KEY = "gemini_companion.chat.notices"
+BREAK_KEY = "gemini_companion.chat.breaks"  # where ForeignText broke a long line: copy leaves them out
 HEADING_KEY = "gemini_companion.chat.headings"  # underlines the companion's headings, as no text can
 HEADING_FLAGS = sublime.DRAW_NO_FILL | sublime.DRAW_NO_OUTLINE | sublime.DRAW_SOLID_UNDERLINE
 AGENT_STATUS_KEY = "gemini_companion.chat_agent_status"  # the agent's own status line (status bar)
@@ -85,7 +86,7 @@ class ChatPanel:
         self.models: tuple[str, list[Mode]] = ("", [])
         self.options: list[ConfigOption] = []
         self.replying = False  # the agent's heading is shown for this turn
-        self.reply = ForeignText()  # the agent's text of this turn, as shown
+        self.reply = ForeignText(agent_name)  # the agent's text of this turn, as shown
         self.thinking: str | None = None  # the key of the thought card this turn writes to
         self.thought_text = ""
         self.thought_open = False
@@ -130,9 +131,34 @@ class ChatPanel:
         self.transcript_end += len(text)
         self.input_start += len(text)
 
+    def _show(self, text: ForeignText, shown: str) -> None:
+        """Put `shown`, what `text` just returned, at the end of the transcript, its breaks marked."""
+        start = self.transcript_end
+        self.write(shown)
+        if text.breaks:
+            marked = [sublime.Region(start + at, start + at + len(CONTINUATION)) for at in text.breaks]
+            self.view.add_regions(BREAK_KEY, self.view.get_regions(BREAK_KEY) + marked, "", "", sublime.HIDDEN)
+
+    def copied_text(self) -> str | None:
+        """What Copy puts in the clipboard when the selection holds a line break of the view's own
+        (else None: Sublime's copy is right): the selected text without the breaks."""
+        breaks = self.view.get_regions(BREAK_KEY)
+        selected = [r for r in self.view.sel() if not r.empty()]
+        if not any(b.intersects(r) for r in selected for b in breaks):
+            return None
+        pieces: list[str] = []
+        for region in selected:
+            point, parts = region.begin(), []
+            for cut in (b.intersection(region) for b in breaks if b.intersects(region)):
+                parts.append(self.view.substr(sublime.Region(point, cut.begin())))
+                point = cut.end()
+            parts.append(self.view.substr(sublime.Region(point, region.end())))
+            pieces.append("".join(parts))
+        return "\n".join(pieces)
+
     def _line_start(self) -> None:
         """Before a line of the companion's own: the agent's text is cut off (its fence closed)."""
-        self.write(self.reply.interrupt())
+        self._show(self.reply, self.reply.interrupt())
         if self.transcript_end and self.view.substr(self.transcript_end - 1) != "\n":
             self.write("\n")
 
@@ -151,27 +177,33 @@ class ChatPanel:
             self._heading(f"## {self.agent_name}")
             self.write("\n")
             self.replying = True
-        self.write(self.reply.feed(text))
+        self._show(self.reply, self.reply.feed(text))
 
     def user_prompt(self, text: str) -> None:
         self._end_thinking()
-        self.write(self.reply.finish())  # a new turn: the last reply is over, whatever it left open
+        self._show(self.reply, self.reply.finish())  # a new turn: the last reply is over, whatever it left open
         self._line_start()
-        prompt = ForeignText()
+        prompt = ForeignText(self.agent_name)
         self.write("\n")
         self._heading("## You")
-        self.write(f"\n{prompt.feed(text)}{prompt.finish()}")
+        self.write("\n")
+        self._show(prompt, prompt.feed(text))
+        self._show(prompt, prompt.finish())
         self.replying = False
 
     def notice(self, text: str, kind: NoticeKind = "info") -> None:
-        """A notice is a quoted line of its own, marked, never inside the model's text. What the
-        agent says as a notice says so, on one line: it cannot pass for the companion's."""
+        """A notice is a quote of its own, marked, never inside the model's text. What the agent
+        says as a notice says so, on one line: it cannot pass for the companion's. The companion's
+        own notices keep their lines, each in the quote."""
         self._line_start()
         mark = {"warning": "⚠", "agent": "ⓘ", "info": "ⓘ"}.get(kind, "ⓘ")
         lead = f"> {mark} {self.agent_name}: " if kind == "agent" else f"> {mark} "
-        body = ForeignText(column=len(lead))
+        body = ForeignText(self.agent_name, column=len(lead))
+        text = " ".join(text.splitlines()) if kind == "agent" else "\n> ".join(text.splitlines())
         start = self.transcript_end
-        self.write(lead + body.feed(" ".join(text.splitlines())) + body.finish())
+        self.write(lead)
+        self._show(body, body.feed(text))
+        self._show(body, body.finish())
         self.notice_regions.append(sublime.Region(start, self.transcript_end - 1))
         scope = "region.yellowish" if kind == "warning" else "region.bluish"
         self.view.add_regions(NOTICE_KEY + kind, [r for r in self.notice_regions], scope, "", sublime.DRAW_NO_FILL)
@@ -188,7 +220,7 @@ class ChatPanel:
 
     def turn_ended(self, stop_reason: str) -> None:
         self._end_thinking()
-        self.write(self.reply.finish())  # a turn cancelled inside a code fence leaves none open
+        self._show(self.reply, self.reply.finish())  # a turn cancelled inside a code fence leaves none open
         if stop_reason not in ("end_turn", ""):
             self.notice(f"The turn ended: {stop_reason.replace('_', ' ')}.", "info")
         self.replying = False

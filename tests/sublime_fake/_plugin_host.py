@@ -796,6 +796,14 @@ def _select_all(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) ->
     _host().views[view.view_id].selection = [(0, view.size())]
 
 
+def _copy(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
+    # The selected text, one selection a line; with none selected, the carets' lines
+    # ("copy_with_empty_selection": true, the default).
+    selected = [r for r in view.sel() if not r.empty()]
+    regions = selected or [view.full_line(r) for r in view.sel()]
+    sublime.set_clipboard(("\n" if selected else "").join(view.substr(r) for r in regions))
+
+
 BUILTIN_TEXT: dict[str, Callable[[sublime.View, sublime.Edit, dict[str, Any]], None]] = {
     "insert": _insert,
     "append": _append,
@@ -822,6 +830,7 @@ BUILTIN_TEXT: dict[str, Callable[[sublime.View, sublime.Edit, dict[str, Any]], N
     "swap_line_up": lambda v, e, a: _swap_line(v, e, a, up=True),
     "swap_line_down": lambda v, e, a: _swap_line(v, e, a, up=False),
     "run_macro_file": _run_macro_file,
+    "copy": _copy,
 }
 
 
