@@ -6,11 +6,12 @@ The chat view is Markdown; the companion's own lines are its headings (`# Chat: 
 - can never look like those lines: a line of it that imitates one exactly (`## You`, `## <agent>`,
   `# Chat: …`, a quote starting `ⓘ` or `⚠`, a setext underline under `You`, `<agent>`, `Chat: …`)
   gets a backslash in front (Markdown's escape); any other heading or quote is shown as written;
-- never puts a prose line longer than MAX_LINE_CHARS into the view: with word wrap on, Sublime's
+- never puts a line longer than MAX_LINE_CHARS into the view: with word wrap on, Sublime's
   layout of a very long line freezes the editor (sublime_text#994, #2317; lag from about 2000
-  characters: #4844), so a longer line goes on after CONTINUATION, broken after its last whitespace
-  within BREAK_WINDOW characters of the limit (else at the limit); `breaks` says where, so the chat
-  view's copy leaves them out. Inside a code fence nothing is broken: the code stays as written;
+  characters: #4844), and an agent pasting minified code puts it in a fence. A longer line goes on
+  after CONTINUATION: prose after its last whitespace within BREAK_WINDOW characters of the limit
+  (else at the limit), code at the limit; `breaks` says where, so the chat view's copy leaves them
+  out and the code the user copies is the code as written;
 - never leaves a code fence open over what the companion writes next: before a line of the
   companion's own the fence is closed, and opened again when the text goes on (`interrupt`); when
   the text ends (a turn, a prompt), a dangling fence is closed for good (`finish`). A text line cut
@@ -217,13 +218,11 @@ class ForeignText:
         """Part of one line of the text (no newline); a prose line breaks near MAX_LINE_CHARS."""
         if len(self._head) < HEAD_CHARS:
             self._head += part[: HEAD_CHARS - len(self._head)]
-        if self._fence is not None:  # code: never broken (the user copies it)
-            out.append(part)
-            self._column += len(part)
-            return
         self._tail += part
         while self._column + len(self._tail) > MAX_LINE_CHARS:
-            kept = _break_after(self._tail, MAX_LINE_CHARS - self._column)
+            room = MAX_LINE_CHARS - self._column
+            # Code breaks at the limit: a break at a space could read as the code's own layout.
+            kept = room if self._fence is not None else _break_after(self._tail, room)
             self.breaks.append(sum(map(len, out)) + kept)
             out.append(self._tail[:kept] + CONTINUATION)
             self._tail = self._tail[kept:]

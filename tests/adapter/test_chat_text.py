@@ -80,13 +80,18 @@ def test_breaks_says_where_each_break_of_the_view_is() -> None:
     assert out.count(CONTINUATION) == len(text.breaks)  # the agent's own `↪` is not one
 
 
-def test_a_long_line_of_code_is_never_broken() -> None:
-    """The user copies code from the chat: a break inside a fence would be copied with it."""
+def test_a_long_line_of_code_is_broken_in_the_view_and_whole_without_the_breaks() -> None:
+    """Minified code in a fence would freeze Sublime's layout as one line: it is broken at the limit,
+    and `breaks` marks each break, which the view's copy leaves out (the code as written)."""
     code = "const a=" + "[1,2]," * 2000 + "0;"
     for fence in ("```js", "   ~~~", "    ```"):
         closer = fence.strip()[:3]
-        out = shown([f"{fence}\n{code[:3000]}", f"{code[3000:]}\n{closer}\nafter"])
-        assert out == f"{fence}\n{code}\n{closer}\nafter\n"
+        text = ForeignText(AGENT)
+        out = text.feed(f"{fence}\n{code[:3000]}")
+        breaks = list(text.breaks)
+        out += text.feed(f"{code[3000:]}\n{closer}\nafter") + text.finish()
+        assert max(len(line) for line in out.split("\n")) <= MAX_LINE_CHARS
+        assert breaks and out.replace(CONTINUATION, "") == f"{fence}\n{code}\n{closer}\nafter\n"
 
 
 def test_a_fence_cut_by_the_companions_lines_is_closed_and_opened_again() -> None:
