@@ -108,7 +108,21 @@ def keep_line_endings(original: str, text: str, newline: str) -> str:
             for offset in range(min(i2 - i1, j2 - j1)):
                 if endings[j1 + offset]:
                     endings[j1 + offset] = old_lines[i1 + offset][1] or newline
+    _never_merge(new_lines, endings, newline)
     return "".join(line + ending for (line, _), ending in zip(new_lines, endings, strict=True))
+
+
+def _never_merge(lines: list[tuple[str, str]], endings: list[str], newline: str) -> None:
+    """A lone CR kept on a line followed by an empty line ending in LF would read back as one CRLF:
+    a line lost. That line ends with the file's newline instead (or, in a CR file, the next one in CR)."""
+    merges = range(len(lines) - 1)
+    # In the order that settles a chain of them: a CR file passes the CR on, others take it back.
+    for n in merges if newline == "\r" else reversed(merges):
+        if endings[n] == "\r" and not lines[n + 1][0] and endings[n + 1].startswith("\n"):
+            if newline == "\r":
+                endings[n + 1] = "\r"
+            else:
+                endings[n] = newline
 
 
 def _split_lines(text: str) -> list[tuple[str, str]]:
