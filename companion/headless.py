@@ -43,7 +43,7 @@ class HeadlessEditor:
         # The terminal, shared with whatever else prints there (the chat): questions stay last.
         self.console = console or Console(out or sys.stdout, ask or input)
         self.shown: list[Review] = []  # open reviews, oldest first: the one being asked about, then the queue
-        self._changed = threading.Condition()
+        self._changed = threading.Lock()  # guards `shown`
         self._prompter: threading.Thread | None = None
 
     @property
@@ -60,7 +60,6 @@ class HeadlessEditor:
             with self._changed:
                 if review not in self.shown:  # a newer proposal for a queued review keeps its place
                     self.shown.append(review)
-                self._changed.notify()
                 if self._prompter is None:
                     # input() blocks: one plain thread asks, so the loop keeps serving meanwhile.
                     self._prompter = threading.Thread(target=self._prompt_loop, name="companion-prompt", daemon=True)

@@ -301,6 +301,8 @@ class Runtime:
         that connects meanwhile waits in the socket's backlog until the server takes it over."""
         import asyncio
 
+        if handle.ready.done():
+            return  # publishing it before the loop failed, and `ready` says why
         if not handle.published and not self._listen_and_publish(handle):
             return  # `ready` says why
         sock, handle.listening = handle.listening, None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..workspace.textfile import dominant_newline, keep_line_endings, to_newline
+from ..workspace.textfile import dominant_newline, keep_line_endings, same_text, to_newline
 
 EDIT_KINDS = ("edit", "delete", "move")
 
@@ -60,7 +60,7 @@ def proposed_text(tool_call: dict[str, Any], before: str, disk: str | None = Non
     blocks = [b for b in diff_blocks(tool_call) if isinstance(b.get("newText"), str) and b.get("path") in (None, path)]
     for block in blocks:
         old = block.get("oldText")
-        if old is None or _same(old, before) or (disk is not None and _same(old, disk)):
+        if old is None or same_text(old, before) or (disk is not None and same_text(old, disk)):
             return _with_breaks_of(before, block["newText"])
     if blocks:
         return _apply(before, [(b["oldText"], b["newText"]) for b in blocks], _replace_all_flags(raw, len(blocks)))
@@ -95,10 +95,6 @@ def _replace_all_flags(raw: dict[str, Any], count: int) -> list[bool]:
     if isinstance(edits, list) and len(edits) == count:
         return [bool(_normalised(e).get("replaceall")) if isinstance(e, dict) else False for e in edits]
     return [bool(raw.get("replaceall"))] * count if count == 1 else [False] * count
-
-
-def _same(a: str, b: str) -> bool:
-    return a == b or to_newline(a, "\n") == to_newline(b, "\n")
 
 
 def _with_breaks_of(before: str, text: str) -> str:

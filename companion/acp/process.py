@@ -119,6 +119,9 @@ class AgentProcess:
         """Close stdin (agents exit on EOF), then terminate, then kill the whole tree: every process
         it started that `tree` saw (process_tree.py) and, on POSIX, its process group; then close
         the pipes."""
+        # Before the agent goes: the processes it left (in a session of their own) are no longer its
+        # children once it has exited, and outside a turn the tree was last recorded long ago.
+        await asyncio.to_thread(self.tree.update)
         stdin = self.process.stdin
         if stdin is not None and not stdin.is_closing():
             stdin.close()

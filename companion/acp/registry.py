@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..token_files import atomic_write_private
+
 log = logging.getLogger(__name__)
 
 REGISTRY_URL = "https://cdn.agentclientprotocol.com/registry/v1/latest/registry.json"
@@ -235,11 +237,7 @@ def _touch(folder: str, now: float) -> None:
 
 def _save(folder: str, data: bytes) -> None:
     """Written whole or not at all (a temporary file renamed over the old copy)."""
-    target = os.path.join(folder, CACHE_NAME)
-    temporary = f"{target}.{os.getpid()}.tmp"
     try:
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-        os.replace(temporary, target)
+        atomic_write_private(os.path.join(folder, CACHE_NAME), data)
     except OSError as exc:
         log.debug("ACP registry not cached: %s", exc)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ..diffs import Outcome, Review, Reviews
 from ..disk_text import DiskText
 from ..editor import Editor
-from ..workspace.textfile import to_newline
+from ..workspace.textfile import same_text
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class AcceptedEdit:
     @property
     def edited(self) -> bool:
         """The user changed the text, not only how its lines break (the editor holds "\n")."""
-        return self.final != self.proposal and to_newline(self.final, "\n") != to_newline(self.proposal, "\n")
+        return not same_text(self.final, self.proposal)
 
 
 class ReviewGate:

@@ -149,9 +149,6 @@ class ToolCalls:
     def get(self, call_id: str) -> ToolCall | None:
         return self._calls.get(call_id)
 
-    def __contains__(self, call_id: object) -> bool:
-        return call_id in self._calls
-
     def __getitem__(self, call_id: str) -> ToolCall:
         return self._calls[call_id]
 

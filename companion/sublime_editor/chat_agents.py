@@ -62,10 +62,6 @@ def configured() -> tuple[list[ChatAgent], list[str]]:
 # -- the ACP registry's agents (New Chat) --
 
 
-def cache_folder() -> str:
-    return os.path.join(sublime.cache_path(), "Gemini Companion")
-
-
 Listed = list[tuple[RegistryAgent, bool]]  # an agent, and whether its program is on PATH
 
 
@@ -74,7 +70,7 @@ def registry_agents(then: Callable[[Listed], None]) -> None:
     each is installed: on a thread of its own (file and network I/O; PATH lookups stat files);
     `then` gets them on the main thread."""
     allow = settings.settings().get("acp_registry_fetch", True) is not False
-    folder = cache_folder()
+    folder = settings.cache_folder()
 
     def work() -> None:
         try:

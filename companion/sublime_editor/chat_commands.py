@@ -184,7 +184,7 @@ class GeminiCompanionChatModeCommand(sublime_plugin.WindowCommand):
     """Gemini Companion: Switch Chat Mode — the agent's own modes; with `mode` (and the `chat` id,
     as the "applied without review" card's link gives them) straight to that mode."""
 
-    def run(self, mode: str | None = None, chat: int | None = None) -> None:
+    def run(self, mode: str | None = None, chat: str | None = None) -> None:
         target = _chat(self.window, chat)
         if target is None:
             sublime.status_message("Gemini Companion: that chat has ended; start a new one")
@@ -201,12 +201,12 @@ class GeminiCompanionChatModeCommand(sublime_plugin.WindowCommand):
             placeholder=f"Mode of {chat.spec.name}",
         )
 
-    def is_enabled(self, mode: str | None = None, chat: int | None = None) -> bool:
+    def is_enabled(self, mode: str | None = None, chat: str | None = None) -> bool:
         found = _chat(self.window, chat)
         return found is not None and found.ready and bool(found.panel.modes)
 
 
-def _chat(window: sublime.Window, chat_id: int | None) -> chat_sessions.Chat | None:
+def _chat(window: sublime.Window, chat_id: str | None) -> chat_sessions.Chat | None:
     """The chat `chat_id` of the window (a card's link names it), else the one the palette acts on."""
     if chat_id is None:
         return chat_sessions.target(window)

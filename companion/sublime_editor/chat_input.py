@@ -92,7 +92,7 @@ class GeminiCompanionChatListener(sublime_plugin.EventListener):
         if command_name == "copy":  # the transcript's long lines carry breaks of the view's own
             chat = _chat(view)
             copied = chat.panel.copied_text() if chat is not None else None
-            return None if copied is None else ("gemini_companion_chat_copy", {})
+            return None if copied is None else ("gemini_companion_chat_copy", {"text": copied})
         if command_name not in EDITING and command_name not in LINE_EDITING:
             return None
         chat = chat_sessions.for_buffer(view)
@@ -186,11 +186,8 @@ class GeminiCompanionChatEraseCommand(sublime_plugin.TextCommand):
 class GeminiCompanionChatCopyCommand(sublime_plugin.TextCommand):
     """Copy, when the selection holds line breaks the chat view made (a long line): without them."""
 
-    def run(self, edit: sublime.Edit) -> None:
-        chat = _chat(self.view)
-        copied = chat.panel.copied_text() if chat is not None else None
-        if copied is not None:
-            sublime.set_clipboard(copied)
+    def run(self, edit: sublime.Edit, text: str) -> None:
+        sublime.set_clipboard(text)  # the selection without those breaks (ChatPanel.copied_text)
 
 
 class GeminiCompanionChatNoopCommand(sublime_plugin.TextCommand):

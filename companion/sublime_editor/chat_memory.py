@@ -11,12 +11,14 @@ from collections.abc import Callable
 
 import sublime
 
+from . import settings
+
 FILE_NAME = "chat sessions.json"
 _lock = threading.Lock()  # one writer at a time: a read-modify-write of the whole file
 
 
 def _path() -> str:
-    return os.path.join(sublime.cache_path(), "Gemini Companion", FILE_NAME)
+    return os.path.join(settings.cache_folder(), FILE_NAME)
 
 
 def _key(folder: str, agent: str) -> str:

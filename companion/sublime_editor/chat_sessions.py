@@ -264,7 +264,7 @@ def for_buffer(view: sublime.View | None) -> Chat | None:
     if found is not None:
         return found
     buffer_id = view.buffer_id()
-    return next((c for c in _by_view.values() if c.panel.is_valid() and c.panel.view.buffer_id() == buffer_id), None)
+    return next((c for c in _by_view.values() if c.panel.buffer_id == buffer_id and c.panel.is_valid()), None)
 
 
 def of_this_run(value: object) -> bool:

@@ -68,6 +68,7 @@ class ChatPanel:
         self.chat_id = chat_id
         self.agent_name = agent_name
         self.view = window.new_file()
+        self.buffer_id = self.view.buffer_id()  # a clone shares it (a view never changes buffer)
         self.view.set_scratch(True)
         self.view.set_name(f"Chat: {agent_name}")
         self.view.assign_syntax(syntax_path())
@@ -213,7 +214,7 @@ class ChatPanel:
         """A warning with a link that switches this chat to `mode` (the newest offer only)."""
         self.notice(text, "warning")
         self.remove_card("mode-offer")
-        args = {"mode": mode.id, "chat": self.view.settings().get(CHAT_SETTING)}
+        args = {"mode": mode.id, "chat": self.chat_id}
         switch = lambda: self.window.run_command("gemini_companion_chat_mode", args)  # noqa: E731
         link = f'<a href="switch">Switch to {html.escape(mode.name or mode.id)}</a>, which asks before each edit'
         self.card("mode-offer", link, {"switch": switch})

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from typing import TypeVar
 
 import sublime
 
 SETTINGS_FILE = "Gemini Companion.sublime-settings"
 T = TypeVar("T", bool, int, float, str, list, dict)
+
+
+def cache_folder() -> str:
+    """The package's folder in Sublime's cache (what it keeps between runs; never synced)."""
+    return os.path.join(sublime.cache_path(), "Gemini Companion")
 
 
 def settings() -> sublime.Settings:

@@ -137,14 +137,9 @@ def open_args(
     window: sublime.Window, handle: WindowHandle, folder: str, editor_pid: int, agent: Agent = GEMINI
 ) -> dict[str, Any]:
     """The exact `terminus_open` arguments for this window's terminal of `agent`."""
-    command = agent_command(agent)
     args: dict[str, Any] = {
-        "cmd": [_literal(part) for part in shell_command(command)],
-        "cwd": _literal(folder),
-        "title": agent.title,
+        **command_args(agent_command(agent), folder, agent.title),
         "tag": tag_for(window, agent),
-        "auto_close": False,  # Terminus' code default is True: keep the CLI's last words visible
-        "focus": True,
         "env": terminal_env(handle, editor_pid, agent),
         # Terminus' default re-runs the command when a restored terminal is activated after a
         # restart, with this run's port and PID: the user opens a fresh one from this run instead.
@@ -229,6 +224,6 @@ def command_args(command: Sequence[str], folder: str, title: str) -> dict[str, A
         "cmd": [_literal(part) for part in shell_command(command)],
         "cwd": _literal(folder),
         "title": title,
-        "auto_close": False,
+        "auto_close": False,  # Terminus' code default is True: keep the command's last words visible
         "focus": True,
     }

@@ -89,6 +89,11 @@ def to_newline(text: str, newline: str) -> str:
     return _LINE_BREAK.sub(newline, text)
 
 
+def same_text(a: str, b: str) -> bool:
+    """The same text, whatever its line breaks (an editor holds "\n", a file may hold CRLF)."""
+    return a == b or to_newline(a, "\n") == to_newline(b, "\n")
+
+
 def keep_line_endings(original: str, text: str, newline: str) -> str:
     """`text` with every line that `original` has too, at the same place in the sequence, ending as
     it ended there (a line edited in place as well); added lines end with `newline`.
