@@ -158,14 +158,7 @@ def test_on_310(pytest_args: list[str]) -> int:
     return run_pytest(python, pytest_args or [*PIP_SUITES, *(f"--ignore={path}" for path in PIP_NOT_AGAIN)])
 
 
-# Qwen Code cannot reach the local model stand-in from inside the Debian root ("Connection error",
-# first seen on the fresh-clone run, not yet explained): the registry agents' chats run on this
-# machine's Python only, until that is understood.
-NOT_IN_THE_ROOT = ["tests/acp/test_registry_agents.py"]
-
-
 def test_on_314(pytest_args: list[str]) -> int:
-    pytest_args = pytest_args or [f"--ignore={path}" for path in NOT_IN_THE_ROOT]
     native = find_python(exactly=SUBLIME_PYTHON, required=False)
     if native:
         return run_pytest(ensure_venv(".venv-3.14", native, "dev.txt"), pytest_args)
