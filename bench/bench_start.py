@@ -129,7 +129,13 @@ def initialize(port: int, token: str, deadline: float) -> float:
 
 
 def _env(tmpdir: str, checkout: str = ROOT) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GEMINI_CLI_IDE_")}
+    # Bytecode cached, as on every start of Sublime but the first: a PYTHONDONTWRITEBYTECODE in our
+    # environment (as the dev shell sets) would make every start compile the package from source.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("GEMINI_CLI_IDE_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
     env.update(TMPDIR=tmpdir, CLAUDE_CONFIG_DIR=os.path.join(tmpdir, "claude"), PYTHONPATH=checkout)
     return env
 
