@@ -423,9 +423,9 @@ class WindowRegistry:
 
 async def _rebuild_tools(handle: WindowHandle) -> None:
     """On the loop: offer the tools now enabled (clients that list tools afterwards see the change)."""
-    server = handle.server
-    if server is not None and handle.tool_factory is not None and not handle.closed:
-        server.extra_tools = {spec.tool.name: spec for spec in handle.tool_factory(server)}
+    server, gemini = handle.server, handle.gemini
+    if server is not None and gemini is not None and handle.tool_factory is not None and not handle.closed:
+        gemini.extra_tools = {spec.tool.name: spec for spec in handle.tool_factory(server)}
 
 
 def _report_start(window_id: int, future: concurrent.futures.Future[WindowHandle]) -> None:

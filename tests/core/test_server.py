@@ -247,7 +247,7 @@ async def test_the_context_sent_when_a_stream_opens_is_validated_too(window: Win
 
 
 async def test_sessions_that_go_away_are_pruned(window: WindowHandle) -> None:
-    server = window.server
+    server = window.gemini
     assert server is not None
     async with connect(window.url, window.token, "short-lived") as client:
         await client.wait_for("ide/contextUpdate")
