@@ -20,6 +20,18 @@ from .runtime import Runtime
 from .workspace.factory import tool_factory
 from .workspace.settings import TOOL_NAMES, WorkspaceToolSettings
 
+AGENTS = ("gemini", "claude")  # the IDE agents a window can serve: Gemini CLI, Claude Code's /ide
+
+
+def agent_names(text: str) -> frozenset[str]:
+    """An argparse type: a comma-separated list of the agents to serve (`gemini,claude`)."""
+    names = [name.strip().lower() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in AGENTS]
+    if unknown or not names:
+        wrong = f"{', '.join(unknown)} is not an agent" if unknown else "no agent named"
+        raise argparse.ArgumentTypeError(f"{wrong}; give one or both of {','.join(AGENTS)} (e.g. --agents claude)")
+    return frozenset(names)
+
 
 def port_number(text: str) -> int:
     """An argparse type: a TCP port, or 0 for any free one."""
@@ -73,8 +85,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--write-timeout", type=float, help="seconds write_file waits for a decision (default 600)")
     serve.add_argument("--disable-tool", action="append", choices=TOOL_NAMES, default=[], help="turn a tool off")
     serve.add_argument(
-        "--no-claude", action="store_true", help="do not serve Claude Code's /ide integration (no lock file)"
+        "--agents",
+        type=agent_names,
+        default=frozenset(AGENTS),
+        help="the agents to serve, comma-separated (default: gemini,claude); without gemini Gemini CLI finds no "
+        "discovery file, without claude no lock file is written",
     )
+    serve.add_argument("--no-claude", action="store_true", help="the same as leaving claude out of --agents")
     bridge = commands.add_parser("bridge", help="MCP stdio server forwarding to a window's workspace tools")
     where = bridge.add_mutually_exclusive_group()
     where.add_argument("--workspace", help="the window whose folders contain this folder (default: current folder)")
@@ -112,7 +129,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             "write_timeout_seconds": args.write_timeout,
         }
     )
-    return run_serve(args.workspace, args.diff_policy, args.port, args.debug, tools, claude=not args.no_claude)
+    agents: frozenset[str] = args.agents - ({"claude"} if args.no_claude else set())
+    if not agents:
+        parser.error("--no-claude leaves no agent to serve; give --agents gemini (or drop --no-claude)")
+    return run_serve(
+        args.workspace,
+        args.diff_policy,
+        args.port,
+        args.debug,
+        tools,
+        claude="claude" in agents,
+        gemini="gemini" in agents,
+    )
 
 
 def run_serve(
@@ -122,6 +150,7 @@ def run_serve(
     debug: bool,
     tools: WorkspaceToolSettings | None = None,
     claude: bool = True,
+    gemini: bool = True,
 ) -> int:
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(message)s")
     folder = os.path.realpath(workspace)
@@ -138,7 +167,7 @@ def run_serve(
     runtime = Runtime()
     factory = tool_factory(tools or WorkspaceToolSettings())
     editor = HeadlessEditor(policy)
-    handle = runtime.open_window(editor, [folder], port=port, tool_factory=factory, claude=claude)
+    handle = runtime.open_window(editor, [folder], port=port, tool_factory=factory, claude=claude, gemini=gemini)
     try:
         handle.ready.result(30)
     except Exception as exc:
@@ -149,7 +178,9 @@ def run_serve(
     if handle.discovery_path:
         print(f"Discovery file: {handle.discovery_path}", flush=True)
     print(f"Workspace: {folder}  (diff policy: {policy})", flush=True)
-    if handle.discovery_path:
+    if handle.discovery_path and not gemini:
+        print("Gemini CLI is not served (--agents): only the bridge reads that file.", flush=True)
+    elif handle.discovery_path:
         print("Run `gemini` in that folder (once: `/ide enable`).", flush=True)
     else:
         print(
