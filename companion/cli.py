@@ -1,6 +1,6 @@
 """`python -m companion serve`: the companion without Sublime, on the current folder.
 `python -m companion bridge`: the stdio bridge to a window's workspace tools (for Claude Desktop).
-`python -m companion chat`: a chat with an ACP agent in the terminal (companion/acp/terminal.py)."""
+`python -m companion chat`: a chat with an ACP agent in the terminal (companion/terminal_chat.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from . import pywin32_path
+from .core import pywin32_path
+from .core.processes import STOP_SIGNALS
 from .headless import POLICIES, HeadlessEditor
-from .processes import STOP_SIGNALS
 from .runtime import Runtime
 from .workspace.factory import tool_factory
 from .workspace.settings import TOOL_NAMES, WorkspaceToolSettings
@@ -103,12 +103,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments[:1] != ["serve"]:
         # Not for `serve`: the chat's modules would delay the discovery file (a Gemini CLI starting
         # at the same moment reads it once), and serve's arguments never need them.
-        from .acp.terminal import add_chat_command
+        from .terminal_chat import add_chat_command
 
         add_chat_command(commands, POLICIES)
     args = parser.parse_args(arguments)
     if args.command == "chat":
-        from .acp.terminal import run_chat_command
+        from .terminal_chat import run_chat_command
 
         pywin32_path.make_importable()
         return run_chat_command(args)

@@ -19,8 +19,9 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from ..private_dirs import UnsafeFolder
-from ..token_files import (
+from ..core.private_dirs import UnsafeFolder
+from ..core.reading import read_at_most
+from ..core.token_files import (
     FolderRefused,
     TokenFileError,
     atomic_write_private,
@@ -28,7 +29,6 @@ from ..token_files import (
     matching_files,
     remove_stale,
 )
-from ..workspace.reading import read_at_most
 from .protocol import CONFIG_DIR_ENV, IDE_NAME
 
 log = logging.getLogger("gemini_companion")

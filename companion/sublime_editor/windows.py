@@ -12,11 +12,11 @@ from typing import Any
 
 import sublime
 
-from ..context import SharingPolicy
-from ..diffs import Review
+from ..core.context import SharingPolicy
+from ..core.diffs import Review
+from ..core.textfile import to_newline
 from ..runtime import Runtime, RuntimeStopped, WindowHandle
 from ..workspace.factory import tool_factory
-from ..workspace.textfile import to_newline
 from . import direct_access, settings
 from .diagnostics import diagnostics as window_diagnostics
 from .diagnostics import select_text

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.diffs import Review
+from companion.core.diffs import Review
 from companion.runtime import WindowHandle
 from tests.conformance.claude_harness import ClaudeTerminal, ModelStandIn, claude_env, make_config, pinned_version
 from tests.conformance.harness import (
@@ -183,7 +183,7 @@ def test_gemini_and_claude_in_one_window_each_review_in_the_same_ui_and_neither_
 
 
 def test_pausing_takes_the_selection_out_of_claude_codes_prompt_and_resuming_brings_it_back(window: Window) -> None:
-    from companion.context import Position
+    from companion.core.context import Position
 
     other = os.path.join(window.workspace, "notes.txt")
     with open(other, "w") as handle:

@@ -13,8 +13,8 @@ from collections.abc import Callable
 import psutil
 import pytest
 
+from companion.core.tool_calls import ToolSpec
 from companion.runtime import THREAD_NAME, Runtime, RuntimeStopped, WindowHandle
-from companion.tool_calls import ToolSpec
 from tests.mcp_client import connect
 from tests.scripted_editor import ScriptedEditor
 

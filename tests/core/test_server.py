@@ -12,8 +12,8 @@ import anyio
 import httpx2
 import pytest
 
-from companion.context import Position
-from companion.diffs import Review
+from companion.core.context import Position
+from companion.core.diffs import Review
 from companion.runtime import WindowHandle
 from tests.mcp_client import connect, text_of
 from tests.scripted_editor import ScriptedEditor
@@ -514,7 +514,7 @@ async def test_open_diff_cannot_take_over_a_review_a_tool_is_waiting_on(
     """A write_file review (decided by the tool that waits on it) is not replaced by an openDiff for the
     same path: otherwise the tool would write the other client's proposal, and that client would
     never hear an outcome."""
-    from companion.diffs import Outcome
+    from companion.core.diffs import Outcome
 
     server = window.server
     assert server is not None
