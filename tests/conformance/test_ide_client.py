@@ -127,7 +127,7 @@ def test_the_cli_gets_the_context_open_before_it_started(
 ) -> None:
     with HeadlessCompanion([workspace]) as companion:
         main = os.path.join(workspace, "main.py")
-        companion.core.context.activate(main, Position(3, 5))
+        companion.context.activate(main, Position(3, 5))
         with IdeClientProcess(workspace, companion.client_env(), release=release) as client:
             context = client.wait_context(lambda c: open_paths(c) == [main])
             assert active_file(context) == {
@@ -142,8 +142,8 @@ def test_the_cli_receives_the_normalised_context(
     cli: IdeClientProcess, companion: HeadlessCompanion, workspace: str
 ) -> None:
     main, util = os.path.join(workspace, "main.py"), os.path.join(workspace, "src", "util.py")
-    companion.core.context.activate(util, Position(1, 1))
-    companion.core.context.activate(main, Position(12, 7), "selected words")
+    companion.context.activate(util, Position(1, 1))
+    companion.context.activate(main, Position(12, 7), "selected words")
     context = cli.wait_context(lambda c: (active_file(c) or {}).get("selectedText") == "selected words")
     files = context["workspaceState"]["openFiles"]
     assert [f["path"] for f in files] == [main, util]
@@ -153,11 +153,11 @@ def test_the_cli_receives_the_normalised_context(
     assert set(files[1]) <= {"path", "timestamp", "isActive"} and not files[1].get("isActive")
     assert "isTrusted" not in context["workspaceState"]  # would override the CLI's own folder trust
 
-    companion.core.context.select(main, Position(13, 1), None)
+    companion.context.select(main, Position(13, 1), None)
     context = cli.wait_context(lambda c: (active_file(c) or {}).get("cursor") == {"line": 13, "character": 1})
     assert "selectedText" not in active_file(context)  # type: ignore[operator]
 
-    companion.core.context.close(main)
+    companion.context.close(main)
     cli.wait_context(lambda c: open_paths(c) == [util])
 
 
@@ -166,9 +166,9 @@ def test_the_cli_keeps_ten_files_and_the_whole_selection_the_companion_sends(
 ) -> None:
     paths = [os.path.join(workspace, f"f{i:02}.txt") for i in range(12)]
     for path in paths:
-        companion.core.context.activate(path)
+        companion.context.activate(path)
     selection = "x" * 20000
-    companion.core.context.select(paths[-1], Position(1, 1), selection)
+    companion.context.select(paths[-1], Position(1, 1), selection)
     context = cli.wait_context(lambda c: bool((active_file(c) or {}).get("selectedText")))
     assert open_paths(context) == list(reversed(paths))[:10]
     # The companion clips at 16384 itself, so the client has nothing to truncate (no marker).
@@ -239,7 +239,7 @@ def test_accepted_in_the_terminal_gets_the_edited_text_and_no_notification(
     review.reject()
     # Barrier: everything the companion sent before this context update has arrived.
     marker = os.path.join(workspace, "barrier.txt")
-    companion.core.context.activate(marker)
+    companion.context.activate(marker)
     cli.wait_context(lambda c: (active_file(c) or {}).get("path") == marker)
     assert cli.notifications("ide/diffAccepted") == []
     assert cli.notifications("ide/diffRejected") == []
