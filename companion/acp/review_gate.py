@@ -7,10 +7,10 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-from ..diffs import Outcome, Review, Reviews
-from ..disk_text import DiskText
-from ..editor import Editor
-from ..workspace.textfile import same_text
+from ..core.diffs import Outcome, Review, Reviews
+from ..core.disk_text import DiskText
+from ..core.editor import Editor
+from ..core.textfile import same_text
 
 log = logging.getLogger(__name__)
 

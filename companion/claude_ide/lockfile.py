@@ -19,8 +19,9 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from ..private_dirs import UnsafeFolder
-from ..token_files import (
+from ..core.private_dirs import UnsafeFolder
+from ..core.reading import read_at_most
+from ..core.token_files import (
     FolderRefused,
     TokenFileError,
     atomic_write_private,

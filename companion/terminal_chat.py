@@ -23,15 +23,15 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
-from ..console import Console
-from ..headless import HeadlessEditor, visible
-from ..processes import STOP_SIGNALS
-from .agents import PRESETS, AgentSpec, custom_agent
-from .unchecked import UncheckedEdits
-from .view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
+from .acp.agents import PRESETS, AgentSpec, custom_agent
+from .acp.unchecked import UncheckedEdits
+from .acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
+from .console import Console
+from .core.processes import STOP_SIGNALS
+from .headless import HeadlessEditor, visible
 
 if TYPE_CHECKING:
-    from .session import ChatSession
+    from .acp.session import ChatSession
 
 T = TypeVar("T")
 
@@ -209,7 +209,7 @@ def _log_without_the_sdk() -> None:
 
 
 async def _chat(spec: AgentSpec, folder: str, editor: HeadlessEditor, view: TerminalView, prompt: str | None) -> int:
-    from .session import ChatFailed, ChatSession  # the SDK loads here, on the first chat
+    from .acp.session import ChatFailed, ChatSession  # the SDK loads here, on the first chat
 
     # This command is a process of its own: it may adopt the agent's orphans (process_tree.py).
     session = ChatSession(spec, [folder], editor, view, subreaper=True)
