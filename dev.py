@@ -8,14 +8,14 @@
     python3 dev.py test --on 3.14|3.10 [pytest arguments]   pytest on that Python only
 
 `test` with no arguments runs, in order: ruff and pyright on the newest Python >= 3.10 found here
-(in `.venv`); the whole suite on Python 3.14,
-the Python of Sublime Text's plugin host (`.venv-3.14`); and the core, workspace, bridge, hostile,
-conformance and ACP suites on Python 3.10, the oldest the pip-installed bridge and headless companion
-support (`.venv-3.10`), with this machine's Node. Python 3.14 is used from this machine when installed; otherwise, on Linux as
-root, dev.py builds a Debian unstable root that has it (debootstrap, about 90 s, once; PY314_ROOT
-chooses where) and runs the suite there on this folder, with Debian's Node. Where neither is possible,
-this machine's Python runs the whole suite instead. The real Gemini CLI (the pinned one and the
-oldest supported) and the other real agents are installed with `npm ci` under `tests/conformance`.
+(in `.venv`); the whole suite on Python 3.14, the Python of Sublime Text's plugin host
+(`.venv-3.14`); and the core, workspace, bridge, hostile, conformance and ACP suites on Python 3.10,
+the oldest the pip-installed bridge and headless companion support (`.venv-3.10`), with this
+machine's Node. Python 3.14 is used from this machine when installed; otherwise, on Linux as root,
+dev.py builds a Debian unstable root that has it (debootstrap, about 90 s, once; PY314_ROOT chooses
+where) and runs the suite there on this folder, with Debian's Node. Where neither is possible, this
+machine's Python runs the whole suite instead. The real Gemini CLI (the pinned one and the oldest
+supported) and the other real agents are installed with `npm ci` under `tests/conformance`.
 """
 
 from __future__ import annotations

@@ -59,9 +59,7 @@ class ReviewGate:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._mine: set[Review] = set()  # the open reviews this chat opened
 
-    async def review(
-        self, path: str, before: DiskText, proposal: str, allow_always: str | None = None
-    ) -> Decision:
+    async def review(self, path: str, before: DiskText, proposal: str, allow_always: str | None = None) -> Decision:
         """Show the proposal against `before` and wait for the user's decision; a cancelled call
         closes the review (its outcome is then CLOSED, never an accept). `allow_always` is the
         agent's "allow for this session" option name, when it offered one (Review.allow_always)."""

@@ -20,7 +20,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..core.private_dirs import UnsafeFolder
-from ..core.reading import read_at_most
 from ..core.token_files import (
     FolderRefused,
     TokenFileError,
@@ -117,7 +116,7 @@ def read_lock(path: str) -> dict[str, Any] | None:
             return None
         # Imported here, not above: this module is imported before a window's files are published,
         # and the workspace's reading modules would delay them (read only when sweeping, afterwards).
-        from ..workspace.reading import read_at_most
+        from ..core.reading import read_at_most
 
         data = json.loads(read_at_most(fd, MAX_LOCK_BYTES).decode("utf-8"))
     except (OSError, ValueError):
