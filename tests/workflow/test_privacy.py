@@ -65,7 +65,7 @@ def test_pause_exclude_and_selection_sharing_reach_the_real_client(
         control.pump_until(lambda: status_of(app_view) == "Gemini ● · Claude ○")
 
         # context_exclude is applied the moment the settings change.
-        defaults = list(pkg("context").DEFAULT_EXCLUDES)
+        defaults = list(pkg("core.context").DEFAULT_EXCLUDES)
         control.user_settings(SETTINGS, {"context_exclude": [*defaults, "*.log"]})
         cli.wait_context(lambda c: open_paths(c) == [app])
         control.user_settings(SETTINGS, {"context_exclude": defaults})
