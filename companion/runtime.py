@@ -330,16 +330,16 @@ class Runtime:
         except BaseException as exc:
             self._unpublish(handle)
             handle.server = handle.gemini = handle.claude = None
+            sock.close()  # the port is free again before anyone waiting hears of the failure
             if not handle.ready.done():
                 handle.ready.set_exception(exc)
             return
         finally:
             self._opening.discard(task)
             self._starting.discard(handle)
-            if handle.server is None:
-                sock.close()  # never served (closed or failed): the port is free again
         if handle.server is None:
-            return  # the window closed while its server was starting
+            sock.close()  # the window closed while its server was starting: never served, port free
+            return
         self.windows.append(handle)
         log.info("window server listening on %s (discovery file %s)", handle.url, handle.discovery_path)
         handle.ready.set_result(handle)

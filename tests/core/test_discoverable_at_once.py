@@ -232,13 +232,27 @@ def test_a_stack_that_fails_to_load_after_publishing_takes_the_file_back(
     runtime: Runtime, discovery_dir: str, workspace: str
 ) -> None:
     published: list[list[str]] = []
+    watching = threading.Event()
+    refused_when_answered: list[bool] = []
 
     def missing_library(_server: object) -> list[Any]:
         published.append(os.listdir(discovery_dir))
+        watching.wait(30)
         raise ModuleNotFoundError("No module named 'uvicorn'", name="uvicorn")
 
     handle = runtime.open_window(ScriptedEditor(), [workspace], tool_factory=missing_library)
+    # Runs on the loop thread the moment `ready` is answered: whoever waits on it may look at once
+    # (it used to hear of the failure while the port still took connections: a race under load).
+    answered = threading.Event()
+
+    def look(_: object) -> None:
+        refused_when_answered.append(_refused(handle.port))
+        answered.set()
+
+    handle.ready.add_done_callback(look)
+    watching.set()
     with pytest.raises(ModuleNotFoundError):
         handle.ready.result(30)
     assert len(published[0]) == 1  # it was out while the stack loaded
-    assert handle.discovery_path == "" and os.listdir(discovery_dir) == [] and _refused(handle.port)
+    assert handle.discovery_path == "" and os.listdir(discovery_dir) == []
+    assert answered.wait(30) and refused_when_answered == [True]
