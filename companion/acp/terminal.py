@@ -19,11 +19,14 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from ..console import Console
+from ..core.change_set import FileChange
+from ..core.turns import Turns
+from ..core.user_cache import user_cache_folder
 from ..headless import HeadlessEditor, visible
 from ..processes import STOP_SIGNALS
 from .agents import PRESETS, AgentSpec, custom_agent
@@ -214,11 +217,12 @@ async def _chat(spec: AgentSpec, folder: str, editor: HeadlessEditor, view: Term
     # This command is a process of its own: it may adopt the agent's orphans (process_tree.py).
     session = ChatSession(spec, [folder], editor, view, subreaper=True)
     interrupts = _Interrupts(session)
+    changes = TurnChanges(folder, spec.name)
     try:
         await interrupts.run(session.start())
         if prompt is not None:
-            return await _one_turn(session, interrupts, prompt)
-        return await _repl(session, interrupts)
+            return await _one_turn(session, interrupts, changes, prompt)
+        return await _repl(session, interrupts, changes)
     except ChatFailed as exc:
         _tell(f"\nerror: {one_line(str(exc))}")
         return _checked(session, EXIT_FAILED)
@@ -243,8 +247,45 @@ def _tell(text: str) -> None:
         pass
 
 
-async def _one_turn(session: ChatSession, interrupts: _Interrupts, prompt: str) -> int:
-    stop = await interrupts.turn(session.prompt(prompt))
+class TurnChanges:
+    """`chat`'s checkpoints (core/turns.py): one before each prompt; the turn's change set printed
+    after it and left for `changes`. A cache folder that cannot be used costs the chat nothing but
+    this: one warning, then no checkpoints."""
+
+    def __init__(self, folder: str, agent: str) -> None:
+        self.turns = Turns(user_cache_folder(), [folder])
+        self.agent = agent
+        self.off = False
+
+    async def turn(self, session: ChatSession, interrupts: _Interrupts, text: str) -> str:
+        await self._run(self.turns.begin)
+        session.writes.take()  # what was written between turns belongs to no turn's agent
+        try:
+            return await interrupts.turn(session.prompt(text))
+        finally:
+            found = await self._run(self.turns.end, self.agent, session.writes.take())
+            if found is not None:
+                _print_changes(found)
+
+    async def _run(self, call: Callable[..., T], *args: Any) -> T | None:
+        if self.off:
+            return None
+        try:
+            return await asyncio.to_thread(call, *args)
+        except (OSError, ValueError) as exc:
+            self.off = True
+            _tell(f"warning: no checkpoints for this chat ({one_line(str(exc))}); `changes` cannot revert its turns.")
+            return None
+
+
+def _print_changes(found: list[FileChange]) -> None:
+    lines = "".join(f"\n  {one_line(change.line())}" for change in found)
+    files = f"{len(found)} file{'s' * (len(found) != 1)}" if found else "none"
+    print(f"\n[changes: {files}]{lines}", flush=True)
+
+
+async def _one_turn(session: ChatSession, interrupts: _Interrupts, changes: TurnChanges, prompt: str) -> int:
+    stop = await changes.turn(session, interrupts, prompt)
     print(flush=True)
     if stop == "end_turn":
         return _checked(session, EXIT_OK)
@@ -252,7 +293,7 @@ async def _one_turn(session: ChatSession, interrupts: _Interrupts, prompt: str) 
     return _checked(session, EXIT_FAILED)
 
 
-async def _repl(session: ChatSession, interrupts: _Interrupts) -> int:
+async def _repl(session: ChatSession, interrupts: _Interrupts, changes: TurnChanges) -> int:
     mode = visible(session.mode) if session.mode else "the agent’s own"
     print(f"Chat with {visible(session.spec.name)} (mode: {mode}); Ctrl-D ends it.", flush=True)
     code = EXIT_OK
@@ -266,7 +307,7 @@ async def _repl(session: ChatSession, interrupts: _Interrupts) -> int:
         if line.split()[0] == "/mode":
             await _switch_mode(session, line.split()[1:])
             continue
-        stop = await interrupts.turn(session.prompt(line))
+        stop = await changes.turn(session, interrupts, line)
         print(f"\n[{one_line(stop)}]" if stop != "end_turn" else "", flush=True)
         code = _checked(session, code)
 
