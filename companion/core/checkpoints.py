@@ -17,17 +17,20 @@ Blocking I/O throughout: never call it on Sublime's main thread or an event loop
 
 from __future__ import annotations
 
+import operator
 import os
 import secrets
 import stat
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, NamedTuple
 
 from ..workspace.patterns import GitIgnore, SublimePatterns, repository_root, rules_for
 from .checkpoint_store import KEEP_CHECKPOINTS, CheckpointStore
 
+_BY_NAME = operator.attrgetter("name")
 MAX_FILE_BYTES = 16 * 1024 * 1024
 MAX_FILES = 100_000
 RACY_NS = 2_000_000_000  # coarse file-system clocks (FAT: 2 s)
@@ -91,6 +94,17 @@ class Checkpoint:
 
     def digests(self) -> set[str]:
         return {e.digest for e in self.entries.values() if e.digest}
+
+    @cached_property
+    def reusable(self) -> dict[str, tuple[tuple[int, int, int, int, int], Entry]]:
+        """path -> (lstat key, entry) of the covered files whose content a later scan need not
+        read again when the key still matches (the key: st_mode, size, mtime_ns, ctime_ns, inode)."""
+        settled = self.taken_ns - RACY_NS
+        return {
+            e.path: ((stat.S_IFREG | e.mode, e.size, e.mtime_ns, e.ctime_ns, e.ino), e)
+            for e in self.entries.values()
+            if e.kind == "file" and e.digest and e.mtime_ns < settled
+        }
 
 
 @dataclass(frozen=True)
@@ -156,23 +170,13 @@ def capture(entry: Entry, store: CheckpointStore | None, hasher: Any = None) -> 
         os.close(fd)
 
 
-def reusable(previous: Checkpoint | None, entry: Entry) -> Entry | None:
-    """The previous checkpoint's entry for `entry`'s path when its content need not be read again."""
-    if previous is None:
-        return None
-    old = previous.entries.get(entry.path)
-    if old is None or not old.digest or not old.same_stat(entry):
-        return None
-    return old if old.mtime_ns < previous.taken_ns - RACY_NS else None
-
-
 class Scan:
     """One walk of the folders, building a checkpoint's entries."""
 
     def __init__(self, store: CheckpointStore, limits: Limits, previous: Checkpoint | None) -> None:
         self.store = store
         self.limits = limits
-        self.previous = previous
+        self.reusable = previous.reusable if previous is not None else {}
         self.entries: dict[str, Entry] = {}
         self.covered = 0
         self.folder_patterns = SublimePatterns.compile(limits.folder_excludes)
@@ -189,7 +193,7 @@ class Scan:
     def _walk(self, folder: str, rel: str, ignore: GitIgnore | None, repo_rel: str) -> None:
         try:
             with os.scandir(folder) as it:
-                found = sorted(it, key=lambda e: e.name)
+                found = sorted(it, key=_BY_NAME)  # by name: the same files are beyond max_files each time
         except OSError:
             return  # the folder's own entry stays: its content is unknown, nothing is restored in it
         names = {e.name for e in found}
@@ -203,14 +207,20 @@ class Scan:
 
     def _entry(self, item: os.DirEntry[str], rel: str, ignore: GitIgnore | None, repo_rel: str) -> None:
         try:
+            is_dir = item.is_dir(follow_symlinks=False)  # from the listing: no system call on most systems
+            if self._excluded(item, rel, is_dir, ignore, repo_rel):
+                return
             st = item.stat(follow_symlinks=False)
         except OSError:
             return  # gone since the listing
-        entry = stat_entry(item.path, st)
-        is_dir = entry.kind == "dir"
-        if self._excluded(item, rel, is_dir, ignore, repo_rel):
+        old = self.reusable.get(item.path)
+        key = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        if old is not None and old[0] == key and self.covered < self.limits.max_files:
+            self.covered += 1  # the fast path of an unchanged file: nothing read
+            self.entries[item.path] = old[1]
             return
-        if is_dir:
+        entry = stat_entry(item.path, st)
+        if entry.kind == "dir":
             self.entries[entry.path] = entry
             self._walk(item.path, rel + item.name + "/", ignore, repo_rel + item.name + "/")
             return
@@ -235,7 +245,7 @@ class Scan:
         if self.covered >= self.limits.max_files:
             return entry._replace(reason=f"beyond the {self.limits.max_files}-file limit")
         self.covered += 1
-        return reusable(self.previous, entry) or capture(entry, self.store)
+        return capture(entry, self.store)
 
 
 class Checkpointer:
