@@ -16,6 +16,7 @@ from companion.core.checkpoint_store import CheckpointStore
 from companion.core.checkpoints import Checkpointer, Limits
 from companion.core.restore import RestoreFailed, RestoreRefused
 from companion.core.turns import Turns
+from companion.core.user_cache import user_cache_folder
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs, modes and dir_fd are POSIX")
 OLD_NS = 1_600_000_000 * 10**9  # an mtime long before any checkpoint (not within RACY_NS)
@@ -293,3 +294,12 @@ def test_only_the_last_checkpoints_and_their_blobs_are_kept(ws: str, cache: str)
     assert len(store.point_ids()) == 3
     kept = {read(store.blob_path(d)) for d in os.listdir(store.blobs) if not d.startswith(".")}
     assert kept == {f"version {n}\n".encode() for n in (3, 4, 5)}
+
+
+def test_the_headless_cache_folder_is_the_platforms_per_user_one() -> None:
+    home = os.path.expanduser("~")
+    assert user_cache_folder({}, "linux") == os.path.join(home, ".cache", "gemini-companion")
+    assert user_cache_folder({"XDG_CACHE_HOME": "/x"}, "linux") == os.path.join("/x", "gemini-companion")
+    assert user_cache_folder({}, "darwin") == os.path.join(home, "Library", "Caches", "Gemini Companion")
+    assert user_cache_folder({"LOCALAPPDATA": "C:\\L"}, "win32") == os.path.join("C:\\L", "Gemini Companion")
+    assert user_cache_folder({"GEMINI_COMPANION_CACHE": "/tmp/c"}, "linux") == os.path.abspath("/tmp/c")
