@@ -32,6 +32,23 @@ class BlobMissing(OSError):
     """A checkpoint's content is gone or damaged in the cache; the message says which file."""
 
 
+def read_limited(fd: int, limit: int) -> Iterator[bytes]:
+    """The bytes of `fd` in chunks, at most `limit` of them (a file that grows while it is read
+    cannot keep us reading)."""
+    while limit > 0 and (chunk := os.read(fd, min(CHUNK, limit))):
+        limit -= len(chunk)
+        yield chunk
+
+
+def hash_fd(fd: int, limit: int) -> tuple[str, int]:
+    """sha256 and length of at most `limit` bytes of `fd`."""
+    digest, length = hashlib.sha256(), 0
+    for chunk in read_limited(fd, limit):
+        digest.update(chunk)
+        length += len(chunk)
+    return digest.hexdigest(), length
+
+
 def workspace_key(folders: Iterable[str]) -> str:
     """The folder name of a workspace: the same real folders give the same key."""
     joined = "\0".join(os.path.realpath(f) for f in folders)
@@ -58,16 +75,18 @@ class CheckpointStore:
     def blob_path(self, digest: str) -> str:
         return os.path.join(self.blobs, digest)
 
-    def put_fd(self, fd: int) -> str:
-        """Copy the open file `fd` into the store, one chunk in memory at a time; its sha256."""
+    def put_fd(self, fd: int, limit: int) -> tuple[str, int]:
+        """Copy at most `limit` bytes of the open file `fd` into the store, one chunk in memory at a
+        time; their sha256 and length."""
         self.prepare()
         temp = os.path.join(self.blobs, f".{secrets.token_hex(8)}.tmp")
         out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY, 0o600)
-        digest = hashlib.sha256()
+        digest, length = hashlib.sha256(), 0
         try:
             with os.fdopen(out, "wb") as handle:
-                while chunk := os.read(fd, CHUNK):
+                for chunk in read_limited(fd, limit):
                     digest.update(chunk)
+                    length += len(chunk)
                     handle.write(chunk)
             name = digest.hexdigest()
             if os.path.exists(self.blob_path(name)):
@@ -78,7 +97,7 @@ class CheckpointStore:
             if os.path.lexists(temp):
                 os.unlink(temp)
             raise
-        return name
+        return name, length
 
     def chunks(self, digest: str) -> Iterator[bytes]:
         """The blob's bytes in chunks; BlobMissing once read whole if they do not match `digest`."""

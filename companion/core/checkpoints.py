@@ -28,7 +28,7 @@ from functools import cached_property
 from typing import Any, NamedTuple
 
 from ..workspace.patterns import GitIgnore, SublimePatterns, repository_root, rules_for
-from .checkpoint_store import KEEP_CHECKPOINTS, CheckpointStore
+from .checkpoint_store import KEEP_CHECKPOINTS, CheckpointStore, hash_fd
 
 _BY_NAME = operator.attrgetter("name")
 MAX_FILE_BYTES = 16 * 1024 * 1024
@@ -150,10 +150,11 @@ def read_link(entry: Entry) -> Entry:
         return entry._replace(kind="file", reason=f"an unreadable link: {exc.strerror or exc}")
 
 
-def capture(entry: Entry, store: CheckpointStore | None, hasher: Any = None) -> Entry:
-    """`entry` (a regular file) with its content's digest: copied into `store`, or only hashed by
-    `hasher(fd)` when there is no store. Opened without following a link and without blocking; a
-    file swapped meanwhile (another inode, no longer regular) is listed as not covered."""
+def capture(entry: Entry, store: CheckpointStore | None) -> Entry:
+    """`entry` (a regular file) with its content's digest: copied into `store`, or only hashed when
+    there is none. Opened without following a link and without blocking; a file swapped or resized
+    meanwhile (another inode, no longer regular, not the size lstat gave) is listed as not covered.
+    At most one byte more than that size is read."""
     try:
         fd = os.open(entry.path, _OPEN_FLAGS)
     except OSError as exc:
@@ -162,7 +163,10 @@ def capture(entry: Entry, store: CheckpointStore | None, hasher: Any = None) -> 
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_ino != entry.ino:
             return entry._replace(reason="it changed while it was being read")
-        digest = store.put_fd(fd) if store is not None else hasher(fd)
+        limit = entry.size + 1
+        digest, length = store.put_fd(fd, limit) if store is not None else hash_fd(fd, limit)
+        if length != entry.size:
+            return entry._replace(reason="it changed while it was being read")
         return entry._replace(digest=digest)
     except OSError as exc:
         return entry._replace(reason=f"unreadable: {exc.strerror or exc}")

@@ -89,16 +89,7 @@ def current_entry(path: str, recorded: Entry | None, taken_ns: int) -> Entry | N
         return entry
     if recorded is not None and recorded.same_stat(entry) and recorded.mtime_ns < taken_ns - RACY_NS:
         return recorded
-    return capture(entry, None, _hash_fd)
-
-
-def _hash_fd(fd: int) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    while chunk := os.read(fd, 1024 * 1024):
-        digest.update(chunk)
-    return digest.hexdigest()
+    return capture(entry, None)
 
 
 def _check_unchanged(path: str, after: Checkpoint) -> None:
