@@ -32,7 +32,9 @@ if int(sublime.version()) < MIN_BUILD:
 
 else:
     _PREFIX = "{}.companion".format(__package__)
-    for _name in [n for n in sys.modules if n == _PREFIX or n.startswith(_PREFIX + ".")]:
+    # list() copies the keys in one step: other threads (other packages', our old loop thread) import
+    # meanwhile, and a Python-level walk of the live dict fails when its size changes under it.
+    for _name in [n for n in list(sys.modules) if n == _PREFIX or n.startswith(_PREFIX + ".")]:
         del sys.modules[_name]
 
     from .companion.sublime_editor.chat_commands import (

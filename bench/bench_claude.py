@@ -30,7 +30,7 @@ sys.path.insert(0, ROOT)
 from _stats import percentile  # noqa: E402
 from bench_core import notification_latency, roundtrip, time_server_requests  # noqa: E402
 
-from companion.context import Position  # noqa: E402
+from companion.core.context import Position  # noqa: E402
 from companion.headless import HeadlessEditor  # noqa: E402
 from companion.runtime import Runtime, WindowHandle  # noqa: E402
 

@@ -79,8 +79,8 @@ def main() -> None:
     after = settled_rss()
 
     async def held() -> dict[str, int]:
-        assert handle.server is not None
-        sessions = handle.server.broadcaster.clients()
+        assert handle.gemini is not None
+        sessions = handle.gemini.broadcaster.clients()
         # Before the bound the outbox was an asyncio.Queue (its items in `_queue`): so both commits can be measured.
         queued = [params for s in sessions for _, params in getattr(s.outbox, "_queue", s.outbox)]
         return {"notifications": len(queued), "content_mib": sum(len(p.get("content", "")) for p in queued) >> 20}

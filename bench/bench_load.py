@@ -258,7 +258,7 @@ def rss() -> int:
 
 
 def run_round(handle: Any, workspace: str, sessions: int, calls: int, burst: int, procs: int) -> dict[str, Any]:
-    from companion.context import Position
+    from companion.core.context import Position
 
     procs = max(1, min(procs, sessions))
     handle.context.clear()  # every round starts from "nothing open" (sequence 0)

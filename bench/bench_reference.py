@@ -35,7 +35,7 @@ import _ide  # noqa: E402  (bench/, next to this script)
 from _stats import percentile  # noqa: E402
 from bench_core import ide_client_summary, run_ide_client_bench  # noqa: E402
 
-from companion.context import Position  # noqa: E402
+from companion.core.context import Position  # noqa: E402
 from companion.headless import HeadlessEditor  # noqa: E402
 from companion.runtime import Runtime  # noqa: E402
 

@@ -123,7 +123,7 @@ async def client_main(url: str, token: str) -> None:
 
 
 def tracker_numbers(views: int) -> dict[str, Any]:
-    from companion.context import ContextTracker, Position
+    from companion.core.context import ContextTracker, Position
     from companion.gemini_ide.protocol import CONTEXT_UPDATE
     from companion.gemini_ide.wire import validated_params
 
@@ -191,7 +191,7 @@ def main() -> None:
         (500, 8 * 1024 * 1024, 2, 5_000, 5) if args.quick else (500, 8 * 1024 * 1024, 10, 100_000, 50)
     )
 
-    from companion.context import Position
+    from companion.core.context import Position
     from companion.runtime import Runtime
     from companion.workspace.factory import tool_factory
     from companion.workspace.settings import WorkspaceToolSettings

@@ -1,6 +1,6 @@
 """How soon a window is discoverable, and how soon it answers, beside the Node reference, in one run.
 
-    .venv/bin/python bench/bench_start.py [--runs N] [--before CHECKOUT] [--out bench/results/start.json]
+    .venv/bin/python bench/bench_start.py [--runs N] [--floor] [--before CHECKOUT] [--out bench/results/start.json]
 
 Gemini CLI reads the discovery file once, as it starts; a Gemini CLI tab that Terminus restores
 starts with Sublime. What counts is how soon the file is out, and then how soon `initialize` is
@@ -15,6 +15,10 @@ answered. Three starts take turns run by run, so all meet the same load on a sha
   (`companion.runtime`, `companion.headless`), from `Runtime.open_window`: to the discovery file,
   to the first answered `initialize` (the loop thread's start, psutil and the stale-file sweep
   included, as in Sublime).
+
+`--floor` adds, to the same turns, fresh interpreters that only import what such a server cannot
+do without (FLOORS), timed from the process's start to their exit: the floor under "initialize
+answered" for any server built on the `mcp` SDK.
 
 `--before CHECKOUT` adds the serve and plugin starts of another checkout (its `companion/`, the same
 libraries) to the same turns: before and after in one run.
@@ -129,7 +133,11 @@ def initialize(port: int, token: str, deadline: float) -> float:
 
 
 def _env(tmpdir: str, checkout: str = ROOT) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GEMINI_CLI_IDE_")}
+    # Bytecode cached, as on every start of Sublime but the first: a PYTHONDONTWRITEBYTECODE in our
+    # environment (as the dev shell sets) would make every start compile the package from source.
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("GEMINI_CLI_IDE_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
     env.update(TMPDIR=tmpdir, CLAUDE_CONFIG_DIR=os.path.join(tmpdir, "claude"), PYTHONPATH=checkout)
     return env
 
@@ -204,11 +212,28 @@ def plugin(workspace: str, checkout: str = ROOT) -> dict[str, float]:
             process.wait(10)
 
 
+# What a Python server built on the SDK cannot start without, each in a fresh interpreter from the
+# process's start until the import is done (no socket, no file): the floor of "initialize answered".
+FLOORS = {
+    "floor: interpreter": "pass",
+    "floor: import mcp_types": "import mcp_types",
+    "floor: import the server stack": "import mcp.server.lowlevel, mcp.server.streamable_http_manager, uvicorn",
+}
+
+
+def import_floor(code: str, checkout: str = ROOT) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmpdir:
+        start = time.monotonic()
+        subprocess.run([sys.executable, "-c", code], env=_env(tmpdir, checkout), cwd=checkout, check=True)
+        return {"import_ms": (time.monotonic() - start) * 1000}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--before", help="another checkout whose serve and plugin starts join the same turns")
     parser.add_argument("--out", help="write the figures here as JSON")
+    parser.add_argument("--floor", action="store_true", help="add the import floors (FLOORS) to the same turns")
     args = parser.parse_args()
     node = _ide.node()
     if node is None:
@@ -218,6 +243,9 @@ def main() -> None:
         before = os.path.abspath(args.before)
         starts["serve (before)"] = lambda ws: serve(ws, before)
         starts["plugin (before)"] = lambda ws: plugin(ws, before)
+    if args.floor:
+        for name, code in FLOORS.items():
+            starts[name] = lambda ws, code=code: import_floor(code)
     samples: dict[str, list[dict[str, float]]] = {name: [] for name in starts}
     with tempfile.TemporaryDirectory() as workspace:
         for measure in starts.values():
@@ -234,6 +262,9 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for name in starts:
         row = result[name]
+        if "import_ms" in row:
+            print(f"| {name} | | | {row['import_ms']:.0f} | {row['import_ms'] / answered:.2f} |")
+            continue
         print(
             f"| {name} | {row['discovery_ms']:.0f} | {row['discovery_ms'] / listening:.2f} | "
             f"{row['initialize_ms']:.0f} | {row['initialize_ms'] / answered:.2f} |"

@@ -35,10 +35,10 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from . import __version__
+from .core.processes import pid_alive
+from .core.token_files import pid_reused_since, port_answers
 from .gemini_ide.discovery import discovery_dir, our_files
 from .gemini_ide.protocol import CLOSE_DIFF, OPEN_DIFF
-from .processes import pid_alive
-from .token_files import pid_reused_since, port_answers
 
 log = logging.getLogger("gemini_companion.bridge")
 

@@ -1,6 +1,6 @@
 """`python -m companion serve`: the companion without Sublime, on the current folder.
 `python -m companion bridge`: the stdio bridge to a window's workspace tools (for Claude Desktop).
-`python -m companion chat`: a chat with an ACP agent in the terminal (companion/acp/terminal.py)."""
+`python -m companion chat`: a chat with an ACP agent in the terminal (companion/terminal_chat.py)."""
 
 from __future__ import annotations
 
@@ -15,12 +15,24 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from . import pywin32_path
+from .core import pywin32_path
+from .core.processes import STOP_SIGNALS
 from .headless import POLICIES, HeadlessEditor
-from .processes import STOP_SIGNALS
 from .runtime import Runtime
 from .workspace.factory import tool_factory
 from .workspace.settings import TOOL_NAMES, WorkspaceToolSettings
+
+AGENTS = ("gemini", "claude")  # the IDE agents a window can serve: Gemini CLI, Claude Code's /ide
+
+
+def agent_names(text: str) -> frozenset[str]:
+    """An argparse type: a comma-separated list of the agents to serve (`gemini,claude`)."""
+    names = [name.strip().lower() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in AGENTS]
+    if unknown or not names:
+        wrong = f"{', '.join(unknown)} is not an agent" if unknown else "no agent named"
+        raise argparse.ArgumentTypeError(f"{wrong}; give one or both of {','.join(AGENTS)} (e.g. --agents claude)")
+    return frozenset(names)
 
 
 def port_number(text: str) -> int:
@@ -75,8 +87,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--write-timeout", type=float, help="seconds write_file waits for a decision (default 600)")
     serve.add_argument("--disable-tool", action="append", choices=TOOL_NAMES, default=[], help="turn a tool off")
     serve.add_argument(
-        "--no-claude", action="store_true", help="do not serve Claude Code's /ide integration (no lock file)"
+        "--agents",
+        type=agent_names,
+        default=frozenset(AGENTS),
+        help="the agents to serve, comma-separated (default: gemini,claude); without gemini Gemini CLI finds no "
+        "discovery file, without claude no lock file is written",
     )
+    serve.add_argument("--no-claude", action="store_true", help="the same as leaving claude out of --agents")
     bridge = commands.add_parser("bridge", help="MCP stdio server forwarding to a window's workspace tools")
     where = bridge.add_mutually_exclusive_group()
     where.add_argument("--workspace", help="the window whose folders contain this folder (default: current folder)")
@@ -89,12 +106,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments[:1] != ["serve"]:
         # Not for `serve`: the chat's modules would delay the discovery file (a Gemini CLI starting
         # at the same moment reads it once), and serve's arguments never need them.
-        from .acp.terminal import add_chat_command
+        from .terminal_chat import add_chat_command
 
         add_chat_command(commands, POLICIES)
     args = parser.parse_args(arguments)
     if args.command == "chat":
-        from .acp.terminal import run_chat_command
+        from .terminal_chat import run_chat_command
 
         pywin32_path.make_importable()
         return run_chat_command(args)
@@ -117,7 +134,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             "write_timeout_seconds": args.write_timeout,
         }
     )
-    return run_serve(args.workspace, args.diff_policy, args.port, args.debug, tools, claude=not args.no_claude)
+    agents: frozenset[str] = args.agents - ({"claude"} if args.no_claude else set())
+    if not agents:
+        parser.error("--no-claude leaves no agent to serve; give --agents gemini (or drop --no-claude)")
+    return run_serve(
+        args.workspace,
+        args.diff_policy,
+        args.port,
+        args.debug,
+        tools,
+        claude="claude" in agents,
+        gemini="gemini" in agents,
+    )
 
 
 def add_changes_command(commands: Any) -> None:
@@ -161,6 +189,7 @@ def run_serve(
     debug: bool,
     tools: WorkspaceToolSettings | None = None,
     claude: bool = True,
+    gemini: bool = True,
 ) -> int:
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(message)s")
     folder = os.path.realpath(workspace)
@@ -177,7 +206,7 @@ def run_serve(
     runtime = Runtime()
     factory = tool_factory(tools or WorkspaceToolSettings())
     editor = HeadlessEditor(policy)
-    handle = runtime.open_window(editor, [folder], port=port, tool_factory=factory, claude=claude)
+    handle = runtime.open_window(editor, [folder], port=port, tool_factory=factory, claude=claude, gemini=gemini)
     try:
         handle.ready.result(30)
     except Exception as exc:
@@ -188,7 +217,9 @@ def run_serve(
     if handle.discovery_path:
         print(f"Discovery file: {handle.discovery_path}", flush=True)
     print(f"Workspace: {folder}  (diff policy: {policy})", flush=True)
-    if handle.discovery_path:
+    if handle.discovery_path and not gemini:
+        print("Gemini CLI is not served (--agents): only the bridge reads that file.", flush=True)
+    elif handle.discovery_path:
         print("Run `gemini` in that folder (once: `/ide enable`).", flush=True)
     else:
         print(

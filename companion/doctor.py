@@ -12,11 +12,11 @@ import re
 import sys
 from dataclasses import dataclass, field, replace
 
-from .workspace.gemini_trust import TRUST_FIX, FolderTrust, folder_trust
+from .core.gemini_trust import TRUST_FIX, FolderTrust, folder_trust
+from .core.troubleshooting import troubleshooting
 
 # Where the package and the libraries the default Package Control channel lacks are registered
 # (repository.json in the project); users add it with "Package Control: Add Repository".
-PROJECT_URL = "https://github.com/gemini-companion/sublime-gemini-companion"
 REPOSITORY_URL = "https://raw.githubusercontent.com/gemini-companion/sublime-gemini-companion/main/repository.json"
 
 # Every library the package imports at run time (dependencies.json lists the same names), with
@@ -128,7 +128,7 @@ def broken_libraries(platform: str = sys.platform) -> list[str]:
     Libraries only change when Sublime Text restarts."""
     if platform != "win32":
         return []
-    from .pywin32_path import make_importable
+    from .core.pywin32_path import make_importable
 
     make_importable(platform)
     for module in PYWIN32_MODULES:
@@ -196,12 +196,6 @@ def upgraded_while_loaded(started_with: dict[str, str | None], now: dict[str, st
         for name in started_with
         if now.get(name) != started_with[name]
     ]
-
-
-def troubleshooting(entry: str) -> str:
-    """The README's Troubleshooting entry `entry` (GitHub's anchor for its heading): the report and the
-    README explain each failure the same way."""
-    return f"{PROJECT_URL}#{entry}"
 
 
 def _more(entry: str) -> str:

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from .console import Console
 
 if TYPE_CHECKING:  # `serve` imports this module before its discovery file is out: nothing heavy at the top
-    from .diffs import Review
-    from .disk_text import DiskText
+    from .core.diffs import Review
+    from .core.disk_text import DiskText
 
 POLICIES = ("prompt", "accept", "reject")
 
@@ -143,7 +143,7 @@ def _question(review: Review) -> str:
 def unified_diff(file_path: str, proposal: str, disk: DiskText | None = None) -> str:
     """The proposal against the file on disk (empty when the file is new) as a unified diff, with
     every control character shown as an escape: a proposal must not drive the terminal."""
-    from . import disk_text
+    from .core import disk_text
 
     disk = disk if disk is not None else disk_text.read(file_path)
     label = file_path if disk.exists else f"{file_path} (new file)"

@@ -16,20 +16,21 @@ import threading
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import loopback, pywin32_path, token_files
 from .claude_ide import lockfile
-from .context import ContextTracker
+from .core import loopback, pywin32_path, token_files
+from .core.context import ContextTracker
+from .core.rate_limited import RateLimitedWarning
 from .gemini_ide import discovery
-from .rate_limited import RateLimitedWarning
 
 if TYPE_CHECKING:
     import asyncio
 
     from .claude_ide.server import ClaudeSide
-    from .editor import Editor
-    from .gemini_ide.server import WindowServer
-    from .tool_calls import ToolSpec
-    from .window import Window
+    from .core.editor import Editor
+    from .core.tool_calls import ToolSpec
+    from .core.window import Window
+    from .core.window_server import WindowServer
+    from .gemini_ide.server import GeminiSide
 
     ToolFactory = Callable[[Window], list[ToolSpec]]
 
@@ -69,7 +70,7 @@ class WindowHandle:
     ) -> None:
         self.runtime = runtime
         self.serves_claude = claude  # Claude Code's /ide side (a WebSocket and a lock file) is on
-        self.serves_gemini = gemini  # the discovery file is one Gemini CLI reads (else only the bridge does)
+        self.serves_gemini = gemini  # Gemini CLI's side is on and its discovery file is one Gemini CLI reads
         self.tool_factory = tool_factory
         self.editor = editor
         self.folders: list[str] = list(folders)
@@ -78,6 +79,7 @@ class WindowHandle:
         self.requested_token = token
         self.ready: concurrent.futures.Future[WindowHandle] = concurrent.futures.Future()
         self.server: WindowServer | None = None  # loop-side object; read its fields only on the loop
+        self.gemini: GeminiSide | None = None  # loop-side: the MCP room at /mcp (Gemini CLI's, the workspace tools)
         self.claude: ClaudeSide | None = None  # loop-side: Claude Code's /ide room on the server's port
         self.port = 0
         self.token = ""
@@ -99,6 +101,12 @@ class WindowHandle:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/mcp"
+
+    @property
+    def serves_mcp(self) -> bool:
+        """An MCP endpoint is mounted at /mcp (and a discovery file names it): for Gemini CLI, or for
+        the workspace tools that other agents reach through the bridge."""
+        return self.serves_gemini or self.tool_factory is not None
 
     def set_folders(self, folders: Sequence[str]) -> concurrent.futures.Future[None]:
         """The window's folders changed: rewrite the discovery file (atomically)."""
@@ -122,8 +130,8 @@ class WindowHandle:
         """Names of the connected clients (blocks briefly for the loop)."""
 
         async def names() -> list[str]:
-            server = self.server
-            return [c.client_name for c in server.broadcaster.clients()] if server else []
+            gemini = self.gemini if self.server is not None else None
+            return [c.client_name for c in gemini.broadcaster.clients()] if gemini else []
 
         return self.runtime.submit(names).result(2)
 
@@ -277,7 +285,9 @@ class Runtime:
 
         `tool_factory(server)` (run on the loop) returns the extra tools the server offers. With
         `claude`, the server also serves Claude Code's /ide integration and writes its lock file;
-        without `gemini`, its discovery file is one Gemini CLI does not read (the bridge still does).
+        without `gemini`, Gemini CLI's tools and notifications are off and its discovery file is one
+        Gemini CLI does not read (the bridge still does, for the tools); with neither `gemini` nor
+        tools there is no discovery file and /mcp is refused like any unknown path.
         """
         handle = WindowHandle(self, editor, folders, port, token, tool_factory, claude, gemini)
         with self._lock:
@@ -319,7 +329,7 @@ class Runtime:
                 await self._serve(handle, server)
         except BaseException as exc:
             self._unpublish(handle)
-            handle.server = handle.claude = None
+            handle.server = handle.gemini = handle.claude = None
             if not handle.ready.done():
                 handle.ready.set_exception(exc)
             return
@@ -337,7 +347,7 @@ class Runtime:
     def _listen_and_publish(self, handle: WindowHandle) -> bool:
         """Bind the window's socket and write its files; False (with `ready` answered) on failure.
         Needs nothing but the standard library and our own light modules."""
-        from .security import new_token
+        from .core.security import new_token
 
         try:
             sock = loopback.bind_loopback(handle.requested_port)
@@ -361,7 +371,8 @@ class Runtime:
 
     def _publish(self, handle: WindowHandle) -> None:
         handle.published = True
-        self._claim_discovery(handle)
+        if handle.serves_mcp:
+            self._claim_discovery(handle)
         if handle.serves_claude:
             self._claim_lock(handle)
 
@@ -371,24 +382,28 @@ class Runtime:
         handle.lock_path = _withdrawn(handle.lock_path)
 
     def _new_server(self, handle: WindowHandle, sock: socket.socket) -> WindowServer:
-        """The window's server on `sock`, its rooms joined; imports the server stack (a missing or
+        """The window's server on `sock`, its rooms mounted; imports the server stack (a missing or
         broken library fails here)."""
         pywin32_path.make_importable()  # mcp imports pywin32 on Windows: its folders must be on sys.path
-        from .gemini_ide.server import WindowServer
+        from .core.window_server import WindowServer
 
         server = WindowServer(handle.editor, handle.context, handle.token, sock, folders=lambda: list(handle.folders))
-        claude = None
+        gemini = claude = None
+        if handle.serves_mcp:
+            from .gemini_ide.server import GeminiSide  # the MCP SDK's Streamable HTTP server
+
+            gemini = GeminiSide(server, handle.serves_gemini)
+            gemini.broadcaster.on_clients_changed = lambda: self._clients_changed(handle)
+            gemini.on_context_sent = lambda params: _remember_paths(handle, params)
+            if handle.tool_factory is not None:
+                gemini.extra_tools = {spec.tool.name: spec for spec in handle.tool_factory(server)}
         if handle.serves_claude:
             from .claude_ide.server import ClaudeSide  # the WebSocket stack, only when Claude Code is served
 
             claude = ClaudeSide(server, handle.claude_token)
+            claude.on_clients_changed = lambda: self._clients_changed(handle)
+        server.http = handle.gemini = gemini
         server.websocket = handle.claude = claude
-        server.broadcaster.on_clients_changed = lambda: self._clients_changed(handle, server)
-        if claude is not None:
-            claude.on_clients_changed = lambda: self._clients_changed(handle, server)
-        server.on_context_sent = lambda params: _remember_paths(handle, params)
-        if handle.tool_factory is not None:
-            server.extra_tools = {spec.tool.name: spec for spec in handle.tool_factory(server)}
         return server
 
     async def _serve(self, handle: WindowHandle, server: WindowServer) -> None:
@@ -402,8 +417,9 @@ class Runtime:
             return
         handle.server = server
 
-    def _clients_changed(self, handle: WindowHandle, server: WindowServer) -> None:
-        handle.connected_clients = [c.client_name for c in server.broadcaster.connected()]
+    def _clients_changed(self, handle: WindowHandle) -> None:
+        gemini = handle.gemini
+        handle.connected_clients = [c.client_name for c in gemini.broadcaster.connected()] if gemini else []
         handle.claude_clients = handle.claude.client_names() if handle.claude is not None else []
         if handle.on_clients_changed is not None:
             handle.on_clients_changed(handle)
@@ -440,7 +456,8 @@ class Runtime:
     async def _set_folders(self, handle: WindowHandle, folders: list[str]) -> None:
         handle.folders = folders
         if handle.published and not handle.closed:
-            self._claim_discovery(handle)
+            if handle.serves_mcp:
+                self._claim_discovery(handle)
             if handle.serves_claude:
                 self._claim_lock(handle)
 

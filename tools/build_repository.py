@@ -23,7 +23,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from companion import __version__
-from companion.doctor import PROJECT_URL
+from companion.core.troubleshooting import PROJECT_URL
 from tools import libraries as L
 
 PACKAGE_DESCRIPTION = (

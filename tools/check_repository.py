@@ -29,7 +29,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from companion.doctor import PROJECT_URL
+from companion.core.troubleshooting import PROJECT_URL
 from tools import libraries as L
 
 OK, PROBLEMS, UNREACHABLE = 0, 1, 2

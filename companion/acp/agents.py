@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..user_paths import expand_program
+from ..core.user_paths import expand_program
 
 
 @dataclass(frozen=True)

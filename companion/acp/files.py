@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 
-from .. import disk_text
-from ..disk_text import DiskText
-from ..editor import Editor
-from ..workspace.paths import PathPolicy, Resolved, WorkspaceError
-from ..workspace.reading import read_text
-from ..workspace.writing import existing_format, write_atomically
+from ..core import disk_text
+from ..core.disk_text import DiskText
+from ..core.editor import Editor
+from ..core.paths import PathPolicy, Resolved, WorkspaceError
+from ..core.reading import read_text
+from ..core.writing import existing_format, write_atomically
 from .review_gate import AcceptedEdit
 
 # A chat's agent reads whole source files (Claude's Read asks for a range, yet the whole file is

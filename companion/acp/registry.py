@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..token_files import atomic_write_private
+from ..core.token_files import atomic_write_private
 
 log = logging.getLogger(__name__)
 

@@ -7,10 +7,10 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-from ..diffs import Outcome, Review, Reviews
-from ..disk_text import DiskText
-from ..editor import Editor
-from ..workspace.textfile import same_text
+from ..core.diffs import Outcome, Review, Reviews
+from ..core.disk_text import DiskText
+from ..core.editor import Editor
+from ..core.textfile import same_text
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +59,7 @@ class ReviewGate:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._mine: set[Review] = set()  # the open reviews this chat opened
 
-    async def review(
-        self, path: str, before: DiskText, proposal: str, allow_always: str | None = None
-    ) -> Decision:
+    async def review(self, path: str, before: DiskText, proposal: str, allow_always: str | None = None) -> Decision:
         """Show the proposal against `before` and wait for the user's decision; a cancelled call
         closes the review (its outcome is then CLOSED, never an accept). `allow_always` is the
         agent's "allow for this session" option name, when it offered one (Review.allow_always)."""

@@ -42,10 +42,10 @@ from acp.utils import serialize_params
 from pydantic import ValidationError
 
 from .. import __version__
+from ..core.diffs import Outcome, Reviews
+from ..core.editor import Editor
+from ..core.paths import PathPolicy
 from ..core.turn_writes import TurnWrites
-from ..diffs import Outcome, Reviews
-from ..editor import Editor
-from ..workspace.paths import PathPolicy
 from . import process, updates
 from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
 from .edits import NotRebuildable, edit_path, is_edit, proposed_text

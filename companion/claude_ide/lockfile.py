@@ -19,8 +19,8 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from ..private_dirs import UnsafeFolder
-from ..token_files import (
+from ..core.private_dirs import UnsafeFolder
+from ..core.token_files import (
     FolderRefused,
     TokenFileError,
     atomic_write_private,
@@ -28,7 +28,6 @@ from ..token_files import (
     matching_files,
     remove_stale,
 )
-from ..workspace.reading import read_at_most
 from .protocol import CONFIG_DIR_ENV, IDE_NAME
 
 log = logging.getLogger("gemini_companion")
@@ -115,6 +114,10 @@ def read_lock(path: str) -> dict[str, Any] | None:
             return None
         if sys.platform != "win32" and st.st_uid != os.getuid():
             return None
+        # Imported here, not above: this module is imported before a window's files are published,
+        # and the workspace's reading modules would delay them (read only when sweeping, afterwards).
+        from ..core.reading import read_at_most
+
         data = json.loads(read_at_most(fd, MAX_LOCK_BYTES).decode("utf-8"))
     except (OSError, ValueError):
         return None

@@ -20,12 +20,13 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
-from .. import __version__, disk_text
-from ..diffs import BY_CLAUDE, Outcome, Review
-from ..security import Receive, Scope, Send
-from ..tool_calls import ToolError, error_result, string_argument
-from ..uris import diagnostics_by_uri, file_uri, path_of
-from ..window import Window, call_listener
+from .. import __version__
+from ..core import disk_text
+from ..core.diffs import BY_CLAUDE, Outcome, Review
+from ..core.security import Receive, Scope, Send
+from ..core.tool_calls import ToolError, error_result, string_argument
+from ..core.uris import diagnostics_by_uri, file_uri, path_of
+from ..core.window import Window, call_listener
 from . import protocol as cp
 from .websocket import Connection, ReadStream, WriteStream, refusal, refuse, serve_connection
 

@@ -20,7 +20,7 @@ import secrets
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..token_files import atomic_write_private, ensure_private_dir
+from .token_files import atomic_write_private, ensure_private_dir
 
 CHUNK = 1024 * 1024
 KEEP_CHECKPOINTS = 20

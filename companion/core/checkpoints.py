@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple
 
-from ..workspace.patterns import GitIgnore, SublimePatterns, repository_root, rules_for
 from .checkpoint_store import KEEP_CHECKPOINTS, CheckpointStore, hash_fd
+from .patterns import GitIgnore, SublimePatterns, repository_root, rules_for
 
 _BY_NAME = operator.attrgetter("name")
 MAX_FILE_BYTES = 16 * 1024 * 1024

@@ -17,11 +17,11 @@ import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from ..workspace.fdpath import DIR_FD, parent_folder
-from ..workspace.paths import Resolved, WorkspaceError, is_inside
 from .change_set import changed_paths
 from .checkpoint_store import CheckpointStore
 from .checkpoints import RACY_NS, Checkpoint, Entry, capture, read_link, stat_entry
+from .fdpath import DIR_FD, parent_folder
+from .paths import Resolved, WorkspaceError, is_inside
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _BINARY = getattr(os, "O_BINARY", 0)

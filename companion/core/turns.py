@@ -51,7 +51,7 @@ class Turns:
     def last(self) -> LastTurn:
         record = self.store.load_record()
         if record is None:
-            raise NoTurn("no chat has left a turn in this workspace; run `chat` there first.")
+            raise NoTurn("no chat has left a turn in this workspace; run `chat --checkpoints` there first.")
         before, after = load(self.store, record["before"]), load(self.store, record["after"])
         if before is None or after is None:
             raise NoTurn("the last turn's checkpoints are gone from the cache; nothing can be restored.")

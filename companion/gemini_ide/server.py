@@ -1,8 +1,11 @@
-"""One window's MCP server: the `openDiff`/`closeDiff` tools, context updates and diff outcomes.
+"""Gemini CLI's side of a window server: the `openDiff`/`closeDiff` tools, context updates and diff
+outcomes, with the workspace tools for other MCP clients, at `/mcp` on the window server's port.
 
 Built on the `mcp` SDK's low-level `Server` in stateful Streamable HTTP mode (the only mode with a
-standalone GET stream, which is the only way notifications reach Gemini CLI), served by uvicorn
-(h11) on a socket bound to 127.0.0.1. Everything here runs on the runtime's event loop.
+standalone GET stream, which is the only way notifications reach Gemini CLI). Mounted on the
+window's server (`window_server.py`) the way Claude Code's side is; without Gemini CLI
+(`serves_gemini` False) it offers only the workspace tools and sends no `ide/` notifications.
+Everything here runs on the runtime's event loop.
 """
 
 from __future__ import annotations
@@ -10,12 +13,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import socket
 from collections.abc import Callable
 from typing import Any
 
 import mcp_types as types
-import uvicorn
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -23,15 +24,13 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import ClientDisconnect
 
-from .. import __version__, disk_text
-from ..connections import GuardedH11Protocol
-from ..context import ContextTracker
-from ..diffs import BY_GEMINI, BY_TOOL, Outcome, Review, ReviewBusy, Reviews
-from ..editor import Editor
-from ..request_ids import RequestIds
-from ..security import MAX_BODY_BYTES, Receive, RequestGuard, Scope, Send, header
-from ..tool_calls import ToolError, ToolSpec, error_result, string_argument
-from ..window import WebSocketRoom
+from .. import __version__
+from ..core import disk_text
+from ..core.diffs import BY_GEMINI, Outcome, Review, ReviewBusy
+from ..core.security import MAX_BODY_BYTES, ASGIApp, Receive, Scope, Send, header
+from ..core.tool_calls import ToolError, ToolSpec, error_result, string_argument
+from ..core.window import Window
+from ..core.window_server import SHOW_REVIEW_TIMEOUT_SECONDS
 from . import sse_lines
 from .notifications import Broadcaster
 from .protocol import (
@@ -48,59 +47,32 @@ from .wire import InvalidNotification
 
 log = logging.getLogger("gemini_companion")
 
-DEBOUNCE_SECONDS = 0.05
 PRUNE_INTERVAL_SECONDS = 20.0
-SHOW_REVIEW_TIMEOUT_SECONDS = 10.0
-STOP_TIMEOUT_SECONDS = 0.8
 # A client that went away without a DELETE is reaped this long after its last request ended and
 # its stream closed; a connected Gemini CLI always holds its stream, so it is never reaped.
 SESSION_IDLE_SECONDS = 300.0
 
 
-class WindowServer:
-    """The MCP server of one editor window, on a socket already listening. Construct, `await start()`,
-    `await stop()` (which closes the socket); not reusable."""
+class GeminiSide:
+    """The MCP endpoint of one window (an `HttpRoom`): Gemini CLI's tools and notifications when
+    `serves_gemini`, and the `extra_tools` (the workspace tools) in any case."""
 
-    def __init__(
-        self,
-        editor: Editor,
-        context: ContextTracker,
-        token: str,
-        sock: socket.socket,
-        folders: Callable[[], list[str]] = list,
-    ) -> None:
-        self.editor = editor
-        self.folders = folders
-        self.context = context
-        self.token = token
-        # Bound and listening already (loopback.bind_loopback, before this module was imported):
-        # the discovery file naming its port may be out, and clients may wait in its backlog.
-        self._sock = sock
-        self.port: int = sock.getsockname()[1]
-        self.reviews = Reviews(self._decision_from_any_thread)
-        self.broadcaster = Broadcaster(context.params)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._uvicorn: uvicorn.Server | None = None
-        self._serve_task: asyncio.Task[None] | None = None
+    def __init__(self, window: Window, serves_gemini: bool = True) -> None:
+        self.window = window
+        self.serves_gemini = serves_gemini
+        self.broadcaster = Broadcaster(window.context.params)
         self._mcp: Server[Any] | None = None
-        self._debounce: asyncio.TimerHandle | None = None
         self._last_context: dict[str, Any] | None = None
         self._pruner: asyncio.Task[None] | None = None
         self.extra_tools: dict[str, ToolSpec] = {}
         self.on_context_sent: Callable[[dict[str, Any]], None] | None = None
-        # A room served on the same port as a WebSocket at "/" (Claude Code's /ide side), or None;
-        # the runtime joins it before start().
-        self.websocket: WebSocketRoom | None = None
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
+    # -- lifecycle (the window server's) --
 
-    # -- lifecycle --
-
-    async def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        sock = self._sock
+    def app(self) -> ASGIApp:
+        """The endpoint's ASGI app, built on the loop as the window server starts; it also runs the
+        SDK's session manager in uvicorn's lifespan."""
+        port = self.window.port
         self._mcp = self._build_mcp_server()
         sse_lines.install()  # large notifications must not hold up the loop (see sse_lines)
         sdk_app = self._mcp.streamable_http_app(
@@ -111,91 +83,21 @@ class WindowServer:
             session_idle_timeout=SESSION_IDLE_SECONDS,
             transport_security=TransportSecuritySettings(
                 enable_dns_rebinding_protection=True,
-                allowed_hosts=[f"127.0.0.1:{self.port}", f"localhost:{self.port}"],
+                allowed_hosts=[f"127.0.0.1:{port}", f"localhost:{port}"],
                 allowed_origins=[],
             ),
         )
         sdk = _StraightToSessions(sdk_app, self._mcp.session_manager)
-        inner = RequestIds(_StreamWatcher(_HandshakeEraOnly(sdk), self), MAX_BODY_BYTES)
-        app = RequestGuard(inner, self.token, self.port, websocket=self.websocket)
-        websocket: dict[str, Any] = {"ws": "none"}
-        if self.websocket is not None:
-            from .. import ws_protocol  # the WebSocket stack is imported only when a room needs it
-
-            websocket = ws_protocol.uvicorn_options()  # wsproto, guarded like the HTTP connections
-        config = uvicorn.Config(
-            app,
-            lifespan="on",
-            loop="none",
-            http=GuardedH11Protocol,  # h11 with a connection cap and a request-head deadline
-            **websocket,
-            ws_max_size=MAX_BODY_BYTES,  # a frame over the cap closes the connection (1009)
-            ws_per_message_deflate=False,  # no compression: nothing to inflate past the cap
-            log_config=None,
-            access_log=False,
-            # No proxy sits in front of a loopback server: uvicorn would otherwise trust any local
-            # client's X-Forwarded-* headers (it trusts 127.0.0.1 by default, uvicorn/config.py
-            # L362-363) and run one more middleware on every request.
-            proxy_headers=False,
-            timeout_graceful_shutdown=1,
-        )
-        self._uvicorn = uvicorn.Server(config)
-        self._serve_task = asyncio.create_task(self._serve(sock), name=f"uvicorn-{self.port}")
-        while not self._uvicorn.started:
-            if self._serve_task.done():
-                sock.close()
-                error = self._serve_task.exception()
-                raise RuntimeError(f"the server on port {self.port} failed to start: {error!r}")
-            await asyncio.sleep(0.002)
-        self._pruner = asyncio.create_task(self._prune_periodically(), name=f"prune-{self.port}")
-        self.context.set_listener(self.context_changed_threadsafe)
+        self._pruner = asyncio.create_task(self._prune_periodically(), name=f"prune-{port}")
         _quiet_client_hangups()
+        return _StreamWatcher(_HandshakeEraOnly(sdk), self)
 
-    async def _serve(self, sock: socket.socket) -> None:
-        assert self._uvicorn is not None
-        try:
-            await self._uvicorn.serve(sockets=[sock])
-        except SystemExit as exc:  # uvicorn exits on a lifespan failure; keep it inside the task
-            raise RuntimeError(f"uvicorn stopped with exit code {exc.code}") from None
-        finally:
-            sock.close()
-
-    async def stop(self) -> None:
-        """Stop serving; returns within about a second even while clients hold their streams."""
-        self._stop_accepting()
-        self.context.set_listener(None)
-        if self._debounce is not None:
-            self._debounce.cancel()
+    async def close(self) -> None:
+        """End every session (the window closes their reviews)."""
         if self._pruner is not None:
             self._pruner.cancel()
-        for review in self.reviews.all():
-            await self.close_review(review)
-        if self.websocket is not None:
-            await self.websocket.close()
         await self._terminate_sessions()
         await self.broadcaster.close()
-        if self._uvicorn is not None and self._serve_task is not None:
-            self._uvicorn.should_exit = True
-            try:
-                await asyncio.wait_for(asyncio.shield(self._serve_task), STOP_TIMEOUT_SECONDS)
-            except (TimeoutError, asyncio.TimeoutError):
-                self._uvicorn.force_exit = True
-                self._serve_task.cancel()
-                await asyncio.gather(self._serve_task, return_exceptions=True)
-            except Exception as exc:
-                log.debug("server on port %s ended with %r", self.port, exc)
-        self._sock.close()  # a server stopped before it served still holds its listening socket
-
-    def _stop_accepting(self) -> None:
-        """Before any connection is closed: a client reconnects at once (Claude Code within 2-10 ms)
-        and would be accepted, initialized and cut again ~100 ms later, when uvicorn stops."""
-        if self._uvicorn is None:
-            return
-        for listener in self._uvicorn.servers:
-            listener.close()  # new connections are refused; the open ones stay until closed below
-        for connection in list(self._uvicorn.server_state.connections):
-            if isinstance(connection, GuardedH11Protocol) and not connection.busy():
-                connection.shutdown()  # an idle keep-alive connection would carry a new initialize
 
     async def _terminate_sessions(self) -> None:
         # An open GET stream never ends by itself, and uvicorn waits for open connections:
@@ -221,25 +123,13 @@ class WindowServer:
         live = {sid for sid, t in self._transports().items() if not t.is_terminated}
         self.broadcaster.prune(live)
 
-    # -- context --
+    # -- notifications --
 
-    def context_changed_threadsafe(self) -> None:
-        """The editor's context changed (any thread): send it after a trailing 50 ms debounce."""
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._restart_debounce)
-
-    def _restart_debounce(self) -> None:
-        assert self._loop is not None
-        if self._debounce is not None:
-            self._debounce.cancel()
-        self._debounce = self._loop.call_later(DEBOUNCE_SECONDS, self.flush_context)
-
-    def flush_context(self) -> None:
-        self._debounce = None
-        if self.websocket is not None:
-            self.websocket.selection_changed()
-        params = self.context.params()
+    def context_changed(self) -> None:
+        """The context changed (after the window's debounce): send Gemini CLI the update if it did."""
+        if not self.serves_gemini:
+            return
+        params = self.window.context.params()
         if params == self._last_context:
             return
         self._last_context = params
@@ -252,28 +142,12 @@ class WindowServer:
         if self.on_context_sent is not None:
             self.on_context_sent(params)
 
-    # -- diff outcomes from the editor --
-
-    def _decision_from_any_thread(self, review: Review, outcome: Outcome, content: str | None) -> None:
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            return
-        loop.call_soon_threadsafe(self._decide, review, outcome, content)
-
-    def _decide(self, review: Review, outcome: Outcome, content: str | None) -> None:
-        self._finish(review, outcome, content)
-
-    def _finish(self, review: Review, outcome: Outcome, content: str | None = None) -> bool:
-        """End `review` once; only the user's decision on an openDiff review is broadcast."""
-        if not self.reviews.finish(review, outcome):
-            return False  # already ended by closeDiff, another decision or shutdown
-        if review.on_decided is not None:
-            review.on_decided(outcome, content)
-        elif outcome is Outcome.ACCEPTED:
+    def review_decided(self, review: Review, outcome: Outcome, content: str | None) -> None:
+        """The user decided an openDiff review (no caller waits on it): only that is broadcast."""
+        if outcome is Outcome.ACCEPTED:
             self.broadcaster.broadcast(DIFF_ACCEPTED, {"filePath": review.file_path, "content": content or ""})
         elif outcome is Outcome.REJECTED:
             self.broadcaster.broadcast(DIFF_REJECTED, {"filePath": review.file_path})
-        return True
 
     # -- MCP --
 
@@ -321,6 +195,8 @@ class WindowServer:
                 input_schema=CLOSE_DIFF_INPUT_SCHEMA,
             ),
         ]
+        if not self.serves_gemini:
+            tools = []  # Gemini CLI is not served: its tools are unknown here, like any other
         tools += [spec.tool for spec in self.extra_tools.values()]
         return types.ListToolsResult(tools=tools)
 
@@ -330,9 +206,9 @@ class WindowServer:
         self._remember(ctx)
         arguments = params.arguments or {}
         try:
-            if params.name == OPEN_DIFF:
+            if params.name == OPEN_DIFF and self.serves_gemini:
                 return await self._open_diff(ctx, arguments)
-            if params.name == CLOSE_DIFF:
+            if params.name == CLOSE_DIFF and self.serves_gemini:
                 return await self._close_diff(arguments)
             spec = self.extra_tools.get(params.name)
             if spec is None:
@@ -353,7 +229,7 @@ class WindowServer:
         client_params = ctx.session.client_params
         requested_by = client_params.client_info.name if client_params is not None else "client"
         try:
-            review, replaced = self.reviews.open(file_path, new_content, requested_by)
+            review, replaced = self.window.reviews.open(file_path, new_content, requested_by)
         except ReviewBusy:
             raise ToolError(
                 f"A review of {file_path} requested by another tool is open in the editor; "
@@ -361,11 +237,11 @@ class WindowServer:
             ) from None
         review.disk = disk
         try:
-            await asyncio.wait_for(self.editor.show_review(review), SHOW_REVIEW_TIMEOUT_SECONDS)
+            await asyncio.wait_for(self.window.editor.show_review(review), SHOW_REVIEW_TIMEOUT_SECONDS)
         except Exception as exc:
             # A replaced review was already promised to an earlier openDiff: answer that caller
             # with a rejection (nothing is written) rather than leave it waiting.
-            await self.close_review(review, Outcome.REJECTED if replaced else Outcome.CLOSED)
+            await self.window.close_review(review, Outcome.REJECTED if replaced else Outcome.CLOSED)
             log.warning("could not show the diff for %s: %r", file_path, exc)
             raise ToolError(
                 f"The editor could not show the diff for {file_path}: {exc or type(exc).__name__}. "
@@ -379,71 +255,15 @@ class WindowServer:
             disk_text.check_shape(file_path)
         except disk_text.PathRefused as exc:
             raise ToolError(f"closeDiff: {exc}") from None
-        review = self.reviews.get(file_path)
+        review = self.window.reviews.get(file_path)
         if review is not None and review.agent != BY_GEMINI:
             review = None  # another agent's review (Claude Code's, write_file's): not Gemini's to close
         content: str | None = None
         # Claim the review before awaiting the editor, so a user decision arriving meanwhile is
         # ignored instead of being sent while closeDiff is served.
-        if review is not None and self._finish(review, Outcome.CLOSED):
-            content = await self._close_in_editor(review)
+        if review is not None and self.window.finish(review, Outcome.CLOSED):
+            content = await self.window.close_in_editor(review)
         return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps({"content": content}))])
-
-    async def request_review(
-        self,
-        file_path: str,
-        proposal: str,
-        requested_by: str,
-        timeout: float | None,
-        disk: disk_text.DiskText | None = None,
-        agent: str = BY_TOOL,
-        on_open: Callable[[Review], None] | None = None,
-    ) -> tuple[Outcome, str | None]:
-        """Show a review that the caller waits on (write_file, Claude Code's openDiff); returns
-        (outcome, accepted text). `on_open` sees the review once it exists.
-
-        Nothing is broadcast. A timeout (None: no limit) counts as a rejection; a cancelled call
-        closes the review.
-        """
-        loop = asyncio.get_running_loop()
-        decision: asyncio.Future[tuple[Outcome, str | None]] = loop.create_future()
-
-        def decided(outcome: Outcome, content: str | None) -> None:
-            if not decision.done():
-                decision.set_result((outcome, content))
-
-        if disk is None:
-            disk = disk_text.read(file_path)
-        review = self.reviews.open_exclusive(file_path, proposal, requested_by, decided, agent)
-        if review is None:
-            raise ToolError(f"A review of {file_path} is already open in the editor; finish it first, then try again.")
-        review.disk = disk
-        if on_open is not None:
-            on_open(review)
-        try:
-            await asyncio.wait_for(self.editor.show_review(review), SHOW_REVIEW_TIMEOUT_SECONDS)
-            return await asyncio.wait_for(asyncio.shield(decision), timeout)
-        except (TimeoutError, asyncio.TimeoutError):
-            await self.close_review(review, Outcome.REJECTED)
-            return decision.result() if decision.done() else (Outcome.REJECTED, None)
-        except BaseException:
-            await self.close_review(review)
-            raise
-
-    async def close_review(self, review: Review, outcome: Outcome = Outcome.CLOSED) -> bool:
-        """End `review` without the user's decision (its caller hears `outcome`) and close it in the
-        editor; False if it had already ended."""
-        if not self._finish(review, outcome):
-            return False
-        await self._close_in_editor(review)
-        return True
-
-    async def _close_in_editor(self, review: Review) -> str:
-        try:
-            return await asyncio.wait_for(self.editor.close_review(review), SHOW_REVIEW_TIMEOUT_SECONDS)
-        except Exception as exc:
-            log.warning("the editor could not close the diff for %s: %r", review.file_path, exc)
-            return review.proposal
 
 
 class _StraightToSessions:
@@ -516,9 +336,9 @@ class _HandshakeEraOnly:
 class _StreamWatcher:
     """Tell the broadcaster when a session's GET stream opens or ends, and when it is deleted."""
 
-    def __init__(self, app: Any, server: WindowServer) -> None:
+    def __init__(self, app: Any, side: GeminiSide) -> None:
         self.app = app
-        self.server = server
+        self.side = side
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -530,7 +350,7 @@ class _StreamWatcher:
             await self._serve_stream(session_id, scope, receive, send)
         elif method == "DELETE" and session_id:
             await self.app(scope, receive, send)
-            self.server.broadcaster.forget(session_id)
+            self.side.broadcaster.forget(session_id)
         else:
             await self.app(scope, receive, send)
 
@@ -542,13 +362,13 @@ class _StreamWatcher:
             await send(message)
             if message["type"] == "http.response.start" and message["status"] == 200 and not opened:
                 opened = True
-                self.server.broadcaster.stream_opened(session_id)
+                self.side.broadcaster.stream_opened(session_id)
 
         try:
             await self.app(scope, receive, watch)
         finally:
             if opened:
-                self.server.broadcaster.stream_closed(session_id)
+                self.side.broadcaster.stream_closed(session_id)
 
 
 class _ClientHungUp(logging.Filter):

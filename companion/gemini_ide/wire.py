@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..context import MAX_OPEN_FILES, MAX_SELECTED_TEXT
+from ..core.context import MAX_OPEN_FILES, MAX_SELECTED_TEXT
 from .protocol import CONTEXT_UPDATE, DIFF_ACCEPTED, DIFF_REJECTED
 
 

@@ -22,9 +22,9 @@ import sublime
 
 from ..acp.agents import AgentSpec
 from ..acp.resources import Resource
-from ..context import SharingPolicy
+from ..core.context import SharingPolicy
+from ..core.paths import is_inside
 from ..runtime import RuntimeStopped
-from ..workspace.paths import is_inside
 from . import status, terminal, workspace_tools
 from .chat_history import History
 from .chat_view import CHAT_SETTING, DIFF_SETTING, ChatPanel, StreamingChatView

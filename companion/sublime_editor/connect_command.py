@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 import sublime
 import sublime_plugin
 
+from ..core.user_paths import expand_path
 from ..gemini_ide.discovery import node_tmpdir
-from ..user_paths import expand_path
 from . import direct_access, settings
 from .connect_views import copy_links
 from .lifecycle import registry

@@ -13,7 +13,7 @@ import os
 
 import sublime
 
-from ..context import MAX_SELECTED_TEXT, Position
+from ..core.context import MAX_SELECTED_TEXT, Position
 from . import terminal
 from .review_ui import REVIEW_SETTING
 from .windows import WindowState

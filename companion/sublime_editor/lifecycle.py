@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 import sublime
 
 from .. import doctor
-from ..context import DEFAULT_EXCLUDES, SharingPolicy
-from ..processes import editor_pid
+from ..core.context import DEFAULT_EXCLUDES, SharingPolicy
+from ..core.processes import editor_pid
 from ..runtime import Runtime
 from . import chat_sessions, context_feed, dependencies, direct_access, settings
 from .connect_views import close_views

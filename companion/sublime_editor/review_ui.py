@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 
 import sublime
 
-from .. import disk_text
-from ..diffs import Review
-from ..disk_text import DiskText
-from ..workspace.textfile import dominant_newline, keep_line_endings, to_newline
+from ..core import disk_text
+from ..core.diffs import Review
+from ..core.disk_text import DiskText
+from ..core.textfile import dominant_newline, keep_line_endings, to_newline
 from . import settings
 
 if TYPE_CHECKING:

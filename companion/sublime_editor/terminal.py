@@ -20,8 +20,8 @@ from typing import Any
 import sublime
 
 from ..claude_ide.protocol import PORT_ENV
+from ..core.user_paths import expand_program
 from ..runtime import WindowHandle
-from ..user_paths import expand_program
 from . import settings
 
 

@@ -17,7 +17,7 @@ import sublime
 import sublime_plugin
 
 from ..claude_ide.protocol import IDE_NAME
-from ..workspace.paths import is_inside
+from ..core.paths import is_inside
 from . import chat_sessions, settings, terminal, terminal_launch
 from .lifecycle import registry
 from .terminal import CLAUDE, GEMINI, Agent

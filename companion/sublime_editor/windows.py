@@ -12,11 +12,11 @@ from typing import Any
 
 import sublime
 
-from ..context import SharingPolicy
-from ..diffs import Review
+from ..core.context import SharingPolicy
+from ..core.diffs import Review
+from ..core.textfile import to_newline
 from ..runtime import Runtime, RuntimeStopped, WindowHandle
 from ..workspace.factory import tool_factory
-from ..workspace.textfile import to_newline
 from . import direct_access, settings
 from .diagnostics import diagnostics as window_diagnostics
 from .diagnostics import select_text
@@ -423,9 +423,9 @@ class WindowRegistry:
 
 async def _rebuild_tools(handle: WindowHandle) -> None:
     """On the loop: offer the tools now enabled (clients that list tools afterwards see the change)."""
-    server = handle.server
-    if server is not None and handle.tool_factory is not None and not handle.closed:
-        server.extra_tools = {spec.tool.name: spec for spec in handle.tool_factory(server)}
+    server, gemini = handle.server, handle.gemini
+    if server is not None and gemini is not None and handle.tool_factory is not None and not handle.closed:
+        gemini.extra_tools = {spec.tool.name: spec for spec in handle.tool_factory(server)}
 
 
 def _report_start(window_id: int, future: concurrent.futures.Future[WindowHandle]) -> None:

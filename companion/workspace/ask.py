@@ -16,12 +16,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..doctor import troubleshooting
-from ..processes import descendants, kill_and_wait, kill_one, new_group
-from ..user_paths import expand_program
-from .gemini_trust import TRUST_FIX, UNTRUSTED_EXIT_CODE
-from .paths import WorkspaceError
-from .windows_shim import NotResolved, direct_argv
+from ..core.gemini_trust import TRUST_FIX, UNTRUSTED_EXIT_CODE
+from ..core.paths import WorkspaceError
+from ..core.processes import descendants, kill_and_wait, kill_one, new_group
+from ..core.troubleshooting import troubleshooting
+from ..core.user_paths import expand_program
+from ..core.windows_shim import NotResolved, direct_argv
 
 _TAIL = 2000
 TROUBLESHOOTING_ENTRY = "ask_gemini-says-the-folder-is-not-trusted"  # the README's entry

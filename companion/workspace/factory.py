@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from .settings import SettingsSource, WorkspaceToolSettings
 
 if TYPE_CHECKING:
-    from ..tool_calls import ToolSpec
-    from ..window import Window
+    from ..core.tool_calls import ToolSpec
+    from ..core.window import Window
 
 
 def tool_factory(settings: SettingsSource | None = None) -> Callable[[Window], list[ToolSpec]]:

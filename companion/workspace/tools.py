@@ -12,15 +12,17 @@ from typing import Any
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 
-from .. import disk_text
-from ..diffs import Outcome
-from ..tool_calls import ToolError, ToolSpec
-from ..uris import diagnostics_by_uri
-from ..window import Window
+from ..core import disk_text
+from ..core.diffs import Outcome
+from ..core.listing import ListOptions, list_files
+from ..core.paths import PathPolicy, Resolved, WorkspaceError, is_inside
+from ..core.reading import read_text
+from ..core.textfile import encode, to_newline
+from ..core.tool_calls import ToolError, ToolSpec
+from ..core.uris import diagnostics_by_uri
+from ..core.window import Window
+from ..core.writing import existing_format, write_atomically
 from .ask import ask_gemini
-from .listing import ListOptions, list_files
-from .paths import PathPolicy, Resolved, WorkspaceError, is_inside
-from .reading import read_text
 from .settings import (
     ASK_GEMINI,
     GET_DIAGNOSTICS,
@@ -32,8 +34,6 @@ from .settings import (
     WorkspaceToolSettings,
     current,
 )
-from .textfile import encode, to_newline
-from .writing import existing_format, write_atomically
 
 log = logging.getLogger("gemini_companion")
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from companion.acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
-from companion.diffs import Review
+from companion.core.diffs import Review
 from tests.conformance.claude_harness import API_KEY, ModelStandIn, make_config
 from tests.conformance.harness import PINNED, make_gemini_home, node, recorded_turns, require_node_modules
 from tests.scripted_editor import ScriptedEditor

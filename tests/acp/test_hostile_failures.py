@@ -23,7 +23,7 @@ from companion.acp.agents import AgentSpec
 from companion.acp.files import FsRefused
 from companion.acp.session import ChatFailed, ChatSession
 from companion.acp.view import Choice
-from companion.process_tree import ProcessTree, is_subreaper, set_subreaper
+from companion.core.process_tree import ProcessTree, is_subreaper, set_subreaper
 from companion.workspace.settings import WorkspaceToolSettings
 from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView
 from tests.acp.hostile_agent import REPLY, TERMINAL_METHODS

@@ -14,7 +14,7 @@ import pytest
 
 from companion.acp.agents import custom_agent
 from companion.acp.session import ChatSession
-from companion.diffs import Review
+from companion.core.diffs import Review
 from tests.acp.conftest import CEILING, AgentSetup, AsyncEditor, RecordingView, gemini_user_texts
 from tests.conformance.harness import write_file_call
 
@@ -80,8 +80,9 @@ async def test_a_gemini_session_is_continued_after_the_agent_restarted(gemini: A
         # that replay before answering session/load (`session.streamHistory(...)` without await in
         # loadSession, bundle/gemini-3HFX2LNT.js L16457), so it may still be arriving: wait for it.
         await view.calls.until(
-            lambda: "Remember the word kiwi." in "".join(view.called("user_text"))
-            and "Noted, kiwi." in "".join(view.text),
+            lambda: (
+                "Remember the word kiwi." in "".join(view.called("user_text")) and "Noted, kiwi." in "".join(view.text)
+            ),
             "the replayed history",
         )
         assert await second.prompt("Which word was it?") == "end_turn"

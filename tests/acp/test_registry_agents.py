@@ -59,6 +59,9 @@ def registry_agent(tmp_path: str) -> Iterator[Any]:
 
     def make(name: str, steps: list[Step], **options: Any) -> Setup:
         agent = REGISTRY_AGENTS[name]
+        unable = agent.cannot_run_here()
+        if unable:
+            pytest.skip(unable)
         home, tmpdir = os.path.join(str(tmp_path), "home"), os.path.join(str(tmp_path), "tmp")
         os.makedirs(home, exist_ok=True)
         os.makedirs(tmpdir, exist_ok=True)

@@ -15,10 +15,10 @@ import pytest
 from companion import console as console_module
 from companion.acp.agents import custom_agent
 from companion.acp.session import ChatSession
-from companion.acp.terminal import TerminalView
 from companion.acp.unchecked import UncheckedEdits
 from companion.console import STATUS_EVERY, Console
 from companion.headless import HeadlessEditor
+from companion.terminal_chat import TerminalView
 from tests.acp.conftest import CEILING, AsyncEditor, RecordingView
 from tests.acp.raw_agent import REPLY, STATUSES
 from tests.acp.test_agent_answers import RAW_AGENT, raw_chat

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import os
 import threading
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from tests.claude_client import ClaudeClient
 from tests.sublime_fake import control, sublime
 
 T = TypeVar("T")
+SETTINGS = "Gemini Companion.sublime-settings"
 
 
 class ThreadedClaude:
@@ -335,3 +337,36 @@ def test_claude_has_the_focused_file_and_cursor_after_start_without_any_click(
     selection = control.pump_until(current, 10, "Claude Code's getCurrentSelection to name the focused file")
     assert selection["filePath"] == path
     assert selection["selection"]["start"] == {"line": 1, "character": 3} and selection["selection"]["isEmpty"]
+
+
+def test_each_agent_is_served_alone_as_soon_as_the_settings_turn_the_other_off(
+    companion: Companion, workspace: str
+) -> None:
+    window = control.new_window([workspace])
+    companion.load()
+    both = companion.ready(window)
+    lock = both.lock_path
+    gemini_file = both.discovery_path
+    assert os.path.exists(lock) and os.path.basename(gemini_file).startswith("gemini-ide-server-")
+
+    def restarted(before: Any) -> Any:
+        registry = companion.registry
+        control.pump_until(lambda: (s := registry().get(window)) is not None and s.handle is not before, 30, "restart")
+        return companion.ready(window)
+
+    control.user_settings(SETTINGS, {"gemini_cli": False})  # Claude Code alone
+    claude_only = restarted(both)
+    assert not os.path.exists(gemini_file) and os.path.exists(claude_only.lock_path)
+    assert not [n for n in os.listdir(companion.discovery_dir) if n.startswith("gemini-ide-server-")]
+    assert claude_only.gemini is not None and not claude_only.gemini.serves_gemini  # the workspace tools only
+    client = ThreadedClaude(claude_only.port, claude_only.claude_token)
+    try:
+        control.pump_until(lambda: claude_only.claude_clients, 30, "Claude Code to connect")
+    finally:
+        client.close()
+
+    control.user_settings(SETTINGS, {"gemini_cli": True, "claude_code": False})  # Gemini CLI alone
+    gemini_only = restarted(claude_only)
+    assert not os.path.exists(claude_only.lock_path) and gemini_only.lock_path == "" and gemini_only.claude is None
+    assert os.path.basename(gemini_only.discovery_path).startswith("gemini-ide-server-")
+    assert gemini_only.gemini is not None and gemini_only.gemini.serves_gemini

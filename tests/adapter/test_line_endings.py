@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from companion.workspace.textfile import dominant_newline
+from companion.core.textfile import dominant_newline
 from tests.adapter.conftest import Companion, ThreadedClient, pkg, write
 from tests.adapter.test_claude import ThreadedClaude, claude, open_diff
 from tests.line_endings import Case, as_lf, assert_written_as_reviewed, cases

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import threading
+import types
 from typing import Any
 
 import psutil
@@ -163,3 +165,36 @@ def test_unloading_never_waits_for_a_busy_loop_thread_and_a_reload_takes_over_on
         control.pump_until(lambda: len(loop_threads()) == 1, 30, "the old loop thread to end")
     finally:
         release.set()  # a failed assertion must not leave the loop held
+
+
+def test_a_reload_while_another_thread_imports_still_runs_the_new_code(companion: Companion, workspace: str) -> None:
+    """Sublime's plugin host is one process shared with other packages, and our own loop thread
+    imports the server stack in the background: modules come and go in `sys.modules` while
+    plugin.py drops ours on a reload. Walking that dict in Python while it changes raised
+    "dictionary changed size during iteration" (seen in the flake loop, tests/workflow/test_logging.py)
+    and left the package unloaded."""
+    window = control.new_window([workspace])
+    companion.load()
+    stop = threading.Event()
+
+    def import_meanwhile() -> None:  # what any other thread's import does to sys.modules
+        names = [f"_another_package_module_{n}" for n in range(50)]
+        while not stop.is_set():
+            for name in names:
+                sys.modules[name] = types.ModuleType(name)
+            for name in names:
+                del sys.modules[name]
+
+    thread = threading.Thread(target=import_meanwhile, daemon=True)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as a loaded machine can
+    thread.start()
+    try:
+        for _ in range(20):
+            companion.load()
+    finally:
+        stop.set()
+        thread.join()
+        sys.setswitchinterval(interval)
+    handle = companion.ready(window)  # the last reload ran to its end: the window is served again
+    assert len(companion.discovery_files()) == 1 and handle.port

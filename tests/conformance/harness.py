@@ -38,7 +38,7 @@ from typing import Any
 import pyte
 import pytest
 
-from companion.diffs import Review
+from companion.core.diffs import Review
 from companion.gemini_ide.discovery import discovery_dir, node_tmpdir
 from companion.runtime import Runtime, WindowHandle
 from tests.scripted_editor import ScriptedEditor
@@ -467,8 +467,10 @@ class HeadlessCompanion:
         tmpdir: str | None = None,
         editor_pid: int | None = None,
         claude_lock_dir: str | None = None,
+        gemini: bool = True,
     ) -> None:
-        """With `claude_lock_dir`, the window serves Claude Code too and writes its lock file there."""
+        """With `claude_lock_dir`, the window serves Claude Code too and writes its lock file there;
+        without `gemini`, it does not serve Gemini CLI."""
         self.folders = list(folders)
         self.editor = editor if editor is not None else DecidingEditor()
         self.tmpdir = tmpdir
@@ -478,10 +480,13 @@ class HeadlessCompanion:
             lock_directory=claude_lock_dir,
         )
         self.serves_claude = claude_lock_dir is not None
+        self.serves_gemini = gemini
         self.window: WindowHandle | None = None
 
     def start(self, timeout: float = 30) -> HeadlessCompanion:
-        handle = self.runtime.open_window(self.editor, self.folders, claude=self.serves_claude)
+        handle = self.runtime.open_window(
+            self.editor, self.folders, claude=self.serves_claude, gemini=self.serves_gemini
+        )
         handle.ready.result(timeout)
         self.window = handle
         return self

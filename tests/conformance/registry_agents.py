@@ -8,7 +8,10 @@ and take an OpenAI-compatible model API, served by `OpenAIStandIn`:
   (later ones ask for Node 22). Model: `OPENAI_BASE_URL`/`OPENAI_API_KEY`/`OPENAI_MODEL` with the
   `openai` auth type selected in its settings. It advertises modes `plan`, `default` (asks),
   `auto-edit`, `yolo`, starts in `tools.approvalMode` (default `default`), reads and writes through
-  the client's `fs/*`.
+  the client's `fs/*`. It cannot reach any model on Node 24 (its bundled undici 6 `Agent`, passed to
+  Node's own fetch as the dispatcher, fails every request: "Connection error. (cause: fetch failed)";
+  the same install on Node 20 in the same Debian root answers), so on Node >= 24 its chats are
+  skipped with that reason (`RegistryAgent.cannot_run_here`).
 - opencode (registry id `opencode`), pinned in `tests/conformance/opencode` at 1.18.33 as the npm
   package `opencode-ai`, whose native binary comes as an optional dependency (`npm ci
   --ignore-scripts` installs it; the skipped postinstall would only copy it). Model: a custom
@@ -26,6 +29,8 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +47,15 @@ def _missing(path: str, folder: str, what: str) -> AssertionError:
     return AssertionError(
         f"{path} is missing: run `python3 dev.py test`, which installs the pinned {what} with `npm ci` in {folder}."
     )
+
+
+def node_major() -> int | None:
+    """The major version of the `node` on PATH (what npm's `.bin` shims run), or None without one."""
+    node = shutil.which("node")
+    if node is None:
+        return None
+    version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout
+    return int(version.strip().lstrip("v").split(".")[0]) if version.startswith("v") else None
 
 
 def qwen_program() -> str:
@@ -75,6 +89,15 @@ class RegistryAgent:
     read_tool: tuple[str, str]  # (tool, path key)
     write_tool: tuple[str, str, str]  # (tool, path key, content key)
     edit_tool: tuple[str, str, str, str]  # (tool, path key, old key, new key)
+    fails_from_node: int | None = None  # the first Node major on which it cannot reach a model (seen)
+
+    def cannot_run_here(self) -> str | None:
+        """Why this agent cannot run with this machine's Node, or None when it can."""
+        major = node_major()
+        if self.fails_from_node is None or major is None or major < self.fails_from_node:
+            return None
+        return (f"{self.name} cannot reach a model on Node {major} (seen from Node {self.fails_from_node}): "
+                "its bundled undici fails every model request ('Connection error. (cause: fetch failed)')")  # fmt: skip
 
     def command(self) -> list[str]:
         return [self.program(), *self.args]
@@ -133,6 +156,7 @@ QWEN = RegistryAgent(
     read_tool=("read_file", "file_path"),
     write_tool=("write_file", "file_path", "content"),
     edit_tool=("edit", "file_path", "old_string", "new_string"),
+    fails_from_node=24,
 )
 OPENCODE = RegistryAgent(
     name="opencode",

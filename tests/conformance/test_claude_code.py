@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.diffs import Review
+from companion.core.diffs import Review
 from companion.runtime import WindowHandle
 from tests.conformance.claude_harness import ClaudeTerminal, ModelStandIn, claude_env, make_config, pinned_version
 from tests.conformance.harness import (
@@ -39,7 +39,7 @@ class Window:
     """A window serving both agents (Gemini CLI finds it in `<base>/tmp`), with a Claude Code
     config folder holding its lock file."""
 
-    def __init__(self, base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, base: Path, monkeypatch: pytest.MonkeyPatch, gemini: bool = True) -> None:
         self.base = base
         self.workspace = os.path.realpath(str(base / "project"))
         os.makedirs(self.workspace)
@@ -47,7 +47,7 @@ class Window:
         self.config = make_config(str(base / "claude-config"), self.workspace)
         self.editor = DecidingEditor()
         lock_dir = os.path.join(self.config, "ide")
-        self.companion = HeadlessCompanion([self.workspace], self.editor, claude_lock_dir=lock_dir)
+        self.companion = HeadlessCompanion([self.workspace], self.editor, claude_lock_dir=lock_dir, gemini=gemini)
 
     @property
     def handle(self) -> WindowHandle:
@@ -116,6 +116,25 @@ def test_accepted_with_an_edit_the_client_writes_the_users_text_and_tells_the_mo
             claude.stop()
 
 
+def test_a_window_serving_claude_code_alone_reviews_its_edit_and_gemini_cli_finds_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    window = Window(tmp_path, monkeypatch, gemini=False)
+    with window.companion:
+        assert window.handle.discovery_path == "" and not os.path.exists(str(tmp_path / "tmp" / "gemini" / "ide"))
+        target = os.path.join(window.workspace, "alone.txt")
+        window.editor.decide("alone.txt", accept(lambda proposal: proposal + "and the user's line\n"))
+        with ModelStandIn("Write", {"file_path": target, "content": "from claude\n"}) as model:
+            claude = window.claude(model)
+            try:
+                window.wait_connected(claude)
+                window.ask(claude, "please write alone.txt")
+                wait_for(lambda: model.tool_results(), "the tool result", claude)
+                assert read(target) == "from claude\nand the user's line\n"
+            finally:
+                claude.stop()
+
+
 def test_rejected_in_the_editor_nothing_is_written_and_the_client_says_so(window: Window) -> None:
     target = os.path.join(window.workspace, "new.txt")  # a new file: a rejection must not create it
     window.editor.decide("new.txt", reject())
@@ -164,7 +183,7 @@ def test_gemini_and_claude_in_one_window_each_review_in_the_same_ui_and_neither_
 
 
 def test_pausing_takes_the_selection_out_of_claude_codes_prompt_and_resuming_brings_it_back(window: Window) -> None:
-    from companion.context import Position
+    from companion.core.context import Position
 
     other = os.path.join(window.workspace, "notes.txt")
     with open(other, "w") as handle:

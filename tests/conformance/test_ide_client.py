@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from companion.context import Position
+from companion.core.context import Position
 from tests.conformance.harness import (
     IDE_INFO,
     DecidingEditor,

@@ -15,8 +15,8 @@ import pytest
 
 from companion.claude_ide import lockfile
 from companion.claude_ide.protocol import NO_SELECTION
-from companion.context import Position
-from companion.diffs import Review
+from companion.core.context import Position
+from companion.core.diffs import Review
 from companion.runtime import Runtime, WindowHandle
 from tests.claude_client import INITIALIZE, ClaudeClient, ToolCallError
 from tests.mcp_client import connect

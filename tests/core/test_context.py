@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from companion.context import DEFAULT_EXCLUDES, ContextTracker, Position, SharingPolicy
+from companion.core.context import DEFAULT_EXCLUDES, ContextTracker, Position, SharingPolicy
 from companion.gemini_ide.wire import validated_params
 from companion.runtime import WindowHandle
 from tests.mcp_client import connect

@@ -42,7 +42,7 @@ release = sys.argv[1]
 
 class HoldTheServerStack:
     def find_spec(self, name, path=None, target=None):
-        if name == "companion.gemini_ide.server":
+        if name == "companion.core.window_server":
             print(json.dumps({"held": True}), file=sys.stderr, flush=True)
             while not os.path.exists(release):
                 time.sleep(0.01)

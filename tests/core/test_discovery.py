@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from companion import token_files
+from companion.core import token_files
 from companion.gemini_ide import discovery
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX permission bits")

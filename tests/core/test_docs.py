@@ -6,6 +6,7 @@ import os
 import re
 
 from companion import doctor
+from companion.core.troubleshooting import PROJECT_URL
 from tools.libraries import canonical, runtime_pins
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -87,7 +88,7 @@ def every_problem() -> doctor.Facts:
 
 
 def linked_entries(text: str) -> list[str]:
-    return re.findall(re.escape(doctor.PROJECT_URL) + r"#([\w-]+)", text)
+    return re.findall(re.escape(PROJECT_URL) + r"#([\w-]+)", text)
 
 
 def test_each_problem_the_doctor_finds_links_to_the_readme_entry_that_explains_it() -> None:

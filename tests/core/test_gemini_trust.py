@@ -1,5 +1,5 @@
 """Gemini CLI's folder trust as the doctor reads it from the CLI's own files (the rules of 0.61.0,
-cited in companion/workspace/gemini_trust.py; test_ask_real_gemini.py checks the real CLI agrees)."""
+cited in companion/core/gemini_trust.py; test_ask_real_gemini.py checks the real CLI agrees)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import os
 import pytest
 
 from companion import doctor
-from companion.workspace.gemini_trust import folder_trust
+from companion.core.gemini_trust import folder_trust
 from tests.core.test_docs import anchors, every_problem, linked_entries, readme
 
 

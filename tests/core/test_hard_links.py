@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from companion import disk_text
+from companion.core import disk_text
 from companion.headless import unified_diff
 
 

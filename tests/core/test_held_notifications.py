@@ -73,8 +73,8 @@ async def stream_until_marker(http: httpx2.AsyncClient, window: WindowHandle, se
 
 
 async def _broadcast_marker(window: WindowHandle) -> None:
-    assert window.server is not None
-    window.server.broadcaster.broadcast("ide/diffRejected", {"filePath": MARKER})
+    assert window.gemini is not None
+    window.gemini.broadcaster.broadcast("ide/diffRejected", {"filePath": MARKER})
 
 
 async def test_a_session_without_a_stream_holds_only_the_newest_outcomes(

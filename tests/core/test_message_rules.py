@@ -1,4 +1,4 @@
-"""The id rules read a message exactly as the SDK does (companion/request_ids.py).
+"""The id rules read a message exactly as the SDK does (companion/core/request_ids.py).
 
 `head` reads only the top-level `id` and `method` of an HTTP body, skipping the rest; the SDK then
 parses the whole body (`pydantic_core.from_json`, then `jsonrpc_message_adapter`). If the two ever
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from companion.request_ids import Refused, head, read_message, request_id
+from companion.core.request_ids import Refused, head, read_message, request_id
 
 NOT_JSON, NOT_A_MESSAGE = "not JSON", "not a message"
 

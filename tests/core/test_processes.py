@@ -11,7 +11,7 @@ import sys
 import psutil
 import pytest
 
-from companion.processes import editor_pid, pid_alive
+from companion.core.processes import editor_pid, pid_alive
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -33,7 +33,7 @@ def test_a_path_that_matches_no_ancestor_falls_back_to_the_parent(tmp_path: str)
 @pytest.mark.skipif(shutil.which("sh") is None, reason="needs a POSIX shell between two processes")
 def test_the_walk_goes_up_to_the_ancestor_running_the_editors_executable() -> None:
     """A plugin host started through a wrapper (a shell here) still finds the editor above it."""
-    code = f"from companion.processes import editor_pid; print(editor_pid({sys.executable!r}))"
+    code = f"from companion.core.processes import editor_pid; print(editor_pid({sys.executable!r}))"
     # `; true` keeps the shell alive as the middle process (no exec of the last command).
     out = subprocess.run(
         ["sh", "-c", f"'{sys.executable}' -c \"{code}\"; true"],

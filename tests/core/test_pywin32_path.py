@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from companion import doctor, pywin32_path
+from companion import doctor
+from companion.core import pywin32_path
 
 PTH = "# .pth file for the PyWin32 extensions\nwin32\nwin32\\lib\nPythonwin\nimport pywin32_bootstrap\n"
 

@@ -12,7 +12,7 @@ import threading
 import anyio
 import pytest
 
-from companion import disk_text
+from companion.core import disk_text
 from companion.headless import HeadlessEditor, unified_diff, visible
 from companion.runtime import WindowHandle
 from tests.mcp_client import connect, text_of
@@ -151,7 +151,7 @@ def test_the_headless_prompt_escapes_the_path_it_asks_about(tmp_path: str) -> No
             pass
 
     editor = HeadlessEditor("prompt", out=Out(), ask=lambda question: asked.append(question) or "n")  # type: ignore[arg-type]
-    from companion.diffs import Reviews
+    from companion.core.diffs import Reviews
 
     reviews = Reviews(lambda review, outcome, content: None)
     review, _ = reviews.open(os.path.join(str(tmp_path), "x\x1b[8m.py"), "text\n", "test")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import psutil
 import pytest
 
-from companion.gemini_ide.server import ToolSpec
+from companion.core.tool_calls import ToolSpec
 from companion.runtime import THREAD_NAME, Runtime, RuntimeStopped, WindowHandle
 from tests.mcp_client import connect
 from tests.scripted_editor import ScriptedEditor

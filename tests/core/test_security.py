@@ -11,9 +11,9 @@ import httpx2
 import psutil
 import pytest
 
-from companion import security
+from companion.core import security
+from companion.core.security import MAX_BODY_BYTES, RequestGuard
 from companion.runtime import Runtime, WindowHandle
-from companion.security import MAX_BODY_BYTES, RequestGuard
 from tests.scripted_editor import ScriptedEditor
 
 INIT = {

@@ -12,8 +12,8 @@ import anyio
 import httpx2
 import pytest
 
-from companion.context import Position
-from companion.diffs import Review
+from companion.core.context import Position
+from companion.core.diffs import Review
 from companion.runtime import WindowHandle
 from tests.mcp_client import connect, text_of
 from tests.scripted_editor import ScriptedEditor
@@ -247,7 +247,7 @@ async def test_the_context_sent_when_a_stream_opens_is_validated_too(window: Win
 
 
 async def test_sessions_that_go_away_are_pruned(window: WindowHandle) -> None:
-    server = window.server
+    server = window.gemini
     assert server is not None
     async with connect(window.url, window.token, "short-lived") as client:
         await client.wait_for("ide/contextUpdate")
@@ -514,7 +514,7 @@ async def test_open_diff_cannot_take_over_a_review_a_tool_is_waiting_on(
     """A write_file review (decided by the tool that waits on it) is not replaced by an openDiff for the
     same path: otherwise the tool would write the other client's proposal, and that client would
     never hear an outcome."""
-    from companion.diffs import Outcome
+    from companion.core.diffs import Outcome
 
     server = window.server
     assert server is not None

@@ -1,26 +1,40 @@
 """The map of `companion/`: one room per agent protocol around a shared core, and no import circle.
 
-Rooms speak one agent protocol each: `gemini_ide/` (Gemini CLI's IDE companion), `claude_ide/`
-(Claude Code's `/ide`), `acp/` (the ACP chat client) and the workspace tools offered to other MCP
-clients (`workspace/tools.py`, `settings.py`, `factory.py`, `ask.py`). The rest of
-`workspace/` is the path policy and the safe file I/O that every room and `disk_text` share, so
-it is core. Above the rooms sit the composition (`runtime`, which decides which rooms serve a
-window) and the entry points (`cli`, `bridge`, `doctor`, the Sublime adapter); they may import
-rooms. Every import counts, at any level of a module (a function-level or TYPE_CHECKING import is
-still a dependency), which is why a circle cannot be hidden by moving an import into a function.
+The core is its own folder, `core/` (the window's server, Reviews, the context, the path policy and
+file I/O, the socket's guards, processes): it imports nothing of the package outside it, and
+outside the package only the standard library and the pinned runtime libraries. Rooms speak one
+agent protocol each: `gemini_ide/` (Gemini CLI's IDE companion), `claude_ide/` (Claude Code's
+`/ide`), `acp/` (the ACP chat client) and `workspace/` (the tools offered to other MCP clients);
+they import the core, never each other and nothing above them. Above the rooms sit the composition
+(`runtime`, which decides which rooms serve a window) and the entry points (`cli`, `bridge`,
+`doctor`, `headless`, `console`, `terminal_chat`, the Sublime adapter); they may import rooms. Every import counts,
+at any level of a module (a function-level or TYPE_CHECKING import is still a dependency), which
+is why a circle cannot be hidden by moving an import into a function.
 """
 
 from __future__ import annotations
 
 import ast
 import os
+import re
+import sys
 from collections.abc import Iterator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGE = "companion"
-ROOM_PACKAGES = ("gemini_ide", "claude_ide", "acp")
-WORKSPACE_TOOLS = ("workspace.tools", "workspace.settings", "workspace.factory", "workspace.ask")
-ABOVE_THE_ROOMS = ("runtime", "cli", "__main__", "bridge", "doctor", "sublime_editor")
+CORE = "core"
+ROOM_PACKAGES = ("gemini_ide", "claude_ide", "acp", "workspace")
+ABOVE_THE_ROOMS = (
+    "runtime",
+    "cli",
+    "__main__",
+    "bridge",
+    "doctor",
+    "headless",
+    "console",
+    "terminal_chat",
+    "sublime_editor",
+)
 ACP_SDK_HOME = "acp.session"
 
 
@@ -87,39 +101,72 @@ def external_imports(module: str) -> set[str]:
 def room(module: str) -> str | None:
     """The protocol room `module` belongs to, or None for the core and the layers above the rooms."""
     top = module.split(".")[0]
-    if top in ROOM_PACKAGES:
-        return top
-    if module in WORKSPACE_TOOLS:
-        return "workspace tools"
-    return None
+    return top if top in ROOM_PACKAGES else None
+
+
+def in_core(module: str) -> bool:
+    return module.split(".")[0] == CORE
 
 
 def above_the_rooms(module: str) -> bool:
     return module.split(".")[0] in ABOVE_THE_ROOMS
 
 
-def test_no_room_imports_another_room() -> None:
-    crossings = [
-        f"{module} -> {target}"
-        for module, targets in import_map().items()
-        for target in targets
-        if room(module) is not None and room(target) not in (None, room(module))
-    ]
-    assert not crossings, "a protocol room imports another; move the shared name into the core:\n" + "\n".join(
-        sorted(crossings)
-    )
+def floor_violations(edges: dict[str, set[str]]) -> list[str]:
+    """Every import that breaks the floors: the core importing anything of the package outside it, a
+    room importing another room or anything above the rooms."""
+    found = []
+    for module, targets in edges.items():
+        for target in sorted(targets):
+            if in_core(module) and not in_core(target):
+                found.append(f"{module} -> {target}: the core imports only the core (move the name down into it)")
+            elif room(module) is not None and room(target) not in (None, room(module)):
+                found.append(f"{module} -> {target}: a room imports another (move the shared name into the core)")
+            elif room(module) is not None and above_the_rooms(target):
+                found.append(f"{module} -> {target}: a room imports from above the rooms (move it down)")
+    return sorted(found)
 
 
-def test_the_core_imports_no_room() -> None:
-    upward = [
-        f"{module} -> {target}"
-        for module, targets in import_map().items()
-        for target in targets
-        if room(module) is None and not above_the_rooms(module) and module and room(target) is not None
+def test_every_module_has_its_floor() -> None:
+    lost = [m for m in modules() if m and not (in_core(m) or room(m) or above_the_rooms(m))]
+    assert not lost, f"put these in core/, a room or the layer above the rooms (and say so here): {lost}"
+
+
+def test_the_core_imports_only_the_core_and_rooms_only_the_core() -> None:
+    violations = floor_violations(import_map())
+    assert not violations, "\n".join(violations)
+
+
+def test_the_floor_check_finds_each_kind_of_violation() -> None:
+    # The check above must be able to fail (tried for real too: `from ..runtime import Runtime` in
+    # core/diffs.py, then removed).
+    edges = {
+        "core.a": {"core.b", "gemini_ide.server"},
+        "core.b": {"doctor"},
+        "acp.x": {"core.a", "claude_ide.server"},
+        "workspace.tools": {"cli", "workspace.settings"},
+        "runtime": {"acp.x", "core.a"},
+    }
+    assert floor_violations(edges) == [
+        "acp.x -> claude_ide.server: a room imports another (move the shared name into the core)",
+        "core.a -> gemini_ide.server: the core imports only the core (move the name down into it)",
+        "core.b -> doctor: the core imports only the core (move the name down into it)",
+        "workspace.tools -> cli: a room imports from above the rooms (move it down)",
     ]
-    assert not upward, "a core module imports a protocol room; the room should import the core instead:\n" + "\n".join(
-        sorted(upward)
-    )
+
+
+def pinned_runtime_libraries() -> set[str]:
+    """The import names of the runtime's pinned distributions (requirements/runtime.txt)."""
+    with open(os.path.join(ROOT, "requirements", "runtime.txt"), encoding="utf-8") as handle:
+        names = re.findall(r"^([A-Za-z0-9_.-]+)==", handle.read(), re.MULTILINE)
+    return {name.lower().replace("-", "_") for name in names}
+
+
+def test_the_core_imports_only_the_standard_library_and_pinned_libraries() -> None:
+    allowed = set(sys.stdlib_module_names) | pinned_runtime_libraries() | {"__future__"}
+    outside = {module: sorted(external_imports(module) - allowed) for module in modules() if in_core(module)}
+    outside = {module: names for module, names in outside.items() if names}
+    assert not outside, f"the core imports libraries that are neither standard nor pinned: {outside}"
 
 
 def import_circles(edges: dict[str, set[str]]) -> list[list[str]]:

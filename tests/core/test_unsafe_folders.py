@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from companion import doctor, token_files
+from companion import doctor
 from companion.claude_ide import lockfile
+from companion.core import token_files
 from companion.gemini_ide import discovery
 from companion.runtime import Runtime
 from tests.claude_client import ClaudeClient

@@ -10,9 +10,9 @@ import stat
 
 import pytest
 
-from companion.user_paths import expand_path, expand_program
+from companion.core.paths import is_inside
+from companion.core.user_paths import expand_path, expand_program
 from companion.workspace.ask import command_line
-from companion.workspace.paths import is_inside
 
 
 def test_the_program_of_a_command_gets_the_home_folder_on_each_os(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -74,7 +74,7 @@ BAD_OUTGOING = [
 async def test_the_server_refuses_to_send_an_invalid_payload_to_a_connected_client(window: WindowHandle) -> None:
     """Through a real session: each bad payload raises before it is queued, so the client only ever
     receives the valid notification sent after them (one ordered outbox per session)."""
-    server = window.server
+    server = window.gemini
     assert server is not None
 
     async def broadcast(method: str, params: dict[str, Any]) -> str | None:

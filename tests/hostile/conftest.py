@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from companion.diffs import Review
+from companion.core.diffs import Review
 from companion.runtime import Runtime, WindowHandle
 from companion.workspace.factory import tool_factory
 from companion.workspace.settings import WorkspaceToolSettings

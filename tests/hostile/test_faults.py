@@ -19,8 +19,8 @@ import anyio
 import psutil
 import pytest
 
-from companion.context import Position
-from companion.diffs import Outcome, Review
+from companion.core.context import Position
+from companion.core.diffs import Outcome, Review
 from companion.runtime import Runtime, WindowHandle
 from tests.hostile.conftest import ACCEPT, RawHttp, RawStreamClient, initialize_body
 from tests.mcp_client import connect, text_of

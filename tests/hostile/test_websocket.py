@@ -13,8 +13,8 @@ import socket
 import pytest
 import websockets
 
+from companion.core.security import MAX_BODY_BYTES
 from companion.runtime import Runtime, WindowHandle
-from companion.security import MAX_BODY_BYTES
 from tests.claude_client import ClaudeClient
 from tests.scripted_editor import ScriptedEditor
 from tests.window_fixtures import claude_runtime, claude_window, discovery_dir, editor, lock_dir, workspace
@@ -163,7 +163,7 @@ async def test_garbage_frames_get_json_rpc_errors_and_the_session_goes_on(claude
 async def test_a_client_that_never_reads_does_not_stall_notifications_to_the_others(
     claude_window: WindowHandle, workspace: str
 ) -> None:
-    from companion.context import Position
+    from companion.core.context import Position
 
     stuck = await websockets.connect(
         f"ws://127.0.0.1:{claude_window.port}/",

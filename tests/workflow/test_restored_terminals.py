@@ -31,7 +31,7 @@ pytestmark = pytest.mark.skipif(os.name == "nt", reason="the pty harness is POSI
 
 # Set by CI: they make a TUI draw as for a log, not a terminal (the pty tests drop them too).
 UNTTY = ("CI", "GITHUB_ACTIONS", "NO_COLOR", "GEMINI_CLI_NO_RELAUNCH")
-SERVER_STACK = f"{control.PACKAGE_NAME}.companion.gemini_ide.server"
+SERVER_STACK = f"{control.PACKAGE_NAME}.companion.core.window_server"
 
 
 class HeldServerStack(importlib.abc.MetaPathFinder):

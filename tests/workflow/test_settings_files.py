@@ -7,7 +7,7 @@ import json
 import os
 import re
 
-from companion.context import DEFAULT_EXCLUDES
+from companion.core.context import DEFAULT_EXCLUDES
 from tests.sublime_fake import control, sublime
 
 SETTINGS_FILE = os.path.join(control.REPO_ROOT, "Gemini Companion.sublime-settings")

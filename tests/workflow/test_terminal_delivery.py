@@ -73,9 +73,11 @@ def test_sends_while_the_terminal_starts_land_once_it_is_live_in_order(
     assert control.run_from_palette(window, "gemini_companion_open_cli")
     tag = f"gemini-companion-{window.id()}"
     panel = control.pump_until(
-        lambda: (p := window.find_output_panel("Gemini CLI")) is not None
-        and p.settings().get("terminus_view.tag") == tag
-        and p,
+        lambda: (
+            (p := window.find_output_panel("Gemini CLI")) is not None
+            and p.settings().get("terminus_view.tag") == tag
+            and p
+        ),
         30,
         "the terminal's view settings",
     )

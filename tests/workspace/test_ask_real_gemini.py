@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
+from companion.core.gemini_trust import folder_trust
 from companion.workspace.ask import GeminiFailed, ask_gemini, untrusted_message
-from companion.workspace.gemini_trust import folder_trust
 from tests.conformance.harness import (
     GEMINI_SETTINGS,
     PINNED,

@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from companion.diffs import Review
+from companion.core.diffs import Review
+from companion.core.paths import PathPolicy
+from companion.core.textfile import decode, encode
+from companion.core.writing import existing_format, write_atomically
 from companion.runtime import WindowHandle
-from companion.workspace.paths import PathPolicy
-from companion.workspace.textfile import decode, encode
-from companion.workspace.writing import existing_format, write_atomically
 from tests.line_endings import Case, assert_written_as_reviewed, cases, split
 from tests.scripted_editor import ScriptedEditor
 from tests.workspace.test_tools import editor, read_bytes, tool_settings, window, write_and_decide, write_bytes

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from companion.workspace.listing import ListOptions, list_files
-from companion.workspace.paths import PathPolicy
-from companion.workspace.patterns import IgnoreFile, SublimePatterns
+from companion.core.listing import ListOptions, list_files
+from companion.core.paths import PathPolicy
+from companion.core.patterns import IgnoreFile, SublimePatterns
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="symlinks and FIFOs need POSIX here")
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from companion.workspace.paths import PathPolicy, WorkspaceError, folder_labels
+from companion.core.paths import PathPolicy, WorkspaceError, folder_labels
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="symlinks and FIFOs need POSIX here")
 

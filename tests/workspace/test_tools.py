@@ -18,7 +18,7 @@ import psutil
 import pytest
 from mcp_types import CallToolResult
 
-from companion.diffs import Review
+from companion.core.diffs import Review
 from companion.runtime import Runtime, WindowHandle
 from companion.workspace.ask import GeminiFailed, ask_gemini
 from companion.workspace.factory import tool_factory

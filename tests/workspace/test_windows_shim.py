@@ -12,8 +12,8 @@ import subprocess
 
 import pytest
 
+from companion.core.windows_shim import SHIM_LIMIT, NotResolved, direct_argv
 from companion.workspace.ask import GeminiFailed, command_line
-from companion.workspace.windows_shim import SHIM_LIMIT, NotResolved, direct_argv
 from tests.conformance.harness import node
 
 # What cmd.exe would run, expand, re-quote or cut when forwarded by `%*` (BatBadBut).

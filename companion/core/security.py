@@ -36,9 +36,14 @@ UNAUTHENTICATED = (401, 403, 404)  # refusals before the token was accepted
 
 class RequestGuard:
     def __init__(
-        self, app: ASGIApp, token: str, port: int, max_body: int = MAX_BODY_BYTES, websocket: ASGIApp | None = None
+        self,
+        app: ASGIApp | None,
+        token: str,
+        port: int,
+        max_body: int = MAX_BODY_BYTES,
+        websocket: ASGIApp | None = None,
     ) -> None:
-        self.app = app
+        self.app = app  # the HTTP room at /mcp; None: no room is mounted there (refused like any unknown path)
         self.websocket = websocket  # Claude Code's endpoint, which checks its own token
         self._expected = f"Bearer {token}".encode("latin-1")
         self._hosts = loopback_hosts(port)
@@ -47,7 +52,7 @@ class RequestGuard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             # lifespan passes through; a WebSocket goes to Claude Code's side when it is on.
-            if scope["type"] == "lifespan":
+            if scope["type"] == "lifespan" and self.app is not None:
                 await self.app(scope, receive, send)
             elif scope["type"] == "websocket" and self.websocket is not None:
                 await self.websocket(scope, receive, send)
@@ -61,9 +66,12 @@ class RequestGuard:
                 extra = [*extra, (b"connection", b"close")]
             await send_json(send, status, {"error": message}, extra)
             return
+        assert self.app is not None  # without it, _refusal refuses every path
         await self.app(scope, receive, send)
 
     def _refusal(self, scope: Scope) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
+        if self.app is None:
+            return 404, "Not found: this window serves no MCP endpoint (Gemini CLI and its tools are off).", []
         if scope.get("path") != MCP_PATH:
             return 404, "Not found: the only endpoint is /mcp.", []
         headers: list[tuple[bytes, bytes]] = scope.get("headers", [])

@@ -149,4 +149,3 @@ def kill_and_wait(processes: list[Any], timeout: float = 3.0) -> None:
         except psutil.Error:
             pass
     psutil.wait_procs(alive, timeout=timeout)
-

@@ -1,8 +1,9 @@
 """What a protocol room sees of the window it serves, and what the window sees of a room on its port.
 
-The window's server (gemini_ide/server.py, which owns the listening socket and the window's
-`Reviews`) and the rooms mounted on it (Claude Code's WebSocket, the workspace tools) meet only
-through these two shapes, so that no room imports another: the runtime builds both and joins them.
+The window's server (window_server.py, which owns the listening socket and the window's `Reviews`)
+and the rooms mounted on it (Gemini CLI's MCP endpoint with the workspace tools, Claude Code's
+WebSocket) meet only through these shapes, so that no room imports another: the runtime builds
+them and joins them.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from .context import ContextTracker
-from .diffs import BY_TOOL, Outcome, Review
+from .diffs import BY_TOOL, Outcome, Review, Reviews
 from .disk_text import DiskText
 from .editor import Editor
 
 if TYPE_CHECKING:
-    from .security import Receive, Scope, Send
+    from .security import ASGIApp, Receive, Scope, Send
 
 log = logging.getLogger("gemini_companion")
 
@@ -29,6 +30,7 @@ class Window(Protocol):
     context: ContextTracker
     editor: Editor
     folders: Callable[[], list[str]]
+    reviews: Reviews
 
     async def request_review(
         self,
@@ -45,6 +47,34 @@ class Window(Protocol):
 
     async def close_review(self, review: Review, outcome: Outcome = Outcome.CLOSED) -> bool:
         """End `review` without the user's decision; False if it had already ended."""
+        ...
+
+    def finish(self, review: Review, outcome: Outcome, content: str | None = None) -> bool:
+        """End `review` once (without closing its view); False if it had already ended."""
+        ...
+
+    async def close_in_editor(self, review: Review) -> str:
+        """Close `review`'s view; its proposal as the editor last held it."""
+        ...
+
+
+class HttpRoom(Protocol):
+    """A room served over HTTP at `/mcp` on the window's port (Gemini CLI's, with the workspace tools)."""
+
+    def app(self) -> ASGIApp:
+        """Its ASGI app, built on the loop as the window's server starts (it gets uvicorn's lifespan)."""
+        ...
+
+    def context_changed(self) -> None:
+        """The window's context changed (after its debounce)."""
+        ...
+
+    def review_decided(self, review: Review, outcome: Outcome, content: str | None) -> None:
+        """The user decided a review no caller waits on (one this room opened)."""
+        ...
+
+    async def close(self) -> None:
+        """End every session; the window closes their reviews."""
         ...
 
 

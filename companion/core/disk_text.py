@@ -9,7 +9,7 @@ The current text is read off Sublime's main thread (on the companion's loop thre
 editor is asked to show the review), opened non-blocking so a FIFO swapped in after the check cannot
 block either, and checked again on the open descriptor. At most MAX_SHOWN_BYTES are read: a bigger
 file still gets its review, whose left side says the file is too large to show. The text is
-decoded as the workspace tools decode (`workspace/textfile.py`: BOM, UTF-8, Windows-1252,
+decoded as the workspace tools decode (`textfile.py`: BOM, UTF-8, Windows-1252,
 Latin-1): one reader for both.
 """
 
@@ -21,8 +21,8 @@ import stat
 import sys
 from dataclasses import dataclass
 
-from .workspace.reading import read_at_most
-from .workspace.textfile import BinaryFile, decode
+from .reading import read_at_most
+from .textfile import BinaryFile, decode
 
 MAX_SHOWN_BYTES = 16 * 1024 * 1024
 # Longest path the OS accepts (bytes on POSIX; Windows' extended-length limit in characters).

@@ -23,18 +23,18 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
-from ..console import Console
-from ..core.change_set import FileChange
-from ..core.turns import Turns
-from ..core.user_cache import user_cache_folder
-from ..headless import HeadlessEditor, visible
-from ..processes import STOP_SIGNALS
-from .agents import PRESETS, AgentSpec, custom_agent
-from .unchecked import UncheckedEdits
-from .view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
+from .acp.agents import PRESETS, AgentSpec, custom_agent
+from .acp.unchecked import UncheckedEdits
+from .acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
+from .console import Console
+from .core.change_set import FileChange
+from .core.processes import STOP_SIGNALS
+from .core.turns import Turns
+from .core.user_cache import user_cache_folder
+from .headless import HeadlessEditor, visible
 
 if TYPE_CHECKING:
-    from .session import ChatSession
+    from .acp.session import ChatSession
 
 T = TypeVar("T")
 
@@ -154,6 +154,7 @@ def run_chat(
     agent: str | None,
     command: Sequence[str],
     mode: str | None = None,
+    checkpoints: bool = False,
 ) -> int:
     folder = os.path.realpath(workspace)
     if not os.path.isdir(folder):
@@ -174,7 +175,7 @@ def run_chat(
     editor = HeadlessEditor(policy, console=console)
     try:
         view = TerminalView(policy, console=console, interactive=prompt is None)
-        code = asyncio.run(_chat(spec, folder, editor, view, prompt))
+        code = asyncio.run(_chat(spec, folder, editor, view, prompt, checkpoints))
     except KeyboardInterrupt:
         code = EXIT_FAILED
     if editor.prompting:
@@ -211,13 +212,15 @@ def _log_without_the_sdk() -> None:
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
 
 
-async def _chat(spec: AgentSpec, folder: str, editor: HeadlessEditor, view: TerminalView, prompt: str | None) -> int:
-    from .session import ChatFailed, ChatSession  # the SDK loads here, on the first chat
+async def _chat(
+    spec: AgentSpec, folder: str, editor: HeadlessEditor, view: TerminalView, prompt: str | None, checkpoints: bool
+) -> int:
+    from .acp.session import ChatFailed, ChatSession  # the SDK loads here, on the first chat
 
     # This command is a process of its own: it may adopt the agent's orphans (process_tree.py).
     session = ChatSession(spec, [folder], editor, view, subreaper=True)
     interrupts = _Interrupts(session)
-    changes = TurnChanges(folder, spec.name)
+    changes = TurnChanges(folder, spec.name, checkpoints)
     try:
         await interrupts.run(session.start())
         if prompt is not None:
@@ -248,14 +251,15 @@ def _tell(text: str) -> None:
 
 
 class TurnChanges:
-    """`chat`'s checkpoints (core/turns.py): one before each prompt; the turn's change set printed
-    after it and left for `changes`. A cache folder that cannot be used costs the chat nothing but
-    this: one warning, then no checkpoints."""
+    """`chat --checkpoints`: a checkpoint (core/turns.py) before each prompt; the turn's change set
+    printed after it and left for `changes`. A cache folder that cannot be used costs the chat nothing
+    but this: one warning, then no checkpoints. Off unless asked for: the first checkpoint of a large
+    folder reads every file in it before the first prompt leaves (bench/README.md, "Checkpoints")."""
 
-    def __init__(self, folder: str, agent: str) -> None:
+    def __init__(self, folder: str, agent: str, enabled: bool) -> None:
         self.turns = Turns(user_cache_folder(), [folder])
         self.agent = agent
-        self.off = False
+        self.off = not enabled
 
     async def turn(self, session: ChatSession, interrupts: _Interrupts, text: str) -> str:
         await self._run(self.turns.begin)
@@ -408,20 +412,27 @@ class _Interrupts:
 
 def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
     """The `chat` sub-command: `chat --workspace DIR [--diff-policy prompt|accept|reject]
-    [--prompt TEXT] [--mode ID] -- COMMAND [ARGS...]`, or `--agent gemini|claude` instead of the command."""
+    [--prompt TEXT] [--mode ID] [--checkpoints] -- COMMAND [ARGS...]`, or `--agent gemini|claude` instead of
+    the command."""
     chat = commands.add_parser(
         "chat",
         help="chat with an ACP agent in the terminal, every edit through a review",
         epilog=EXIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="%(prog)s --workspace DIR [--diff-policy prompt|accept|reject] [--prompt TEXT] [--mode ID] "
-        "(--agent gemini|claude | -- COMMAND [ARGS...])",
+        "[--checkpoints] (--agent gemini|claude | -- COMMAND [ARGS...])",
     )
     chat.add_argument("--workspace", required=True, help="the folder the agent works in")
     chat.add_argument("--diff-policy", choices=policies, default="prompt", help="how permissions are answered")
     chat.add_argument("--prompt", help="send this one prompt, print the reply, exit when the turn ends")
     chat.add_argument("--agent", choices=sorted(PRESETS), help="a preset agent instead of a command")
     chat.add_argument("--mode", help="the agent's session mode to run in (default: the one that asks before each edit)")
+    chat.add_argument(
+        "--checkpoints",
+        action="store_true",
+        help="a checkpoint of the folder before each prompt: print what each turn changed, and let "
+        "`changes` revert a file or restore the folder",
+    )
     chat.add_argument("agent_command", nargs="*", metavar="COMMAND", help="the agent's command line, after --")
 
 
@@ -429,4 +440,4 @@ def run_chat_command(args: Any) -> int:
     command = list(args.agent_command)
     if command[:1] == ["--"]:  # older argparse keeps it for nargs="*"
         command = command[1:]
-    return run_chat(args.workspace, args.diff_policy, args.prompt, args.agent, command, args.mode)
+    return run_chat(args.workspace, args.diff_policy, args.prompt, args.agent, command, args.mode, args.checkpoints)

@@ -35,7 +35,7 @@ undecodable_handshake = RateLimitedWarning(
 )
 unsupported_upgrade = RateLimitedWarning(
     "refused a WebSocket upgrade request: Claude Code's side is off in this window. Set "
-    "\"claude_code\": true in the package's settings if Claude Code should connect"
+    '"claude_code": true in the package\'s settings if Claude Code should connect'
 )
 
 

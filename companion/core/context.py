@@ -17,8 +17,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .uris import file_uri
-
 # Gemini CLI's limits for `ide/contextUpdate` (its zod schema), applied to every agent's view of the context.
 MAX_OPEN_FILES = 10
 MAX_SELECTED_TEXT = 16384
@@ -225,6 +223,10 @@ class ContextTracker:
                 return None
             cursor, anchor, text = active.cursor, active.anchor or active.cursor, active.selected_text
             path = active.path
+        # Imported here, not above: this module is imported before a window's files are published,
+        # and pathlib and urllib (what uris needs) would delay them; Claude Code asks only later.
+        from .uris import file_uri
+
         start, end = sorted([(anchor.line, anchor.character), (cursor.line, cursor.character)])
         shared = text if text and policy.share_selection else ""
         return {
