@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import argparse
 import errno
+import json
 import logging
 import os
 import signal
 import sys
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 from .core import pywin32_path
 from .core.processes import STOP_SIGNALS
@@ -99,6 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--port", type=port_number, help="the window server on this port (token from its discovery file)"
     )
     bridge.add_argument("--debug", action="store_true", help="verbose logging on stderr")
+    add_changes_command(commands)
     arguments = sys.argv[1:] if argv is None else list(argv)
     if arguments[:1] != ["serve"]:
         # Not for `serve`: the chat's modules would delay the discovery file (a Gemini CLI starting
@@ -112,6 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         pywin32_path.make_importable()
         return run_chat_command(args)
+    if args.command == "changes":
+        return run_changes(args.workspace, args.json, args.revert, args.restore)
     if args.command == "bridge":
         pywin32_path.make_importable()  # the bridge imports mcp, which imports pywin32 on Windows
         try:
@@ -141,6 +146,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         claude="claude" in agents,
         gemini="gemini" in agents,
     )
+
+
+def add_changes_command(commands: Any) -> None:
+    """`changes --workspace DIR (--json | --revert PATH | --restore)`: the last chat turn in DIR."""
+    changes = commands.add_parser("changes", help="the last chat turn's changes in a folder: list, revert, restore")
+    changes.add_argument("--workspace", required=True, help="the folder the chat ran in")
+    action = changes.add_mutually_exclusive_group(required=True)
+    action.add_argument("--json", action="store_true", help="print the change set as one JSON object")
+    action.add_argument("--revert", metavar="PATH", help="revert this file to the checkpoint before the turn")
+    action.add_argument("--restore", action="store_true", help="restore every file the turn changed")
+
+
+def run_changes(workspace: str, as_json: bool, revert: str | None, restore_all: bool) -> int:
+    """Exit 0 when done; 1 with one `error:` line (nothing written) when refused; 2 for a bad folder."""
+    from .core.turns import NoTurn, RestoreFailed, RestoreRefused, Turns
+    from .core.user_cache import user_cache_folder
+
+    folder = os.path.realpath(workspace)
+    if not os.path.isdir(folder):
+        print(f"error: {workspace} is not a folder; pass --workspace with the folder the chat ran in.", file=sys.stderr)
+        return 2
+    turns = Turns(user_cache_folder(), [folder])
+    try:
+        if as_json:
+            print(json.dumps({"files": [change.as_json() for change in turns.change_set()]}))
+            return 0
+        paths = None if restore_all else [os.path.join(os.getcwd(), revert or "")]
+        skipped = turns.revert(paths)
+    except (NoTurn, RestoreRefused, RestoreFailed, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for path in skipped:
+        print(f"not restored (the checkpoint did not cover it): {path}", file=sys.stderr)
+    return 0
 
 
 def run_serve(

@@ -19,7 +19,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
@@ -27,7 +27,10 @@ from .acp.agents import PRESETS, AgentSpec, custom_agent
 from .acp.unchecked import UncheckedEdits
 from .acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
 from .console import Console
+from .core.change_set import FileChange
 from .core.processes import STOP_SIGNALS
+from .core.turns import Turns
+from .core.user_cache import user_cache_folder
 from .headless import HeadlessEditor, visible
 
 if TYPE_CHECKING:
@@ -151,6 +154,7 @@ def run_chat(
     agent: str | None,
     command: Sequence[str],
     mode: str | None = None,
+    checkpoints: bool = False,
 ) -> int:
     folder = os.path.realpath(workspace)
     if not os.path.isdir(folder):
@@ -171,7 +175,7 @@ def run_chat(
     editor = HeadlessEditor(policy, console=console)
     try:
         view = TerminalView(policy, console=console, interactive=prompt is None)
-        code = asyncio.run(_chat(spec, folder, editor, view, prompt))
+        code = asyncio.run(_chat(spec, folder, editor, view, prompt, checkpoints))
     except KeyboardInterrupt:
         code = EXIT_FAILED
     if editor.prompting:
@@ -208,17 +212,20 @@ def _log_without_the_sdk() -> None:
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
 
 
-async def _chat(spec: AgentSpec, folder: str, editor: HeadlessEditor, view: TerminalView, prompt: str | None) -> int:
+async def _chat(
+    spec: AgentSpec, folder: str, editor: HeadlessEditor, view: TerminalView, prompt: str | None, checkpoints: bool
+) -> int:
     from .acp.session import ChatFailed, ChatSession  # the SDK loads here, on the first chat
 
     # This command is a process of its own: it may adopt the agent's orphans (process_tree.py).
     session = ChatSession(spec, [folder], editor, view, subreaper=True)
     interrupts = _Interrupts(session)
+    changes = TurnChanges(folder, spec.name, checkpoints)
     try:
         await interrupts.run(session.start())
         if prompt is not None:
-            return await _one_turn(session, interrupts, prompt)
-        return await _repl(session, interrupts)
+            return await _one_turn(session, interrupts, changes, prompt)
+        return await _repl(session, interrupts, changes)
     except ChatFailed as exc:
         _tell(f"\nerror: {one_line(str(exc))}")
         return _checked(session, EXIT_FAILED)
@@ -243,8 +250,46 @@ def _tell(text: str) -> None:
         pass
 
 
-async def _one_turn(session: ChatSession, interrupts: _Interrupts, prompt: str) -> int:
-    stop = await interrupts.turn(session.prompt(prompt))
+class TurnChanges:
+    """`chat --checkpoints`: a checkpoint (core/turns.py) before each prompt; the turn's change set
+    printed after it and left for `changes`. A cache folder that cannot be used costs the chat nothing
+    but this: one warning, then no checkpoints. Off unless asked for: the first checkpoint of a large
+    folder reads every file in it before the first prompt leaves (bench/README.md, "Checkpoints")."""
+
+    def __init__(self, folder: str, agent: str, enabled: bool) -> None:
+        self.turns = Turns(user_cache_folder(), [folder])
+        self.agent = agent
+        self.off = not enabled
+
+    async def turn(self, session: ChatSession, interrupts: _Interrupts, text: str) -> str:
+        await self._run(self.turns.begin)
+        session.writes.take()  # what was written between turns belongs to no turn's agent
+        try:
+            return await interrupts.turn(session.prompt(text))
+        finally:
+            found = await self._run(self.turns.end, self.agent, session.writes.take())
+            if found is not None:
+                _print_changes(found)
+
+    async def _run(self, call: Callable[..., T], *args: Any) -> T | None:
+        if self.off:
+            return None
+        try:
+            return await asyncio.to_thread(call, *args)
+        except (OSError, ValueError) as exc:
+            self.off = True
+            _tell(f"warning: no checkpoints for this chat ({one_line(str(exc))}); `changes` cannot revert its turns.")
+            return None
+
+
+def _print_changes(found: list[FileChange]) -> None:
+    lines = "".join(f"\n  {one_line(change.line())}" for change in found)
+    files = f"{len(found)} file{'s' * (len(found) != 1)}" if found else "none"
+    print(f"\n[changes: {files}]{lines}", flush=True)
+
+
+async def _one_turn(session: ChatSession, interrupts: _Interrupts, changes: TurnChanges, prompt: str) -> int:
+    stop = await changes.turn(session, interrupts, prompt)
     print(flush=True)
     if stop == "end_turn":
         return _checked(session, EXIT_OK)
@@ -252,7 +297,7 @@ async def _one_turn(session: ChatSession, interrupts: _Interrupts, prompt: str) 
     return _checked(session, EXIT_FAILED)
 
 
-async def _repl(session: ChatSession, interrupts: _Interrupts) -> int:
+async def _repl(session: ChatSession, interrupts: _Interrupts, changes: TurnChanges) -> int:
     mode = visible(session.mode) if session.mode else "the agent’s own"
     print(f"Chat with {visible(session.spec.name)} (mode: {mode}); Ctrl-D ends it.", flush=True)
     code = EXIT_OK
@@ -266,7 +311,7 @@ async def _repl(session: ChatSession, interrupts: _Interrupts) -> int:
         if line.split()[0] == "/mode":
             await _switch_mode(session, line.split()[1:])
             continue
-        stop = await interrupts.turn(session.prompt(line))
+        stop = await changes.turn(session, interrupts, line)
         print(f"\n[{one_line(stop)}]" if stop != "end_turn" else "", flush=True)
         code = _checked(session, code)
 
@@ -367,20 +412,27 @@ class _Interrupts:
 
 def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
     """The `chat` sub-command: `chat --workspace DIR [--diff-policy prompt|accept|reject]
-    [--prompt TEXT] [--mode ID] -- COMMAND [ARGS...]`, or `--agent gemini|claude` instead of the command."""
+    [--prompt TEXT] [--mode ID] [--checkpoints] -- COMMAND [ARGS...]`, or `--agent gemini|claude` instead of
+    the command."""
     chat = commands.add_parser(
         "chat",
         help="chat with an ACP agent in the terminal, every edit through a review",
         epilog=EXIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="%(prog)s --workspace DIR [--diff-policy prompt|accept|reject] [--prompt TEXT] [--mode ID] "
-        "(--agent gemini|claude | -- COMMAND [ARGS...])",
+        "[--checkpoints] (--agent gemini|claude | -- COMMAND [ARGS...])",
     )
     chat.add_argument("--workspace", required=True, help="the folder the agent works in")
     chat.add_argument("--diff-policy", choices=policies, default="prompt", help="how permissions are answered")
     chat.add_argument("--prompt", help="send this one prompt, print the reply, exit when the turn ends")
     chat.add_argument("--agent", choices=sorted(PRESETS), help="a preset agent instead of a command")
     chat.add_argument("--mode", help="the agent's session mode to run in (default: the one that asks before each edit)")
+    chat.add_argument(
+        "--checkpoints",
+        action="store_true",
+        help="a checkpoint of the folder before each prompt: print what each turn changed, and let "
+        "`changes` revert a file or restore the folder",
+    )
     chat.add_argument("agent_command", nargs="*", metavar="COMMAND", help="the agent's command line, after --")
 
 
@@ -388,4 +440,4 @@ def run_chat_command(args: Any) -> int:
     command = list(args.agent_command)
     if command[:1] == ["--"]:  # older argparse keeps it for nargs="*"
         command = command[1:]
-    return run_chat(args.workspace, args.diff_policy, args.prompt, args.agent, command, args.mode)
+    return run_chat(args.workspace, args.diff_policy, args.prompt, args.agent, command, args.mode, args.checkpoints)

@@ -1,6 +1,7 @@
 """Every test run keeps Claude Code's lock files out of the user's real `~/.claude/ide`: the
 companion (in process, or a `serve` child inheriting the environment) writes them under a
-folder of this session instead. Tests that need a particular folder pass it explicitly."""
+folder of this session instead; so does the chat's checkpoint store (the per-user cache folder).
+Tests that need a particular folder pass it explicitly."""
 
 from __future__ import annotations
 
@@ -10,13 +11,24 @@ from collections.abc import Iterator
 import pytest
 
 
-@pytest.fixture(scope="session", autouse=True)
-def private_claude_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    folder = str(tmp_path_factory.mktemp("claude-config"))
-    before = os.environ.get("CLAUDE_CONFIG_DIR")
-    os.environ["CLAUDE_CONFIG_DIR"] = folder
+def _private_folder(factory: pytest.TempPathFactory, variable: str) -> Iterator[str]:
+    """A folder of this session in the environment variable `variable`, for as long as the session."""
+    folder = str(factory.mktemp(variable.lower()))
+    before = os.environ.get(variable)
+    os.environ[variable] = folder
     yield folder
     if before is None:
-        os.environ.pop("CLAUDE_CONFIG_DIR", None)
+        os.environ.pop(variable, None)
     else:
-        os.environ["CLAUDE_CONFIG_DIR"] = before
+        os.environ[variable] = before
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_claude_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from _private_folder(tmp_path_factory, "CLAUDE_CONFIG_DIR")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`chat` keeps its checkpoints in the per-user cache folder (core/user_cache.py)."""
+    yield from _private_folder(tmp_path_factory, "GEMINI_COMPANION_CACHE")

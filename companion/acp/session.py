@@ -45,6 +45,7 @@ from .. import __version__
 from ..core.diffs import Outcome, Reviews
 from ..core.editor import Editor
 from ..core.paths import PathPolicy
+from ..core.turn_writes import TurnWrites
 from . import process, updates
 from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
 from .edits import NotRebuildable, edit_path, is_edit, proposed_text
@@ -109,6 +110,7 @@ class ChatSession:
         self.embeds_resources = False  # its `promptCapabilities.embeddedContext`
         self.always_allowed = False  # the user allowed this agent's edits for the session
         self.unchecked = UncheckedEdits()  # edits that did not go through the review (`chat` reports them)
+        self.writes = TurnWrites()  # what the agent wrote through us this turn, for the change set
         self.mode: str | None = None
         self._conn: ClientSideConnection | None = None
         self._notes: list[str] = []  # told to the agent with the next prompt
@@ -600,6 +602,7 @@ class ChatSession:
             return
         accepted = self.gate.take_by_tool_call(call_id)
         if accepted is not None:
+            self.writes.record(accepted.path, reviewed=True)  # the agent wrote what the user accepted
             if accepted.edited:  # the agent wrote its own proposal (Claude): now the user's version
                 await self._write_users_version(accepted)
         elif call.decision == "rejected":
@@ -613,6 +616,8 @@ class ChatSession:
             path = edit_path(said) or (call.diffs[0].path if call.diffs else "a file")
             self._unreviewed(f"{self.spec.name} changed {path} without asking: applied without review.")
             self.unchecked.applied.add(path)
+            with contextlib.suppress(FsRefused):  # outside the workspace: no change set holds it
+                self.writes.record((await self.files.resolve(path)).path, reviewed=False)
 
     async def _write_users_version(self, edit: AcceptedEdit) -> None:
         try:
@@ -657,6 +662,7 @@ class ChatSession:
         except FsRefused as exc:
             self.view.notice(str(exc), "warning")
             raise RequestError(-32603, str(exc)) from None
+        self.writes.record(target.path, reviewed=bool(edit.tool_call_id))  # "" when allowed for the session
         if edit.edited:
             self._note_edited(edit)
         return WriteTextFileResponse()

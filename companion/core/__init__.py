@@ -14,6 +14,8 @@ the rooms (`tests/core/test_structure.py` checks), only the standard library and
   what the core knows of Gemini CLI's own files (`gemini_trust.py`) and of the README
   (`troubleshooting.py`).
 
-A turn's change sets and checkpoints (the ACP room and the terminal agents both use them) belong
-here too, beside `diffs.py`: `changes.py`.
+A turn's checkpoints and change sets (the ACP room and the terminal agents both use them):
+`checkpoints.py` (what a folder held, incrementally), `checkpoint_store.py` (the private content
+store), `change_set.py` (what a turn changed), `restore.py` (revert a file, restore a checkpoint),
+`turns.py` and `turn_writes.py` (a chat's turns and what its agent wrote through us), `user_cache.py`.
 """

@@ -13,7 +13,8 @@ and the previous write's duration, $SCRIPTED_AGENT_GAP_MS apart; for bench/bench
 $SCRIPTED_AGENT_RECORD; a turn changes modes.txt to "after\n": on disk without asking in the modes
 listed in $SCRIPTED_AGENT_WRITES, through fs/write_text_file without asking in those of
 $SCRIPTED_AGENT_FS_WRITES, else through a permission request with the diff, then
-fs/write_text_file once allowed).
+fs/write_text_file once allowed), `checkpoint` (a turn writes reviewed.txt as `modes` does in a
+mode that asks, then outside.txt on disk with no tool call at all, as a shell command would).
 """
 
 from __future__ import annotations
@@ -124,6 +125,11 @@ async def serve(behaviour: str) -> None:
                     await self.conn.session_update(session_id, notification.update)
             elif behaviour == "modes":
                 await self._edit(session_id, os.path.join(self.cwd, "modes.txt"))
+            elif behaviour == "checkpoint":
+                self.mode = "ask"  # reviewed.txt through a permission and fs/write_text_file
+                await self._edit(session_id, os.path.join(self.cwd, "reviewed.txt"))
+                with open(os.path.join(self.cwd, "outside.txt"), "w", encoding="utf-8") as handle:
+                    handle.write("written with no tool call\n")  # as a shell command would
             elif behaviour == "stream":
                 await self._stream(session_id, int(os.environ.get("SCRIPTED_AGENT_CHUNKS", "100")))
             else:
@@ -133,11 +139,12 @@ async def serve(behaviour: str) -> None:
             return PromptResponse(stop_reason="end_turn")
 
         async def _edit(self, session_id: str, path: str) -> None:
-            """modes.txt becomes "after\n", the way the current mode makes this agent write it."""
+            """The file becomes "after\n", the way the current mode makes this agent write it."""
             with open(path, encoding="utf-8") as handle:
                 before = handle.read()
             diff = {"type": "diff", "path": path, "oldText": before, "newText": "after\n"}
-            call = {"toolCallId": "e1", "title": "Edit modes.txt", "kind": "edit", "content": [diff]}
+            title = f"Edit {os.path.basename(path)}"
+            call = {"toolCallId": "e1", "title": title, "kind": "edit", "content": [diff]}
             await self._update(session_id, {"sessionUpdate": "tool_call", "status": "pending", **call})
             if self.mode in os.environ.get("SCRIPTED_AGENT_WRITES", "").split(","):
                 with open(path, "w", encoding="utf-8") as handle:

@@ -1,0 +1,172 @@
+"""Where a workspace's checkpoints are kept: a private folder per workspace in the cache folder.
+
+Layout, under `<cache folder>/checkpoints/<sha256 of the workspace folders' real paths>/`:
+- `blobs/<sha256>`: each content once (content-addressed), 0600, in a 0700 folder;
+- `points/<id>.json`: one checkpoint (its entries, no content);
+- `last_turn.json`: the last turn's record (which checkpoints, who wrote what; `changes` reads it).
+
+Nothing is kept outside the cache folder. Kept: the last `keep` checkpoints (default 20) and the
+ones the last turn's record names; blobs no kept checkpoint refers to are deleted (`prune`).
+A blob is written to a private temporary file and renamed in place without fsync: a blob torn by a
+crash no longer matches its name, and every read checks the digest before using it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from .token_files import atomic_write_private, ensure_private_dir
+
+CHUNK = 1024 * 1024
+KEEP_CHECKPOINTS = 20
+RECORD_NAME = "last_turn.json"
+_BINARY = getattr(os, "O_BINARY", 0)
+
+
+class BlobMissing(OSError):
+    """A checkpoint's content is gone or damaged in the cache; the message says which file."""
+
+
+def read_limited(fd: int, limit: int) -> Iterator[bytes]:
+    """The bytes of `fd` in chunks, at most `limit` of them (a file that grows while it is read
+    cannot keep us reading)."""
+    while limit > 0 and (chunk := os.read(fd, min(CHUNK, limit))):
+        limit -= len(chunk)
+        yield chunk
+
+
+def hash_fd(fd: int, limit: int) -> tuple[str, int]:
+    """sha256 and length of at most `limit` bytes of `fd`."""
+    digest, length = hashlib.sha256(), 0
+    for chunk in read_limited(fd, limit):
+        digest.update(chunk)
+        length += len(chunk)
+    return digest.hexdigest(), length
+
+
+def workspace_key(folders: Iterable[str]) -> str:
+    """The folder name of a workspace: the same real folders give the same key."""
+    joined = "\0".join(os.path.realpath(f) for f in folders)
+    return hashlib.sha256(joined.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+class CheckpointStore:
+    """One workspace's checkpoints and blobs (see the module docstring)."""
+
+    def __init__(self, cache_folder: str, folders: Iterable[str]) -> None:
+        self.root = os.path.join(cache_folder, "checkpoints", workspace_key(folders))
+        self.blobs = os.path.join(self.root, "blobs")
+        self.points = os.path.join(self.root, "points")
+        self._ready = False
+
+    def prepare(self) -> None:
+        if not self._ready:
+            for folder in (self.blobs, self.points):
+                ensure_private_dir(folder)
+            self._ready = True
+
+    # -- blobs --
+
+    def blob_path(self, digest: str) -> str:
+        return os.path.join(self.blobs, digest)
+
+    def put_fd(self, fd: int, limit: int) -> tuple[str, int]:
+        """Copy at most `limit` bytes of the open file `fd` into the store, one chunk in memory at a
+        time; their sha256 and length."""
+        self.prepare()
+        temp = os.path.join(self.blobs, f".{secrets.token_hex(8)}.tmp")
+        out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY, 0o600)
+        digest, length = hashlib.sha256(), 0
+        try:
+            with os.fdopen(out, "wb") as handle:
+                for chunk in read_limited(fd, limit):
+                    digest.update(chunk)
+                    length += len(chunk)
+                    handle.write(chunk)
+            name = digest.hexdigest()
+            if os.path.exists(self.blob_path(name)):
+                os.unlink(temp)
+            else:
+                os.replace(temp, self.blob_path(name))
+        except BaseException:
+            if os.path.lexists(temp):
+                os.unlink(temp)
+            raise
+        return name, length
+
+    def chunks(self, digest: str) -> Iterator[bytes]:
+        """The blob's bytes in chunks; BlobMissing once read whole if they do not match `digest`."""
+        check = hashlib.sha256()
+        try:
+            with open(self.blob_path(digest), "rb") as handle:
+                while chunk := handle.read(CHUNK):
+                    check.update(chunk)
+                    yield chunk
+        except OSError as exc:
+            raise BlobMissing(f"the saved content {digest[:12]} is missing from {self.blobs}: {exc}") from None
+        if check.hexdigest() != digest:
+            raise BlobMissing(f"the saved content {digest[:12]} in {self.blobs} is damaged")
+
+    def read_blob(self, digest: str) -> bytes:
+        return b"".join(self.chunks(digest))
+
+    # -- checkpoints and the turn record --
+
+    def save_point(self, point_id: str, payload: dict[str, Any]) -> None:
+        self.prepare()
+        data = json.dumps(payload, separators=(",", ":")).encode()
+        atomic_write_private(os.path.join(self.points, f"{point_id}.json"), data)
+
+    def load_point(self, point_id: str) -> dict[str, Any]:
+        with open(os.path.join(self.points, f"{point_id}.json"), "rb") as handle:
+            return json.loads(handle.read())
+
+    def point_ids(self) -> list[str]:
+        """Saved checkpoints, oldest first (ids sort by time)."""
+        try:
+            names = os.listdir(self.points)
+        except OSError:
+            return []
+        return sorted(n[: -len(".json")] for n in names if n.endswith(".json") and not n.startswith("."))
+
+    def save_record(self, record: dict[str, Any]) -> None:
+        self.prepare()
+        atomic_write_private(os.path.join(self.root, RECORD_NAME), json.dumps(record).encode())
+
+    def load_record(self) -> dict[str, Any] | None:
+        try:
+            with open(os.path.join(self.root, RECORD_NAME), "rb") as handle:
+                return json.loads(handle.read())
+        except (OSError, ValueError):
+            return None
+
+    def prune(self, keep: int, pinned: Iterable[str], digests_of: Any) -> None:
+        """Keep the newest `keep` checkpoints and `pinned`; delete the others and every blob no kept
+        checkpoint refers to. `digests_of(point_id)` lists a checkpoint's digests."""
+        ids = self.point_ids()
+        kept = set(ids[-keep:] if keep > 0 else []) | set(pinned)
+        for point_id in ids:
+            if point_id not in kept:
+                _remove(os.path.join(self.points, f"{point_id}.json"))
+        used: set[str] = set()
+        for point_id in kept & set(ids):
+            used.update(digests_of(point_id))
+        try:
+            names = os.listdir(self.blobs)
+        except OSError:
+            return
+        for name in names:
+            if name not in used and not name.startswith("."):
+                _remove(os.path.join(self.blobs, name))
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

@@ -1,0 +1,303 @@
+"""A checkpoint of a workspace's folders: every covered file's path, size, times, inode, mode, kind
+(file, symbolic link with its target, folder) and content digest, the content itself in the
+workspace's private store (`checkpoint_store.py`: what is kept, where, for how long).
+
+What is covered: every file under the folders except what `file_excludes`/`folder_excludes`
+(Sublime patterns, e.g. the `context_exclude` setting) or `.gitignore` rules leave out, and `.git`
+folders (the user's repository is never read or written). Listed as "not covered", with the
+reason, never silently skipped: files beyond `max_file_bytes` or `max_files`, FIFOs, devices and
+sockets (never opened), files that cannot be read. Symbolic links are recorded as links (their
+target text) and never followed; linked folders are not entered.
+
+Incremental: a file whose (size, mtime_ns, ctime_ns, inode, mode) is unchanged since the previous
+checkpoint is not read again, unless its mtime was within `RACY_NS` of that checkpoint (a write in
+the same clock tick could keep all of them). An unchanged workspace reuses the previous checkpoint.
+Blocking I/O throughout: never call it on Sublime's main thread or an event loop.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import secrets
+import stat
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, NamedTuple
+
+from .checkpoint_store import KEEP_CHECKPOINTS, CheckpointStore, hash_fd
+from .patterns import GitIgnore, SublimePatterns, repository_root, rules_for
+
+_BY_NAME = operator.attrgetter("name")
+MAX_FILE_BYTES = 16 * 1024 * 1024
+MAX_FILES = 100_000
+RACY_NS = 2_000_000_000  # coarse file-system clocks (FAT: 2 s)
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+
+
+class Entry(NamedTuple):
+    """One path of a checkpoint. `kind`: file, symlink, dir, fifo, device, socket. `digest` is set
+    for a covered file; `reason` says why a file is not covered ("" when it is)."""
+
+    path: str  # absolute, under one of the folders' real paths
+    kind: str
+    size: int = 0
+    mtime_ns: int = 0
+    ctime_ns: int = 0
+    ino: int = 0
+    mode: int = 0
+    digest: str = ""
+    target: str = ""  # a symbolic link's text
+    reason: str = ""
+
+    @property
+    def covered(self) -> bool:
+        return self.kind in ("symlink", "dir") or (self.kind == "file" and bool(self.digest))
+
+    def same_stat(self, other: Entry) -> bool:
+        return (self.kind, self.size, self.mtime_ns, self.ctime_ns, self.ino, self.mode) == (
+            other.kind,
+            other.size,
+            other.mtime_ns,
+            other.ctime_ns,
+            other.ino,
+            other.mode,
+        )
+
+    def same_content(self, other: Entry) -> bool:
+        """What a restore brings back is equal: bytes, link text, executable bit, kind."""
+        if self.kind != other.kind:
+            return False
+        if self.kind == "symlink":
+            return self.target == other.target
+        if self.kind == "file" and self.covered and other.covered:
+            return self.digest == other.digest and _executable(self.mode) == _executable(other.mode)
+        return self.kind == "dir" or self.same_stat(other)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    id: str
+    folders: tuple[str, ...]  # real paths
+    taken_ns: int  # wall clock when the scan started (for RACY_NS)
+    entries: dict[str, Entry]
+
+    def payload(self) -> dict[str, Any]:
+        return {"folders": list(self.folders), "taken_ns": self.taken_ns, "entries": list(self.entries.values())}
+
+    @classmethod
+    def from_payload(cls, point_id: str, payload: dict[str, Any]) -> Checkpoint:
+        entries = {row[0]: Entry(*row) for row in payload["entries"]}
+        return cls(point_id, tuple(payload["folders"]), int(payload["taken_ns"]), entries)
+
+    def digests(self) -> set[str]:
+        return {e.digest for e in self.entries.values() if e.digest}
+
+    @cached_property
+    def reusable(self) -> dict[str, tuple[tuple[int, int, int, int, int], Entry]]:
+        """path -> (lstat key, entry) of the covered files whose content a later scan need not
+        read again when the key still matches (the key: st_mode, size, mtime_ns, ctime_ns, inode)."""
+        settled = self.taken_ns - RACY_NS
+        return {
+            e.path: ((stat.S_IFREG | e.mode, e.size, e.mtime_ns, e.ctime_ns, e.ino), e)
+            for e in self.entries.values()
+            if e.kind == "file" and e.digest and e.mtime_ns < settled
+        }
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_file_bytes: int = MAX_FILE_BYTES
+    max_files: int = MAX_FILES
+    file_excludes: Sequence[str] = ()
+    folder_excludes: Sequence[str] = ()
+    use_gitignore: bool = True
+
+
+def new_id() -> str:
+    return f"{time.time_ns():020d}-{secrets.token_hex(3)}"
+
+
+def special_kind(mode: int) -> str | None:
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return None
+
+
+def _executable(mode: int) -> bool:
+    return bool(mode & 0o111)
+
+
+def stat_entry(path: str, st: os.stat_result) -> Entry:
+    """The entry of `path` from its lstat, before any content is read."""
+    kind = "dir" if stat.S_ISDIR(st.st_mode) else "symlink" if stat.S_ISLNK(st.st_mode) else "file"
+    special = special_kind(st.st_mode)
+    mode = stat.S_IMODE(st.st_mode)
+    entry = Entry(path, special or kind, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, mode)
+    return entry._replace(reason=f"a {special}: never read") if special else entry
+
+
+def read_link(entry: Entry) -> Entry:
+    try:
+        return entry._replace(target=os.readlink(entry.path))
+    except OSError as exc:
+        return entry._replace(kind="file", reason=f"an unreadable link: {exc.strerror or exc}")
+
+
+def capture(entry: Entry, store: CheckpointStore | None) -> Entry:
+    """`entry` (a regular file) with its content's digest: copied into `store`, or only hashed when
+    there is none. Opened without following a link and without blocking; a file swapped or resized
+    meanwhile (another inode, no longer regular, not the size lstat gave) is listed as not covered.
+    At most one byte more than that size is read."""
+    try:
+        fd = os.open(entry.path, _OPEN_FLAGS)
+    except OSError as exc:
+        return entry._replace(reason=f"unreadable: {exc.strerror or exc}")
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_ino != entry.ino:
+            return entry._replace(reason="it changed while it was being read")
+        limit = entry.size + 1
+        digest, length = store.put_fd(fd, limit) if store is not None else hash_fd(fd, limit)
+        if length != entry.size:
+            return entry._replace(reason="it changed while it was being read")
+        return entry._replace(digest=digest)
+    except OSError as exc:
+        return entry._replace(reason=f"unreadable: {exc.strerror or exc}")
+    finally:
+        os.close(fd)
+
+
+class Scan:
+    """One walk of the folders, building a checkpoint's entries."""
+
+    def __init__(self, store: CheckpointStore, limits: Limits, previous: Checkpoint | None) -> None:
+        self.store = store
+        self.limits = limits
+        self.reusable = previous.reusable if previous is not None else {}
+        self.entries: dict[str, Entry] = {}
+        self.covered = 0
+        self.folder_patterns = SublimePatterns.compile(limits.folder_excludes)
+        self.file_patterns = SublimePatterns.compile(limits.file_excludes)
+
+    def folder(self, root: str) -> None:
+        ignore, repo_rel = None, ""
+        if self.limits.use_gitignore:
+            repo = repository_root(root)
+            if repo is not None:
+                ignore, repo_rel = rules_for(root, repo)
+        self._walk(root, "", ignore, repo_rel)
+
+    def _walk(self, folder: str, rel: str, ignore: GitIgnore | None, repo_rel: str) -> None:
+        try:
+            with os.scandir(folder) as it:
+                found = sorted(it, key=_BY_NAME)  # by name: the same files are beyond max_files each time
+        except OSError:
+            return  # the folder's own entry stays: its content is unknown, nothing is restored in it
+        names = {e.name for e in found}
+        if rel and self.limits.use_gitignore:
+            if ".git" in names:
+                ignore, repo_rel = rules_for(folder, folder)
+            elif ignore is not None and ".gitignore" in names:
+                ignore = ignore.entering(folder, repo_rel)
+        for item in found:
+            self._entry(item, rel, ignore, repo_rel)
+
+    def _entry(self, item: os.DirEntry[str], rel: str, ignore: GitIgnore | None, repo_rel: str) -> None:
+        try:
+            is_dir = item.is_dir(follow_symlinks=False)  # from the listing: no system call on most systems
+            if self._excluded(item, rel, is_dir, ignore, repo_rel):
+                return
+            st = item.stat(follow_symlinks=False)
+        except OSError:
+            return  # gone since the listing
+        old = self.reusable.get(item.path)
+        key = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        if old is not None and old[0] == key and self.covered < self.limits.max_files:
+            self.covered += 1  # the fast path of an unchanged file: nothing read
+            self.entries[item.path] = old[1]
+            return
+        entry = stat_entry(item.path, st)
+        if entry.kind == "dir":
+            self.entries[entry.path] = entry
+            self._walk(item.path, rel + item.name + "/", ignore, repo_rel + item.name + "/")
+            return
+        self.entries[entry.path] = self._content(entry)
+
+    def _excluded(self, item: os.DirEntry[str], rel: str, is_dir: bool, ignore: GitIgnore | None, repo: str) -> bool:
+        if is_dir and item.name == ".git":
+            return True
+        patterns = self.folder_patterns if is_dir else self.file_patterns
+        absolute = item.path.replace(os.sep, "/") if patterns.needs_paths else ""
+        if not patterns.empty and patterns.matches(item.name, absolute, rel + item.name):
+            return True
+        return ignore is not None and ignore.ignored(repo + item.name, is_dir)
+
+    def _content(self, entry: Entry) -> Entry:
+        if entry.reason:
+            return entry  # a FIFO, device or socket
+        if entry.kind == "symlink":
+            return read_link(entry)
+        if entry.size > self.limits.max_file_bytes:
+            return entry._replace(reason=f"larger than the {self.limits.max_file_bytes}-byte limit")
+        if self.covered >= self.limits.max_files:
+            return entry._replace(reason=f"beyond the {self.limits.max_files}-file limit")
+        self.covered += 1
+        return capture(entry, self.store)
+
+
+class Checkpointer:
+    """Checkpoints of one workspace, each reusing the last (kept in memory between calls)."""
+
+    def __init__(self, store: CheckpointStore, folders: Sequence[str], limits: Limits | None = None) -> None:
+        self.store = store
+        self.folders = tuple(os.path.realpath(f) for f in folders)
+        self.limits = limits or Limits()
+        self.keep = KEEP_CHECKPOINTS
+        self.last: Checkpoint | None = None
+
+    def take(self) -> Checkpoint:
+        """A checkpoint of the folders now (the previous one when nothing changed)."""
+        previous = self.last or self.latest_saved()
+        taken_ns = time.time_ns()
+        scan = Scan(self.store, self.limits, previous)
+        for folder in self.folders:
+            scan.folder(folder)
+        if previous is not None and previous.entries == scan.entries and previous.folders == self.folders:
+            self.last = previous
+            return previous
+        point = Checkpoint(new_id(), self.folders, taken_ns, scan.entries)
+        self.store.save_point(point.id, point.payload())
+        self.last = point
+        return point
+
+    def latest_saved(self) -> Checkpoint | None:
+        for point_id in reversed(self.store.point_ids()):
+            loaded = load(self.store, point_id)
+            if loaded is not None and loaded.folders == self.folders:
+                return loaded
+        return None
+
+    def prune(self, pinned: Sequence[str]) -> None:
+        """Keep the last `keep` checkpoints (and `pinned`); delete unreferenced blobs."""
+        if len(self.store.point_ids()) <= self.keep:
+            return
+
+        def digests_of(point_id: str) -> Iterator[str]:
+            loaded = load(self.store, point_id)
+            return iter(loaded.digests() if loaded is not None else ())
+
+        self.store.prune(self.keep, pinned, digests_of)
+
+
+def load(store: CheckpointStore, point_id: str) -> Checkpoint | None:
+    try:
+        return Checkpoint.from_payload(point_id, store.load_point(point_id))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
