@@ -8,7 +8,7 @@ and take an OpenAI-compatible model API, served by `OpenAIStandIn`:
   (later ones ask for Node 22). Model: `OPENAI_BASE_URL`/`OPENAI_API_KEY`/`OPENAI_MODEL` with the
   `openai` auth type selected in its settings. It advertises modes `plan`, `default` (asks),
   `auto-edit`, `yolo`, starts in `tools.approvalMode` (default `default`), reads and writes through
-  the client's `fs/*`. It cannot reach any model on Node 24 (its bundled undici 6 `Agent`, passed to
+  the client's `fs/*`. It cannot reach any model on Node 24 (its bundled undici `Agent`, passed to
   Node's own fetch as the dispatcher, fails every request: "Connection error. (cause: fetch failed)";
   the same install on Node 20 in the same Debian root answers), so on Node >= 24 its chats are
   skipped with that reason (`RegistryAgent.cannot_run_here`).
