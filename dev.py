@@ -20,6 +20,7 @@ supported) and the other real agents are installed with `npm ci` under `tests/co
 
 from __future__ import annotations
 
+import functools
 import glob
 import hashlib
 import os
@@ -220,6 +221,7 @@ def find_python(exactly: tuple[int, int] | None = None, required: bool = True) -
     sys.exit(f"error: {wanted} was not found; install it (python.org or pyenv) and run this again.")
 
 
+@functools.cache  # find_python asks about the same interpreters for every leg
 def _version(python: str) -> tuple[int, int] | None:
     try:
         out = subprocess.run(

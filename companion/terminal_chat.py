@@ -27,14 +27,13 @@ from .acp.agents import PRESETS, AgentSpec, custom_agent
 from .acp.unchecked import UncheckedEdits
 from .acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
 from .console import Console
-from .core.change_set import FileChange
 from .core.processes import STOP_SIGNALS
-from .core.turns import Turns
-from .core.user_cache import user_cache_folder
 from .headless import HeadlessEditor, visible
 
 if TYPE_CHECKING:
     from .acp.session import ChatSession
+    from .core.change_set import FileChange
+    from .core.turns import Turns
 
 T = TypeVar("T")
 
@@ -257,11 +256,18 @@ class TurnChanges:
     folder reads every file in it before the first prompt leaves (bench/README.md, "Checkpoints")."""
 
     def __init__(self, folder: str, agent: str, enabled: bool) -> None:
-        self.turns = Turns(user_cache_folder(), [folder])
+        self.turns: Turns | None = None
+        if enabled:  # imported only then: `bridge`, `changes` and a chat without it never load them
+            from .core.turns import Turns
+            from .core.user_cache import user_cache_folder
+
+            self.turns = Turns(user_cache_folder(), [folder])
         self.agent = agent
         self.off = not enabled
 
     async def turn(self, session: ChatSession, interrupts: _Interrupts, text: str) -> str:
+        if self.turns is None:
+            return await interrupts.turn(session.prompt(text))
         await self._run(self.turns.begin)
         session.writes.take()  # what was written between turns belongs to no turn's agent
         try:

@@ -65,11 +65,12 @@ def diff(
     before: Checkpoint,
     after: Checkpoint,
     store: CheckpointStore,
-    writes: Mapping[str, bool] | None = None,
-    agent: str = "the agent",
+    writes: Mapping[str, bool],
+    agent: str,
+    counted: bool = True,
 ) -> list[FileChange]:
-    """The files that differ, sorted by path; `writes`: path -> reviewed, for what the agent wrote."""
-    writes = writes or {}
+    """The files that differ, sorted by path; `writes`: path -> reviewed, for what the agent wrote.
+    `counted`: with +/- line counts (each changed file's two contents read and compared)."""
     found: list[FileChange] = []
     for path in changed_paths(before, after):
         old, new = _file_side(before.entries.get(path)), _file_side(after.entries.get(path))
@@ -77,7 +78,8 @@ def diff(
             continue  # a folder appeared or went: its files are listed
         change = "added" if old is None else "deleted" if new is None else "modified"
         by = agent if path in writes else OUTSIDE
-        found.append(_counted(FileChange(path, change, old, new, by, writes.get(path, False)), store))
+        change_of_file = FileChange(path, change, old, new, by, writes.get(path, False))
+        found.append(_counted(change_of_file, store) if counted else change_of_file)
     return found
 
 

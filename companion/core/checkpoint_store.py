@@ -17,10 +17,12 @@ import hashlib
 import json
 import os
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from .reading import iter_at_most
 from .token_files import atomic_write_private, ensure_private_dir
+from .writing import remove_quietly
 
 CHUNK = 1024 * 1024
 KEEP_CHECKPOINTS = 20
@@ -32,20 +34,15 @@ class BlobMissing(OSError):
     """A checkpoint's content is gone or damaged in the cache; the message says which file."""
 
 
-def read_limited(fd: int, limit: int) -> Iterator[bytes]:
-    """The bytes of `fd` in chunks, at most `limit` of them (a file that grows while it is read
-    cannot keep us reading)."""
-    while limit > 0 and (chunk := os.read(fd, min(CHUNK, limit))):
-        limit -= len(chunk)
-        yield chunk
-
-
-def hash_fd(fd: int, limit: int) -> tuple[str, int]:
-    """sha256 and length of at most `limit` bytes of `fd`."""
+def hash_fd(fd: int, limit: int, sink: Callable[[bytes], object] | None = None) -> tuple[str, int]:
+    """sha256 and length of at most `limit` bytes of `fd` (a file that grows while it is read cannot
+    keep us reading); each chunk also goes to `sink`, if given."""
     digest, length = hashlib.sha256(), 0
-    for chunk in read_limited(fd, limit):
+    for chunk in iter_at_most(fd, limit):
         digest.update(chunk)
         length += len(chunk)
+        if sink is not None:
+            sink(chunk)
     return digest.hexdigest(), length
 
 
@@ -81,21 +78,15 @@ class CheckpointStore:
         self.prepare()
         temp = os.path.join(self.blobs, f".{secrets.token_hex(8)}.tmp")
         out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY, 0o600)
-        digest, length = hashlib.sha256(), 0
         try:
             with os.fdopen(out, "wb") as handle:
-                for chunk in read_limited(fd, limit):
-                    digest.update(chunk)
-                    length += len(chunk)
-                    handle.write(chunk)
-            name = digest.hexdigest()
+                name, length = hash_fd(fd, limit, handle.write)
             if os.path.exists(self.blob_path(name)):
                 os.unlink(temp)
             else:
                 os.replace(temp, self.blob_path(name))
         except BaseException:
-            if os.path.lexists(temp):
-                os.unlink(temp)
+            remove_quietly(temp)
             raise
         return name, length
 
@@ -152,7 +143,7 @@ class CheckpointStore:
         kept = set(ids[-keep:] if keep > 0 else []) | set(pinned)
         for point_id in ids:
             if point_id not in kept:
-                _remove(os.path.join(self.points, f"{point_id}.json"))
+                remove_quietly(os.path.join(self.points, f"{point_id}.json"))
         used: set[str] = set()
         for point_id in kept & set(ids):
             used.update(digests_of(point_id))
@@ -162,11 +153,4 @@ class CheckpointStore:
             return
         for name in names:
             if name not in used and not name.startswith("."):
-                _remove(os.path.join(self.blobs, name))
-
-
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
+                remove_quietly(os.path.join(self.blobs, name))

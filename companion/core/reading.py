@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .fdpath import open_file
@@ -44,15 +45,15 @@ def read_bytes(target: Resolved, limit: int | None, name: str, setting: str = "r
 
 def read_at_most(fd: int, count: int) -> bytes:
     """Up to `count` bytes from `fd`, in 1 MiB reads (a file that grows meanwhile stops at `count`)."""
-    chunks: list[bytes] = []
+    return b"".join(iter_at_most(fd, count))
+
+
+def iter_at_most(fd: int, count: int) -> Iterator[bytes]:
+    """`read_at_most` one 1 MiB chunk at a time, for callers that stream instead of holding it all."""
     remaining = count
-    while remaining > 0:
-        chunk = os.read(fd, min(remaining, 1 << 20))
-        if not chunk:
-            break
-        chunks.append(chunk)
+    while remaining > 0 and (chunk := os.read(fd, min(remaining, 1 << 20))):
         remaining -= len(chunk)
-    return b"".join(chunks)
+        yield chunk
 
 
 def read_text(

@@ -19,9 +19,10 @@ from contextlib import contextmanager
 
 from .change_set import changed_paths
 from .checkpoint_store import CheckpointStore
-from .checkpoints import RACY_NS, Checkpoint, Entry, capture, read_link, stat_entry
+from .checkpoints import RACY_NS, Checkpoint, Entry, capture, new_id, read_link, stat_entry
 from .fdpath import DIR_FD, parent_folder
 from .paths import Resolved, WorkspaceError, is_inside
+from .writing import remove_quietly
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
@@ -38,14 +39,15 @@ class RestoreFailed(Exception):
 def restore(
     store: CheckpointStore, before: Checkpoint, after: Checkpoint, paths: Sequence[str] | None = None
 ) -> tuple[Checkpoint, list[str]]:
-    """Bring `paths` (every changed path when None) back to `before`. Returns `after` as the files
-    now are, and the paths left as they were because the checkpoint did not cover them."""
+    """Bring `paths` (every changed path when None) back to `before`. Returns a new checkpoint of
+    the files as they now are, and the paths left as they were because the checkpoint did not cover them."""
     targets = _targets(before, after, paths)
     skipped = [p for p in targets if p in before.entries and not before.entries[p].covered]
     if skipped and paths is not None:
         reason = before.entries[skipped[0]].reason
         raise RestoreRefused(f"{skipped[0]} was not covered by the checkpoint ({reason}); nothing was written.")
-    targets = [p for p in targets if p not in skipped]
+    left_alone = set(skipped)
+    targets = [p for p in targets if p not in left_alone]
     for path in targets:
         _check_unchanged(path, after)
     _check_emptied(targets, before, after)
@@ -56,7 +58,7 @@ def restore(
             entries[path] = before.entries[path]
         else:
             entries.pop(path, None)
-    return Checkpoint(after.id, after.folders, after.taken_ns, entries), skipped
+    return Checkpoint(new_id(), after.folders, after.taken_ns, entries), skipped
 
 
 def _targets(before: Checkpoint, after: Checkpoint, paths: Sequence[str] | None) -> list[str]:
@@ -183,10 +185,7 @@ def _create(store: CheckpointStore, entry: Entry, folders: Sequence[str]) -> Non
                 _write_blob(store, entry, fd, temp)
             os.replace(temp, leaf, src_dir_fd=fd, dst_dir_fd=fd)
         except BaseException:
-            try:
-                os.unlink(temp, dir_fd=fd)
-            except OSError:
-                pass
+            remove_quietly(temp, fd)
             raise
 
 

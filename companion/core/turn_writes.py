@@ -4,17 +4,15 @@ edit it reported without asking) and the turn's end takes the record."""
 
 from __future__ import annotations
 
-import os
-
 
 class TurnWrites:
-    """Real path -> reviewed. A path written twice counts as reviewed only if every write was."""
+    """Real path -> reviewed (callers pass the resolved, real path they wrote). A path written twice
+    counts as reviewed only if every write was."""
 
     def __init__(self) -> None:
         self._writes: dict[str, bool] = {}
 
     def record(self, path: str, reviewed: bool) -> None:
-        path = os.path.realpath(path)
         self._writes[path] = self._writes.get(path, True) and reviewed
 
     def take(self) -> dict[str, bool]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .change_set import FileChange, diff
 from .checkpoint_store import CheckpointStore
-from .checkpoints import Checkpoint, Checkpointer, Limits, load, new_id
+from .checkpoints import Checkpoint, Checkpointer, Limits, load
 from .restore import RestoreFailed, RestoreRefused, restore
 
 
@@ -58,8 +58,9 @@ class Turns:
         return LastTurn(str(record["agent"]), before, after, {str(k): bool(v) for k, v in record["writes"].items()})
 
     def change_set(self) -> list[FileChange]:
+        """The last turn's files, without line counts (`changes --json` prints none)."""
         turn = self.last()
-        return diff(turn.before, turn.after, self.store, turn.writes, turn.agent)
+        return diff(turn.before, turn.after, self.store, turn.writes, turn.agent, counted=False)
 
     def revert(self, paths: Sequence[str] | None) -> list[str]:
         """Revert `paths` (all when None) to the last turn's checkpoint; RestoreRefused writes
@@ -67,7 +68,6 @@ class Turns:
         later restore does not take these reverts for someone else's change."""
         turn = self.last()
         after, skipped = restore(self.store, turn.before, turn.after, paths)
-        after = Checkpoint(new_id(), after.folders, after.taken_ns, after.entries)
         self.store.save_point(after.id, after.payload())
         self._save(LastTurn(turn.agent, turn.before, after, turn.writes))
         return skipped

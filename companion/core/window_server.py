@@ -174,10 +174,7 @@ class WindowServer:
         loop = self._loop
         if loop is None or loop.is_closed():
             return
-        loop.call_soon_threadsafe(self._decide, review, outcome, content)
-
-    def _decide(self, review: Review, outcome: Outcome, content: str | None) -> None:
-        self.finish(review, outcome, content)
+        loop.call_soon_threadsafe(self.finish, review, outcome, content)
 
     def finish(self, review: Review, outcome: Outcome, content: str | None = None) -> bool:
         """End `review` once; a review no caller waits on (Gemini's openDiff) is the HTTP room's to report."""

@@ -71,7 +71,7 @@ def _replace(folder: int | None, path: str, data: bytes, name: str) -> int:
     try:
         if st is not None and not _same_group(fd, st):
             os.close(fd)
-            _remove_quietly(temp, folder)
+            remove_quietly(temp, folder)
             return _write_in_place(folder, path, data, name)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -81,10 +81,10 @@ def _replace(folder: int | None, path: str, data: bytes, name: str) -> int:
             os.chmod(temp, stat.S_IMODE(st.st_mode), dir_fd=folder)
         os.replace(temp, path, src_dir_fd=folder, dst_dir_fd=folder)
     except OSError as exc:
-        _remove_quietly(temp, folder)
+        remove_quietly(temp, folder)
         raise WorkspaceError(f"Cannot write {name}: {exc.strerror or exc}. Nothing was written.") from None
     except BaseException:
-        _remove_quietly(temp, folder)
+        remove_quietly(temp, folder)
         raise
     return len(data)
 
@@ -160,7 +160,7 @@ def _make_parents(policy: PathPolicy, target: Resolved, folder: str) -> None:
         raise WorkspaceError(f"Refused {target.requested}: its folder resolves outside the workspace.")
 
 
-def _remove_quietly(path: str, folder: int | None = None) -> None:
+def remove_quietly(path: str, folder: int | None = None) -> None:
     try:
         os.unlink(path, dir_fd=folder)
     except OSError:

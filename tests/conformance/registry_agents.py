@@ -26,6 +26,7 @@ no models catalogue or plugin download (opencode's `OPENCODE_DISABLE_*`).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -49,6 +50,7 @@ def _missing(path: str, folder: str, what: str) -> AssertionError:
     )
 
 
+@functools.cache  # one `node --version` per test session, not per chat
 def node_major() -> int | None:
     """The major version of the `node` on PATH (what npm's `.bin` shims run), or None without one."""
     node = shutil.which("node")

@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,6 +84,20 @@ def wait_for(condition: object, what: str, terminal: ClaudeTerminal, timeout: fl
     terminal.wait_until(condition, what, timeout)  # type: ignore[arg-type]
 
 
+def claude_writes(window: Window, target: str, content: str, prompt: str) -> list[dict[str, Any]]:
+    """The real Claude Code, asked `prompt`, writes `content` to `target` through our review; its
+    tool results once the write is done (the user's decision is the editor's, set beforehand)."""
+    with ModelStandIn("Write", {"file_path": target, "content": content}) as model:
+        claude = window.claude(model)
+        try:
+            window.wait_connected(claude)
+            window.ask(claude, prompt)
+            wait_for(lambda: model.tool_results(), "the tool result", claude)
+            return model.tool_results()
+        finally:
+            claude.stop()
+
+
 def claude_review(editor: DecidingEditor) -> Review:
     return next(review for review, _proposal, _revision in editor.shown if review.agent == "claude")
 
@@ -101,19 +116,12 @@ def test_accepted_with_an_edit_the_client_writes_the_users_text_and_tells_the_mo
     with open(target, "w") as handle:
         handle.write("old\n")
     window.editor.decide("hello.txt", accept(lambda proposal: proposal + "a line the user typed\n"))
-    with ModelStandIn("Write", {"file_path": target, "content": "new from claude\n"}) as model:
-        claude = window.claude(model)
-        try:
-            window.wait_connected(claude)
-            window.ask(claude, "please write hello.txt")
-            wait_for(lambda: model.tool_results(), "the tool result", claude)
-            review = claude_review(window.editor)
-            assert review.requested_by == "Claude Code" and review.proposal == "new from claude\n"
-            assert read(target) == "new from claude\na line the user typed\n"
-            result = json.dumps(model.tool_results())
-            assert "user modified your proposed content" in result
-        finally:
-            claude.stop()
+    tool_results = claude_writes(window, target, "new from claude\n", "please write hello.txt")
+    review = claude_review(window.editor)
+    assert review.requested_by == "Claude Code" and review.proposal == "new from claude\n"
+    assert read(target) == "new from claude\na line the user typed\n"
+    result = json.dumps(tool_results)
+    assert "user modified your proposed content" in result
 
 
 def test_a_window_serving_claude_code_alone_reviews_its_edit_and_gemini_cli_finds_nothing(
@@ -124,15 +132,8 @@ def test_a_window_serving_claude_code_alone_reviews_its_edit_and_gemini_cli_find
         assert window.handle.discovery_path == "" and not os.path.exists(str(tmp_path / "tmp" / "gemini" / "ide"))
         target = os.path.join(window.workspace, "alone.txt")
         window.editor.decide("alone.txt", accept(lambda proposal: proposal + "and the user's line\n"))
-        with ModelStandIn("Write", {"file_path": target, "content": "from claude\n"}) as model:
-            claude = window.claude(model)
-            try:
-                window.wait_connected(claude)
-                window.ask(claude, "please write alone.txt")
-                wait_for(lambda: model.tool_results(), "the tool result", claude)
-                assert read(target) == "from claude\nand the user's line\n"
-            finally:
-                claude.stop()
+        claude_writes(window, target, "from claude\n", "please write alone.txt")
+        assert read(target) == "from claude\nand the user's line\n"
 
 
 def test_rejected_in_the_editor_nothing_is_written_and_the_client_says_so(window: Window) -> None:
