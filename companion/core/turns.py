@@ -86,10 +86,10 @@ class Turns:
             raise NoTurn("the last turn's checkpoints are gone from the cache; nothing can be restored.")
         return LastTurn(str(record["agent"]), before, after, {str(k): bool(v) for k, v in record["writes"].items()})
 
-    def change_set(self) -> list[FileChange]:
-        """The last turn's files, without line counts (`changes --json` prints none)."""
+    def change_set(self, counted: bool = False) -> list[FileChange]:
+        """The last turn's files, with +/- line counts when `counted` (`changes --json` prints none)."""
         turn = self.last()
-        return diff(turn.before, turn.after, self.store, turn.writes, turn.agent, counted=False)
+        return diff(turn.before, turn.after, self.store, turn.writes, turn.agent, counted=counted)
 
     def revert(self, paths: Sequence[str] | None) -> list[str]:
         """Revert `paths` (all when None) to the last turn's checkpoint; RestoreRefused writes

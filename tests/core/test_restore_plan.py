@@ -14,6 +14,9 @@ import pytest
 from companion.core.checkpoints import Limits
 from companion.core.restore import RestoreRefused
 from companion.core.turns import NoTurn, Turns
+from tests.core.test_checkpoints import cache, read, ws
+
+__all__ = ["cache", "ws"]  # fixtures, found by pytest here
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="modes and symbolic links are POSIX here")
 OLD_NS = 1_600_000_000 * 10**9  # an mtime long before any checkpoint (not within RACY_NS)
@@ -25,11 +28,6 @@ def write(path: str, data: str, mode: int = 0o644) -> None:
         handle.write(data.encode())
     os.chmod(path, mode)
     os.utime(path, ns=(OLD_NS, OLD_NS))
-
-
-def read(path: str) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read()
 
 
 def state(ws: str) -> dict[str, tuple[str, object, int]]:
@@ -46,18 +44,6 @@ def state(ws: str) -> dict[str, tuple[str, object, int]]:
             else:
                 found[path] = ("file", read(path), st.st_mode & 0o777)
     return found
-
-
-@pytest.fixture
-def ws(tmp_path: object) -> str:
-    path = os.path.realpath(os.path.join(str(tmp_path), "ws"))
-    os.makedirs(path)
-    return path
-
-
-@pytest.fixture
-def cache(tmp_path: object) -> str:
-    return os.path.join(str(tmp_path), "cache")
 
 
 def turn(turns: Turns, change: Callable[[], object]) -> None:
