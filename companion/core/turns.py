@@ -54,19 +54,27 @@ class Turns:
         self._before: Checkpoint | None = None
         self._running = False
         self._lock = threading.Lock()  # the record is read and rewritten whole
+        # One checkpoint operation at a time: a restore (on a worker thread of the editor) and the
+        # next prompt's checkpoint never interleave, nor write the workspace under each other.
+        self._work = threading.Lock()
 
     def begin(self) -> Checkpoint:
         """The checkpoint before a prompt."""
-        self._before = self.checkpointer.take()
-        self.prompts.append(self._before.id)
-        self._running = True
-        return self._before
+        with self._work:
+            self._before = self.checkpointer.take()
+            self.prompts.append(self._before.id)
+            self._running = True
+            return self._before
 
     def end(self, agent: str, writes: dict[str, bool]) -> list[FileChange]:
         """Record the turn's end state and return its change set."""
+        with self._work:
+            self._running = False
+            return self._end(agent, writes)
+
+    def _end(self, agent: str, writes: dict[str, bool]) -> list[FileChange]:
         before = self._before or self.checkpointer.take()
         after = self.checkpointer.take()
-        self._running = False
         with self._lock:
             record = self.store.load_record() or {}
             mine = record.get("chat") == self.chat
@@ -96,8 +104,9 @@ class Turns:
         nothing. Returns the paths left alone as not covered. The turn's end state is updated, so a
         later restore does not take these reverts for someone else's change; the chat's next prompt
         tells the agent what was reverted."""
-        turn = self.last()
-        after, skipped = restore(self.store, turn.before, turn.after, paths)
+        with self._work:
+            turn = self.last()
+            after, skipped = restore(self.store, turn.before, turn.after, paths)
         reverted = [p for p in changed_paths(turn.after, after) if not _is_folder(turn.after, after, p)]
         self._update(after, notes=[reverted_note(reverted)] if reverted else [])
         return skipped
@@ -125,28 +134,34 @@ class Turns:
     def plan(self, point: Point, buffers: Mapping[str, str] | None = None) -> RestorePlan:
         """What restoring `point` changes, and the conflicts (see restore_plan.py). `buffers`: path
         -> the text of its open buffer with unsaved changes."""
-        if self._running:
-            raise RestoreRefused("a turn is running; restore when it ends (or cancel it). Nothing was written.")
-        target = load(self.store, point.id)
-        if target is None:
-            raise NoTurn(f"the checkpoint of {point.label} is gone from the cache; it cannot be restored.")
-        current = self.checkpointer.take()
-        record = self.store.load_record()
-        settled = load(self.store, record["after"]) if record else None
-        return make_plan(self.store, point.label, target, current, settled or current, buffers)
+        with self._work:
+            self._refuse_while_running()
+            target = load(self.store, point.id)
+            if target is None:
+                raise NoTurn(f"the checkpoint of {point.label} is gone from the cache; it cannot be restored.")
+            current = self.checkpointer.take()
+            record = self.store.load_record()
+            settled = load(self.store, record["after"]) if record else None
+            return make_plan(self.store, point.label, target, current, settled or current, buffers)
 
     def apply(self, plan: RestorePlan, take: Collection[str] = ()) -> Point:
         """Restore the plan: every file but the conflicts not in `take` (left exactly as they are).
         Refused, nothing written, when a file to write changed since the plan. Returns the undo
         point ("before restore to ..."), a checkpoint of the workspace taken just before writing."""
-        now = self.checkpointer.take()
-        after = apply_plan(self.store, plan, now, take)
+        with self._work:
+            self._refuse_while_running()
+            now = self.checkpointer.take()
+            after = apply_plan(self.store, plan, now, take)
         undo = Point(f"before restore to {plan.label}", now.id)
         kept = sorted(c.path for c in plan.conflicts if c.path not in take)
         restored = [c.path for c in plan.changes if c.path not in kept]
         why = f"restored to how they were before {plan.label}"
         self._update(after, undo, [reverted_note(restored, why=why, kept=kept)] if restored else [])
         return undo
+
+    def _refuse_while_running(self) -> None:
+        if self._running:
+            raise RestoreRefused("a turn is running; restore when it ends (or cancel it). Nothing was written.")
 
     # -- the note to the agent --
 

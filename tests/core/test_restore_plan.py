@@ -179,9 +179,13 @@ def test_there_is_no_restore_while_a_turn_runs_nor_of_a_prompt_that_never_was(ca
     turn(turns, lambda: write(at(ws, "a.txt"), "1\n"))
     with pytest.raises(NoTurn, match="there is no prompt 2 to restore"):
         turns.prompt_point(2)
+    plan = turns.plan(turns.prompt_point(1))
     turns.begin()
     with pytest.raises(RestoreRefused, match="a turn is running"):
         turns.plan(turns.prompt_point(1))
+    with pytest.raises(RestoreRefused, match="a turn is running"):
+        turns.apply(plan)  # a prompt sent after the plan was shown
+    assert read(at(ws, "a.txt")) == b"1\n"
 
 
 def test_the_next_prompt_carries_a_note_of_what_was_reverted_once(cache: str, ws: str) -> None:
