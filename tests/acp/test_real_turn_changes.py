@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from companion.acp.agents import PRESETS, custom_agent
+from companion.acp.agents import PRESETS, AgentSpec, custom_agent
 from companion.acp.session import ChatSession
 from companion.core.change_set import FileChange
 from companion.core.diffs import Review
@@ -100,21 +100,28 @@ def changes(cache: str, workspace: str, *args: str) -> subprocess.CompletedProce
     return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=CEILING)
 
 
-async def one_turn(
-    session: ChatSession, editor: AsyncEditor, turns: Turns, decide: Callable[[ChatSession, Review], Any]
-) -> tuple[str, list[FileChange]]:
+async def accept(session: ChatSession, review: Review) -> None:
+    review.accept(review.proposal)
+
+
+async def chat_turn(
+    spec: AgentSpec, env: dict[str, str], workspace: str, cache: str, decide: Callable[[ChatSession, Review], Any]
+) -> tuple[str, list[FileChange], AsyncEditor, RecordingView]:
     """One prompt between a checkpoint and the turn's change set, as `chat --checkpoints` runs it;
-    `decide` plays the user on each review the editor shows."""
+    `decide` plays the user on each review, other permissions (the shell command) are allowed once."""
+    editor, view = AsyncEditor(), RecordingView(answer_kind="allow_once")
+    session = ChatSession(spec, [workspace], editor, view, env=env)
+    turns = Turns(cache, [workspace])
     editor.decide = lambda review: asyncio.ensure_future(decide(session, review))
     await session.start()
     try:
         await asyncio.to_thread(turns.begin)
         session.writes.take()
         stop = await session.prompt("Edit the five files.")
-        found = await asyncio.to_thread(turns.end, session.spec.name, session.writes.take())
+        found = await asyncio.to_thread(turns.end, session.spec.name, *session.writes.take_turn())
     finally:
         await session.close()
-    return stop, found
+    return stop, found, editor, view
 
 
 def assert_attribution(found: list[FileChange], files: dict[str, str], agent: str, cache: str, workspace: str) -> None:
@@ -182,10 +189,8 @@ async def test_gemini_one_turn_reviewed_auto_and_shell_changes_are_attributed_re
         else:
             review.accept(review.proposal)
 
-    editor, view = AsyncEditor(), RecordingView(answer_kind="allow_once")
     spec = replace(PRESETS["gemini"], command=tuple(gemini.command))
-    session = ChatSession(spec, [workspace], editor, view, env=gemini.env)
-    stop, found = await one_turn(session, editor, Turns(cache, [workspace]), decide)
+    stop, found, editor, view = await chat_turn(spec, gemini.env, workspace, cache, decide)
     assert stop == "end_turn"
     assert [review.file_path for review, *_ in editor.shown] == [files[n] for n in REVIEWED]
     assert [title for title, _ in view.asked] == [SHELL_COMMAND]  # the command, asked and allowed once
@@ -239,15 +244,70 @@ async def test_claude_one_turn_reviewed_accept_edits_and_bash_changes_are_attrib
         async def decide(session: ChatSession, review: Review) -> None:
             if review.file_path == files["reviewed_3.txt"]:  # the last reviewed edit: then acceptEdits
                 await session.set_mode("acceptEdits")
+                modes.append(str(session.mode))
             review.accept(review.proposal)
 
-        editor, view = AsyncEditor(), RecordingView(answer_kind="allow_once")
-        session = ChatSession(custom_agent(setup.command), [workspace], editor, view, env=env)
-        stop, found = await one_turn(session, editor, Turns(cache, [workspace]), decide)
+        modes: list[str] = []
+        stop, found, editor, view = await chat_turn(custom_agent(setup.command), env, workspace, cache, decide)
     assert stop == "end_turn"
-    assert session.mode == "acceptEdits"
+    assert modes == ["acceptEdits"]
     assert [review.file_path for review, *_ in editor.shown] == [files[n] for n in REVIEWED]
     assert [title for title, _ in view.asked] == [SHELL_COMMAND]  # Bash, asked and allowed once
     assert tree(workspace) == AFTER
     assert_attribution(found, files, "Claude", cache, workspace)
     assert_revert_refuse_restore(files, cache, workspace)
+
+
+# -- a command that rewrites what the agent wrote through a review --
+
+AFTER_REVIEW = b"appended by a formatter after the review\n"
+REWRITES = (
+    f"\"{sys.executable}\" -c \"import os; open('reviewed_1.txt', 'ab').write(b'appended by a formatter after the "
+    "review\\n'); os.utime('reviewed_2.txt')\""
+)
+
+
+async def test_gemini_a_file_its_command_rewrites_after_the_reviewed_write_is_not_called_reviewed(
+    gemini: AgentSetup, workspace: str, files: dict[str, str], cache: str
+) -> None:
+    """The agent writes two files through reviews, then runs a command (a formatter, a code
+    generator) that appends to one and only touches the other: the first's content is not what the
+    user reviewed (outside, not reviewed); the second's still is (compared by content, not by stat)."""
+    gemini.record_turns(
+        *[[write_file_call(files[name], text(name))] for name in REVIEWED[:2]],
+        [shell_call(REWRITES)],
+        [{"text": "Done."}],
+    )
+
+    spec = replace(PRESETS["gemini"], command=tuple(gemini.command))
+    stop, found, *_ = await chat_turn(spec, gemini.env, workspace, cache, accept)
+    assert stop == "end_turn"
+    with open(files["reviewed_1.txt"], "rb") as handle:
+        assert handle.read() == AFTER["reviewed_1.txt"] + AFTER_REVIEW
+    expected = [
+        {"path": files["reviewed_1.txt"], "change": "modified", "reviewed": False, "by": "outside"},
+        {"path": files["reviewed_2.txt"], "change": "modified", "reviewed": True, "by": "Gemini CLI"},
+    ]
+    assert [change.as_json() for change in found] == expected
+    listed = changes(cache, workspace, "--json")
+    assert json.loads(listed.stdout) == {"files": expected}, listed.stderr
+
+
+async def test_claude_a_file_its_bash_rewrites_after_the_reviewed_edit_is_not_called_reviewed(
+    claude_factory: Any, workspace: str, files: dict[str, str], cache: str
+) -> None:
+    """The same with Claude, which writes its reviewed edits itself (recorded when it reports the
+    tool call completed)."""
+    setup: AgentSetup = claude_factory("unused", {})
+    steps = [claude_edit(files[n], BEFORE[n], AFTER[n]) for n in REVIEWED[:2]]
+    steps.append(("Bash", {"command": REWRITES, "description": "Format the files"}))
+    with ScriptedModel(steps) as model:
+        env = {**setup.env, "ANTHROPIC_BASE_URL": model.url}
+        stop, found, *_ = await chat_turn(custom_agent(setup.command), env, workspace, cache, accept)
+    assert stop == "end_turn"
+    with open(files["reviewed_1.txt"], "rb") as handle:
+        assert handle.read() == AFTER["reviewed_1.txt"] + AFTER_REVIEW
+    assert [change.as_json() for change in found] == [
+        {"path": files["reviewed_1.txt"], "change": "modified", "reviewed": False, "by": "outside"},
+        {"path": files["reviewed_2.txt"], "change": "modified", "reviewed": True, "by": "Claude"},
+    ]
