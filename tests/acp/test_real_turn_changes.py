@@ -17,6 +17,9 @@ The chat runs in-process (`ChatSession` and `Turns`, as `chat --checkpoints` doe
   (session/set_mode) during the turn; the agent writes its files itself in both modes.
 - The shell command is the agent's own (Gemini's `run_shell_command`, Claude's `Bash`, both
   asked and allowed once): the change set cannot know what a command wrote, so it is "outside".
+
+Last, a command the agent runs after writing a file through a review (a formatter) rewrites it: that
+file is "outside" and not reviewed (in-process with both agents, and as `chat --checkpoints` prints it).
 """
 
 from __future__ import annotations
@@ -310,4 +313,28 @@ async def test_claude_a_file_its_bash_rewrites_after_the_reviewed_edit_is_not_ca
     assert [change.as_json() for change in found] == [
         {"path": files["reviewed_1.txt"], "change": "modified", "reviewed": False, "by": "outside"},
         {"path": files["reviewed_2.txt"], "change": "modified", "reviewed": True, "by": "Claude"},
+    ]
+
+
+def test_chat_checkpoints_prints_the_rewritten_file_as_outside(
+    gemini: AgentSetup, workspace: str, files: dict[str, str], cache: str
+) -> None:
+    """The headless `chat --checkpoints --prompt` with the real Gemini CLI, every permission allowed
+    once: the change set it prints after the turn says the same."""
+    gemini.record_turns(
+        *[[write_file_call(files[name], text(name))] for name in REVIEWED[:2]],
+        [shell_call(REWRITES)],
+        [{"text": "Done."}],
+    )
+    argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace, "--diff-policy", "accept"]
+    argv += ["--checkpoints", "--prompt", "Edit the files.", "--", *gemini.command]
+    env = {**gemini.env, "GEMINI_COMPANION_CACHE": cache}
+    result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=CEILING)
+    assert result.returncode == 0, result.stderr
+    agent = os.path.basename(gemini.command[0])  # a command line's agent is named by its program
+    printed = result.stdout[result.stdout.index("[changes: 2 files]") :].strip().splitlines()
+    assert printed == [
+        "[changes: 2 files]",
+        f"  modified  {files['reviewed_1.txt']}  +2 -1  by outside  not reviewed",
+        f"  modified  {files['reviewed_2.txt']}  +1 -1  by {agent}  reviewed",
     ]
