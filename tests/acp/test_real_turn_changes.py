@@ -338,3 +338,27 @@ def test_chat_checkpoints_prints_the_rewritten_file_as_outside(
         f"  modified  {files['reviewed_1.txt']}  +2 -1  by outside  not reviewed",
         f"  modified  {files['reviewed_2.txt']}  +1 -1  by {agent}  reviewed",
     ]
+
+
+async def test_claude_an_edit_accepted_with_the_users_changes_is_the_agents_reviewed_write(
+    claude_factory: Any, workspace: str, files: dict[str, str], cache: str
+) -> None:
+    """Claude writes its own proposal, then the client writes the user's version over it: the file
+    holds what the user accepted, so it stays "reviewed" by the agent (its digest is taken after)."""
+    setup: AgentSetup = claude_factory("unused", {})
+    users = b"alpha\nBETA, as the user wants it\n"
+    with ScriptedModel(
+        [claude_edit(files["reviewed_1.txt"], BEFORE["reviewed_1.txt"], AFTER["reviewed_1.txt"])]
+    ) as model:
+
+        async def decide(session: ChatSession, review: Review) -> None:
+            review.accept(users.decode())
+
+        env = {**setup.env, "ANTHROPIC_BASE_URL": model.url}
+        stop, found, *_ = await chat_turn(custom_agent(setup.command), env, workspace, cache, decide)
+    assert stop == "end_turn"
+    with open(files["reviewed_1.txt"], "rb") as handle:
+        assert handle.read() == users
+    assert [change.as_json() for change in found] == [
+        {"path": files["reviewed_1.txt"], "change": "modified", "reviewed": True, "by": "Claude"}
+    ]
