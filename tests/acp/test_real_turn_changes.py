@@ -362,3 +362,23 @@ async def test_claude_an_edit_accepted_with_the_users_changes_is_the_agents_revi
     assert [change.as_json() for change in found] == [
         {"path": files["reviewed_1.txt"], "change": "modified", "reviewed": True, "by": "Claude"}
     ]
+
+
+async def test_gemini_set_to_auto_edit_has_its_unasked_write_refused_so_only_the_command_is_listed(
+    gemini: AgentSetup, workspace: str, files: dict[str, str], cache: str
+) -> None:
+    """In `autoEdit` set by the user, Gemini writes through fs/write_text_file without asking: the
+    chat refuses writes no review accepted (tests/acp/test_modes.py), so the file is untouched and the
+    change set has only the command's change."""
+    gemini.record_turns(
+        [write_file_call(files["auto.txt"], text("auto.txt"))], [shell_call(SHELL_COMMAND)], [{"text": "Done."}]
+    )
+    spec = replace(PRESETS["gemini"], command=tuple(gemini.command), mode="autoEdit")
+    stop, found, editor, view = await chat_turn(spec, gemini.env, workspace, cache, accept)
+    assert stop == "end_turn"
+    assert editor.shown == []
+    assert any(n.startswith(f"Refused the write of {files['auto.txt']}: no review accepted it") for n in view.notices)
+    assert tree(workspace) == {**BEFORE, "shell.txt": AFTER["shell.txt"]}
+    assert [change.as_json() for change in found] == [
+        {"path": files["shell.txt"], "change": "modified", "reviewed": False, "by": "outside"}
+    ]
