@@ -8,13 +8,14 @@ folders replaces it. Blocking I/O: run it on a worker thread, never on Sublime's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .change_set import FileChange, diff
 from .checkpoint_store import CheckpointStore
 from .checkpoints import Checkpoint, Checkpointer, Limits, load
 from .restore import RestoreFailed, RestoreRefused, restore
+from .turn_writes import left_as_written
 
 
 class NoTurn(Exception):
@@ -40,10 +41,12 @@ class Turns:
         self._before = self.checkpointer.take()
         return self._before
 
-    def end(self, agent: str, writes: dict[str, bool]) -> list[FileChange]:
-        """Record the turn's end state and return its change set."""
+    def end(self, agent: str, writes: dict[str, bool], digests: Mapping[str, str] | None = None) -> list[FileChange]:
+        """Record the turn's end state and return its change set. `digests` (TurnWrites.take_turn):
+        a written file the turn left with other content is not the agent's (turn_writes.py)."""
         before = self._before or self.checkpointer.take()
         after = self.checkpointer.take()
+        writes = left_as_written(writes, digests or {}, after)
         self._save(LastTurn(agent, before, after, writes))
         self.checkpointer.prune(pinned=(before.id, after.id))
         return diff(before, after, self.store, writes, agent)
