@@ -271,7 +271,7 @@ class TurnChanges:
         try:
             return await interrupts.turn(session.prompt(text))
         finally:
-            found = await self._run(self.turns.end, self.agent, session.writes.take())
+            found = await self._run(self.turns.end, self.agent, *session.writes.take_turn())
             if found is not None:
                 print_changes(found)
 

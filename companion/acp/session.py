@@ -45,7 +45,7 @@ from .. import __version__
 from ..core.diffs import Outcome, Reviews
 from ..core.editor import Editor
 from ..core.paths import PathPolicy
-from ..core.turn_writes import TurnWrites
+from ..core.turn_writes import TurnWrites, written_digest
 from . import process, updates
 from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
 from .edits import NotRebuildable, edit_path, is_edit, proposed_text
@@ -602,9 +602,9 @@ class ChatSession:
             return
         accepted = self.gate.take_by_tool_call(call_id)
         if accepted is not None:
-            self.writes.record(accepted.path, reviewed=True)  # the agent wrote what the user accepted
             if accepted.edited:  # the agent wrote its own proposal (Claude): now the user's version
                 await self._write_users_version(accepted)
+            await self._wrote(accepted.path, reviewed=True)  # the agent wrote what the user accepted
         elif call.decision == "rejected":
             path = edit_path(said) or "the file"
             self.view.notice(
@@ -617,7 +617,12 @@ class ChatSession:
             self._unreviewed(f"{self.spec.name} changed {path} without asking: applied without review.")
             self.unchecked.applied.add(path)
             with contextlib.suppress(FsRefused):  # outside the workspace: no change set holds it
-                self.writes.record((await self.files.resolve(path)).path, reviewed=False)
+                await self._wrote((await self.files.resolve(path)).path, reviewed=False)
+
+    async def _wrote(self, path: str, reviewed: bool) -> None:
+        """Record a write for the change set, with the file's digest now: what the turn's end must
+        still find there for the write to count as the agent's (core/turn_writes.py)."""
+        self.writes.record(path, reviewed, await asyncio.to_thread(written_digest, path))
 
     async def _write_users_version(self, edit: AcceptedEdit) -> None:
         try:
@@ -667,7 +672,7 @@ class ChatSession:
         except FsRefused as exc:
             self.view.notice(str(exc), "warning")
             raise RequestError(-32603, str(exc)) from None
-        self.writes.record(target.path, reviewed=bool(edit.tool_call_id))  # "" when allowed for the session
+        await self._wrote(target.path, reviewed=bool(edit.tool_call_id))  # "" when allowed for the session
         if edit.edited:
             self._note_edited(edit)
         return WriteTextFileResponse()

@@ -23,6 +23,7 @@ from .checkpoints import Checkpoint, Checkpointer, Limits, load
 from .restore import RestoreFailed, RestoreRefused, restore
 from .restore_plan import Conflict, RestorePlan, apply_plan, make_plan
 from .revert_note import reverted_note
+from .turn_writes import left_as_written
 
 
 class NoTurn(Exception):
@@ -66,15 +67,17 @@ class Turns:
             self._running = True
             return self._before
 
-    def end(self, agent: str, writes: dict[str, bool]) -> list[FileChange]:
-        """Record the turn's end state and return its change set."""
+    def end(self, agent: str, writes: dict[str, bool], digests: Mapping[str, str] | None = None) -> list[FileChange]:
+        """Record the turn's end state and return its change set. `digests` (TurnWrites.take_turn):
+        a written file the turn left with other content is not the agent's (turn_writes.py)."""
         with self._work:
             self._running = False
-            return self._end(agent, writes)
+            return self._end(agent, writes, digests or {})
 
-    def _end(self, agent: str, writes: dict[str, bool]) -> list[FileChange]:
+    def _end(self, agent: str, writes: dict[str, bool], digests: Mapping[str, str]) -> list[FileChange]:
         before = self._before or self.checkpointer.take()
         after = self.checkpointer.take()
+        writes = left_as_written(writes, digests, after)
         with self._lock:
             record = self.store.load_record() or {}
             mine = record.get("chat") == self.chat

@@ -102,7 +102,13 @@ def read_if_any(path: str) -> bytes | None:
 
 
 def explained(result: subprocess.CompletedProcess[str]) -> str:
-    return f"exit {result.returncode}\nstdout: {result.stdout[-2000:]}\nstderr: {result.stderr[-2000:]}"
+    """The exit code, every notice the chat printed (a long transcript's tail can cut the one that
+    says why an edit was refused) and the tails of both streams."""
+    notices = "\n".join(line for line in result.stdout.splitlines() if line.startswith("[notice]"))
+    return (
+        f"exit {result.returncode}\nnotices:\n{notices}\n"
+        f"stdout: {result.stdout[-2000:]}\nstderr: {result.stderr[-2000:]}"
+    )
 
 
 @pytest.mark.parametrize("name", AGENTS)
