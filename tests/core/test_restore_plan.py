@@ -203,6 +203,16 @@ def test_the_next_prompt_carries_a_note_of_what_was_reverted_once(cache: str, ws
     assert turns.take_notes() == []
 
 
+def test_a_revert_by_the_changes_command_reaches_the_running_chats_next_prompt(cache: str, ws: str) -> None:
+    write(at(ws, "a.txt"), "original\n")
+    chat = Turns(cache, [ws])
+    turn(chat, lambda: write(at(ws, "a.txt"), "agent\n"))
+    Turns(cache, [ws]).revert(None)  # `changes --restore`, another process
+    assert read(at(ws, "a.txt")) == b"original\n"
+    (note,) = chat.take_notes()
+    assert f"reverted to how they were before your last turn: {at(ws, 'a.txt')}." in note
+
+
 def test_a_restore_leaves_a_note_naming_what_was_restored_and_what_the_user_kept(cache: str, ws: str) -> None:
     write(at(ws, "a.txt"), "original\n")
     write(at(ws, "b.txt"), "original\n")
