@@ -53,6 +53,7 @@ else:
         GeminiCompanionChatNoopCommand,
         GeminiCompanionChatSendCommand,
     )
+    from .companion.sublime_editor.checkpoint_restore import GeminiCompanionRestoreCheckpointCommand
     from .companion.sublime_editor.commands import (
         GeminiCompanionApplyCommand,
         GeminiCompanionNextChangeCommand,
@@ -101,6 +102,7 @@ __all__ = [
     "GeminiCompanionOpenCliCommand",
     "GeminiCompanionRejectCommand",
     "GeminiCompanionReplaceTextCommand",
+    "GeminiCompanionRestoreCheckpointCommand",
     "GeminiCompanionReviewListener",
     "GeminiCompanionSaveReviewCommand",
     "GeminiCompanionSendFileCommand",

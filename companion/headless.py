@@ -170,3 +170,8 @@ def visible(text: str) -> str:
     """`text` with every character that could clear, recolour, hide or reorder terminal output
     (escape sequences, carriage returns, bidi controls) written as a visible escape like `\\x1b`."""
     return _HIDDEN.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def one_line(text: str) -> str:
+    """`text` for one line of a terminal: controls shown as escapes (`visible`), line breaks too."""
+    return visible(text.replace("\r\n", "\n")).replace("\n", "\\n")

@@ -28,11 +28,11 @@ from .acp.unchecked import UncheckedEdits
 from .acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
 from .console import Console
 from .core.processes import STOP_SIGNALS
-from .headless import HeadlessEditor, visible
+from .headless import HeadlessEditor, one_line, visible
+from .terminal_restore import print_changes, run_command
 
 if TYPE_CHECKING:
     from .acp.session import ChatSession
-    from .core.change_set import FileChange
     from .core.turns import Turns
 
 T = TypeVar("T")
@@ -186,11 +186,6 @@ def run_chat(
     return code
 
 
-def one_line(text: str) -> str:
-    """`text` for one line of a terminal: controls shown as escapes (`visible`), line breaks too."""
-    return visible(text.replace("\r\n", "\n")).replace("\n", "\\n")
-
-
 class _VisibleFormatter(logging.Formatter):
     """A log line may quote an agent: it must not drive the terminal either."""
 
@@ -219,7 +214,7 @@ async def _chat(
     # This command is a process of its own: it may adopt the agent's orphans (process_tree.py).
     session = ChatSession(spec, [folder], editor, view, subreaper=True)
     interrupts = _Interrupts(session)
-    changes = TurnChanges(folder, spec.name, checkpoints)
+    changes = TurnChanges(folder, spec.name, checkpoints, view.console)
     try:
         await interrupts.run(session.start())
         if prompt is not None:
@@ -255,8 +250,9 @@ class TurnChanges:
     but this: one warning, then no checkpoints. Off unless asked for: the first checkpoint of a large
     folder reads every file in it before the first prompt leaves (bench/README.md, "Checkpoints")."""
 
-    def __init__(self, folder: str, agent: str, enabled: bool) -> None:
+    def __init__(self, folder: str, agent: str, enabled: bool, console: Console | None = None) -> None:
         self.turns: Turns | None = None
+        self.console = console or Console(sys.stdout)  # asks about a restore's conflicts
         if enabled:  # imported only then: `bridge`, `changes` and a chat without it never load them
             from .core.turns import Turns
             from .core.user_cache import user_cache_folder
@@ -269,13 +265,22 @@ class TurnChanges:
         if self.turns is None:
             return await interrupts.turn(session.prompt(text))
         await self._run(self.turns.begin)
+        for note in await self._run(self.turns.take_notes) or []:  # what the user reverted since
+            session.add_note(note)
         session.writes.take()  # what was written between turns belongs to no turn's agent
         try:
             return await interrupts.turn(session.prompt(text))
         finally:
             found = await self._run(self.turns.end, self.agent, *session.writes.take_turn())
             if found is not None:
-                _print_changes(found)
+                print_changes(found)
+
+    async def command(self, words: list[str]) -> None:
+        """`/restore ...` or `/changes` between turns."""
+        if self.turns is None or self.off:
+            print("error: this chat keeps no checkpoints; start it with --checkpoints to restore or list changes.")
+            return
+        await run_command(self.turns, words, self.console.ask, sys.stdin.isatty())
 
     async def _run(self, call: Callable[..., T], *args: Any) -> T | None:
         if self.off:
@@ -286,12 +291,6 @@ class TurnChanges:
             self.off = True
             _tell(f"warning: no checkpoints for this chat ({one_line(str(exc))}); `changes` cannot revert its turns.")
             return None
-
-
-def _print_changes(found: list[FileChange]) -> None:
-    lines = "".join(f"\n  {one_line(change.line())}" for change in found)
-    files = f"{len(found)} file{'s' * (len(found) != 1)}" if found else "none"
-    print(f"\n[changes: {files}]{lines}", flush=True)
 
 
 async def _one_turn(session: ChatSession, interrupts: _Interrupts, changes: TurnChanges, prompt: str) -> int:
@@ -316,6 +315,9 @@ async def _repl(session: ChatSession, interrupts: _Interrupts, changes: TurnChan
             continue
         if line.split()[0] == "/mode":
             await _switch_mode(session, line.split()[1:])
+            continue
+        if line.split()[0] in ("/restore", "/changes"):
+            await changes.command(line.split())
             continue
         stop = await changes.turn(session, interrupts, line)
         print(f"\n[{one_line(stop)}]" if stop != "end_turn" else "", flush=True)

@@ -633,6 +633,11 @@ class ChatSession:
             return
         self._note_edited(edit)
 
+    def add_note(self, note: str) -> None:
+        """A note from the editor that the next prompt carries before the user's text, once (what
+        the user reverted or restored since the agent's last turn: core/turns.py take_notes)."""
+        self._notes.append(note)
+
     def _note_edited(self, edit: AcceptedEdit) -> None:
         self._notes.append(
             f"[Note from the editor: the user changed your proposed edit of {edit.path} before accepting it. "

@@ -54,10 +54,11 @@ def _file_side(entry: Entry | None) -> Entry | None:
 def changed_paths(before: Checkpoint, after: Checkpoint) -> list[str]:
     """Every path (folders included) whose entry differs, sorted."""
     paths = set(before.entries) | set(after.entries)
-    return sorted(p for p in paths if not _same(before.entries.get(p), after.entries.get(p)))
+    return sorted(p for p in paths if not same_entry(before.entries.get(p), after.entries.get(p)))
 
 
-def _same(a: Entry | None, b: Entry | None) -> bool:
+def same_entry(a: Entry | None, b: Entry | None) -> bool:
+    """Both absent, or what a restore brings back is equal."""
     return (a is None and b is None) or (a is not None and b is not None and a.same_content(b))
 
 

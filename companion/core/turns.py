@@ -1,25 +1,41 @@
 """A chat's turns in one workspace: a checkpoint before each prompt, the state at its end, the change
-set between them, and revert/restore of the last turn, which the `changes` command works on later.
+set between them, revert/restore of the last turn (which the `changes` command works on later), and
+restore of the workspace to how it was before any prompt of the chat (`restore_plan.py`).
 
 The record of the last turn (`last_turn.json` in the workspace's store, keyed by the folders' real
-paths) names both checkpoints, the agent and what it wrote through us; a later chat in the same
-folders replaces it. Blocking I/O: run it on a worker thread, never on Sublime's main thread.
+paths) names both checkpoints, the agent and what it wrote through us, the checkpoint before each
+prompt of the chat and each "before restore" point (pinned from pruning), and the notes for the
+agent's next prompt (what was reverted); a later chat in the same folders replaces it. Blocking
+I/O: run it on a worker thread, never on Sublime's main thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import secrets
+import threading
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from .change_set import FileChange, diff
+from .change_set import FileChange, changed_paths, diff
 from .checkpoint_store import CheckpointStore
 from .checkpoints import Checkpoint, Checkpointer, Limits, load
 from .restore import RestoreFailed, RestoreRefused, restore
+from .restore_plan import Conflict, RestorePlan, apply_plan, make_plan
+from .revert_note import reverted_note
 from .turn_writes import left_as_written
 
 
 class NoTurn(Exception):
     """No chat left a turn in this workspace (or its checkpoints are gone); the message says so."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """A checkpoint the workspace can be restored to: before a prompt, or before a restore (its undo)."""
+
+    label: str  # "prompt 2", "before restore to prompt 2"
+    id: str
 
 
 @dataclass(frozen=True)
@@ -34,21 +50,42 @@ class Turns:
     def __init__(self, cache_folder: str, folders: Sequence[str], limits: Limits | None = None) -> None:
         self.store = CheckpointStore(cache_folder, folders)
         self.checkpointer = Checkpointer(self.store, folders, limits)
+        self.chat = secrets.token_hex(8)  # whose prompts and notes the record holds
+        self.prompts: list[str] = []  # the checkpoint before each prompt of this chat, in order
         self._before: Checkpoint | None = None
+        self._running = False
+        self._lock = threading.Lock()  # the record is read and rewritten whole
+        # One checkpoint operation at a time: a restore (on a worker thread of the editor) and the
+        # next prompt's checkpoint never interleave, nor write the workspace under each other.
+        self._work = threading.Lock()
 
     def begin(self) -> Checkpoint:
         """The checkpoint before a prompt."""
-        self._before = self.checkpointer.take()
-        return self._before
+        with self._work:
+            self._before = self.checkpointer.take()
+            self.prompts.append(self._before.id)
+            self._running = True
+            return self._before
 
     def end(self, agent: str, writes: dict[str, bool], digests: Mapping[str, str] | None = None) -> list[FileChange]:
         """Record the turn's end state and return its change set. `digests` (TurnWrites.take_turn):
         a written file the turn left with other content is not the agent's (turn_writes.py)."""
+        with self._work:
+            self._running = False
+            return self._end(agent, writes, digests or {})
+
+    def _end(self, agent: str, writes: dict[str, bool], digests: Mapping[str, str]) -> list[FileChange]:
         before = self._before or self.checkpointer.take()
         after = self.checkpointer.take()
-        writes = left_as_written(writes, digests or {}, after)
-        self._save(LastTurn(agent, before, after, writes))
-        self.checkpointer.prune(pinned=(before.id, after.id))
+        writes = left_as_written(writes, digests, after)
+        with self._lock:
+            record = self.store.load_record() or {}
+            mine = record.get("chat") == self.chat
+            restores = record.get("restores", []) if mine else []
+            notes = record.get("notes", []) if mine else []  # a chat before this one took none of its own
+            self._write(LastTurn(agent, before, after, writes), restores, notes)
+        pinned = (before.id, after.id, *self.prompts, *(point_id for _label, point_id in restores))
+        self.checkpointer.prune(pinned=pinned)
         return diff(before, after, self.store, writes, agent)
 
     def last(self) -> LastTurn:
@@ -60,25 +97,130 @@ class Turns:
             raise NoTurn("the last turn's checkpoints are gone from the cache; nothing can be restored.")
         return LastTurn(str(record["agent"]), before, after, {str(k): bool(v) for k, v in record["writes"].items()})
 
-    def change_set(self) -> list[FileChange]:
-        """The last turn's files, without line counts (`changes --json` prints none)."""
+    def change_set(self, counted: bool = False) -> list[FileChange]:
+        """The last turn's files, with +/- line counts when `counted` (`changes --json` prints none)."""
         turn = self.last()
-        return diff(turn.before, turn.after, self.store, turn.writes, turn.agent, counted=False)
+        return diff(turn.before, turn.after, self.store, turn.writes, turn.agent, counted=counted)
 
     def revert(self, paths: Sequence[str] | None) -> list[str]:
         """Revert `paths` (all when None) to the last turn's checkpoint; RestoreRefused writes
         nothing. Returns the paths left alone as not covered. The turn's end state is updated, so a
-        later restore does not take these reverts for someone else's change."""
-        turn = self.last()
-        after, skipped = restore(self.store, turn.before, turn.after, paths)
-        self.store.save_point(after.id, after.payload())
-        self._save(LastTurn(turn.agent, turn.before, after, turn.writes))
+        later restore does not take these reverts for someone else's change; the chat's next prompt
+        tells the agent what was reverted."""
+        with self._work:
+            turn = self.last()
+            after, skipped = restore(self.store, turn.before, turn.after, paths)
+        reverted = [p for p in changed_paths(turn.after, after) if not _is_folder(turn.after, after, p)]
+        self._update(after, notes=[reverted_note(reverted)] if reverted else [])
         return skipped
 
-    def _save(self, turn: LastTurn) -> None:
+    # -- restore to any prompt --
+
+    def points(self) -> list[Point]:
+        """The points this workspace can be restored to: before each prompt of this chat (of the chat
+        that left the record, for `changes`), in order, then each "before restore" point."""
+        record = self.store.load_record() or {}
+        theirs = record.get("chat") != self.chat
+        if self.prompts and theirs:  # this chat's first turn has not ended yet: only its own
+            return [Point(f"prompt {n}", i) for n, i in enumerate(self.prompts, 1)]
+        prompts = [Point(f"prompt {n}", str(i)) for n, i in enumerate(record.get("prompts", []), 1)]
+        return prompts + [Point(str(label), str(i)) for label, i in record.get("restores", [])]
+
+    def prompt_point(self, number: int) -> Point:
+        """The checkpoint before prompt `number` (1 = the chat's first); NoTurn when there is none."""
+        prompts = [p for p in self.points() if p.label.startswith("prompt ")]
+        if not 1 <= number <= len(prompts):
+            count = len(prompts)
+            raise NoTurn(f"there is no prompt {number} to restore (this chat has {count}); give 1 to {count}.")
+        return prompts[number - 1]
+
+    def plan(self, point: Point, buffers: Mapping[str, str] | None = None) -> RestorePlan:
+        """What restoring `point` changes, and the conflicts (see restore_plan.py). `buffers`: path
+        -> the text of its open buffer with unsaved changes."""
+        with self._work:
+            self._refuse_while_running()
+            target = load(self.store, point.id)
+            if target is None:
+                raise NoTurn(f"the checkpoint of {point.label} is gone from the cache; it cannot be restored.")
+            current = self.checkpointer.take()
+            record = self.store.load_record()
+            settled = load(self.store, record["after"]) if record else None
+            return make_plan(self.store, point.label, target, current, settled or current, buffers)
+
+    def apply(self, plan: RestorePlan, take: Collection[str] = ()) -> Point:
+        """Restore the plan: every file but the conflicts not in `take` (left exactly as they are).
+        Refused, nothing written, when a file to write changed since the plan. Returns the undo
+        point ("before restore to ..."), a checkpoint of the workspace taken just before writing."""
+        with self._work:
+            self._refuse_while_running()
+            now = self.checkpointer.take()
+            after = apply_plan(self.store, plan, now, take)
+        undo = Point(f"before restore to {plan.label}", now.id)
+        kept = sorted(c.path for c in plan.conflicts if c.path not in take)
+        restored = [c.path for c in plan.changes if c.path not in kept]
+        why = f"restored to how they were before {plan.label}"
+        self._update(after, undo, [reverted_note(restored, why=why, kept=kept)] if restored else [])
+        return undo
+
+    def _refuse_while_running(self) -> None:
+        if self._running:
+            raise RestoreRefused("a turn is running; restore when it ends (or cancel it). Nothing was written.")
+
+    # -- the note to the agent --
+
+    def note_reverted(self, paths: Sequence[str], hunks: Mapping[str, Sequence[tuple[int, int]]] | None = None) -> None:
+        """Tell the agent, with the chat's next prompt, that the user reverted these files (or only
+        these hunks of them: path -> (first line, last line) in the agent's version)."""
+        if not paths:
+            return
+        self._update(notes=[reverted_note(paths, hunks=hunks)])
+
+    def take_notes(self) -> list[str]:
+        """The notes for this chat's next prompt, once (a note left for an earlier chat is not its)."""
+        with self._lock:
+            record = self.store.load_record()
+            if record is None or record.get("chat") != self.chat or not record.get("notes"):
+                return []
+            notes = [str(n) for n in record["notes"]]
+            record["notes"] = []
+            self.store.save_record(record)
+            return notes
+
+    # -- the record --
+
+    def _update(self, after: Checkpoint | None = None, undo: Point | None = None, notes: Sequence[str] = ()) -> None:
+        """Change the record: the files as a revert or restore left them (what the next one compares
+        with), a new undo point, notes for the next prompt."""
+        if after is not None:
+            self.store.save_point(after.id, after.payload())
+        with self._lock:
+            record = self.store.load_record()
+            if record is None:
+                return
+            if after is not None:
+                record["after"] = after.id
+            if undo is not None:
+                record["restores"] = [*record.get("restores", []), [undo.label, undo.id]]
+            record["notes"] = [*record.get("notes", []), *notes]
+            self.store.save_record(record)
+
+    def _write(self, turn: LastTurn, restores: Sequence[Any], notes: Sequence[str]) -> None:
         self.store.save_record(
-            {"agent": turn.agent, "before": turn.before.id, "after": turn.after.id, "writes": turn.writes}
+            {
+                "agent": turn.agent,
+                "before": turn.before.id,
+                "after": turn.after.id,
+                "writes": turn.writes,
+                "chat": self.chat,
+                "prompts": list(self.prompts),
+                "restores": list(restores),
+                "notes": list(notes),
+            }
         )
 
 
-__all__ = ["NoTurn", "RestoreFailed", "RestoreRefused", "Turns"]
+def _is_folder(a: Checkpoint, b: Checkpoint, path: str) -> bool:
+    return any(e is not None and e.kind == "dir" for e in (a.entries.get(path), b.entries.get(path)))
+
+
+__all__ = ["Conflict", "NoTurn", "Point", "RestoreFailed", "RestorePlan", "RestoreRefused", "Turns"]

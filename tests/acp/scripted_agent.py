@@ -14,7 +14,8 @@ $SCRIPTED_AGENT_RECORD; a turn changes modes.txt to "after\n": on disk without a
 listed in $SCRIPTED_AGENT_WRITES, through fs/write_text_file without asking in those of
 $SCRIPTED_AGENT_FS_WRITES, else through a permission request with the diff, then
 fs/write_text_file once allowed), `checkpoint` (a turn writes reviewed.txt as `modes` does in a
-mode that asks, then outside.txt on disk with no tool call at all, as a shell command would).
+mode that asks, then outside.txt on disk with no tool call at all, as a shell command would; each
+prompt's blocks go to $SCRIPTED_AGENT_RECORD when it is set).
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ async def serve(behaviour: str) -> None:
             return SetSessionConfigOptionResponse.model_validate({"configOptions": [option]})
 
         async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
-            if behaviour in ("embed", "links"):
+            if behaviour in ("embed", "links") or (behaviour == "checkpoint" and "SCRIPTED_AGENT_RECORD" in os.environ):
                 with open(os.environ["SCRIPTED_AGENT_RECORD"], "a", encoding="utf-8") as handle:
                     blocks = [b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in prompt]
                     handle.write(json.dumps(blocks) + "\n")

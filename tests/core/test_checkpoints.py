@@ -284,9 +284,9 @@ def test_a_fifo_is_listed_as_not_covered_and_never_opened(ws: str, cache: str) -
 
 def test_only_the_last_checkpoints_and_their_blobs_are_kept(ws: str, cache: str) -> None:
     path = os.path.join(ws, "a.txt")
-    turns = Turns(cache, [ws])
-    turns.checkpointer.keep = 3
     for n in range(6):
+        turns = Turns(cache, [ws])  # a chat each: a living chat's own prompts stay pinned (test_restore_plan)
+        turns.checkpointer.keep = 3
         write(path, f"version {n}\n", old=False)
         turns.begin()
         turns.end("Scripted", {})

@@ -7,9 +7,9 @@ agent protocol each: `gemini_ide/` (Gemini CLI's IDE companion), `claude_ide/` (
 `/ide`), `acp/` (the ACP chat client) and `workspace/` (the tools offered to other MCP clients);
 they import the core, never each other and nothing above them. Above the rooms sit the composition
 (`runtime`, which decides which rooms serve a window) and the entry points (`cli`, `bridge`,
-`doctor`, `headless`, `console`, `terminal_chat`, the Sublime adapter); they may import rooms. Every import counts,
-at any level of a module (a function-level or TYPE_CHECKING import is still a dependency), which
-is why a circle cannot be hidden by moving an import into a function.
+`doctor`, `headless`, `console`, `terminal_chat`, `terminal_restore`, the Sublime adapter); they
+may import rooms. Every import counts, at any level of a module (a function-level or TYPE_CHECKING
+import is still a dependency), which is why a circle cannot be hidden by moving an import into a function.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ ABOVE_THE_ROOMS = (
     "headless",
     "console",
     "terminal_chat",
+    "terminal_restore",
     "sublime_editor",
 )
 ACP_SDK_HOME = "acp.session"

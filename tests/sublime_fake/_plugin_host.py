@@ -667,6 +667,18 @@ def _write(view: sublime.View) -> None:
     view_event("on_post_save", view.view_id)
 
 
+def _revert(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
+    """File › Revert File: the buffer's text again from its file, with no unsaved changes left
+    (undoable, as an edit); `on_revert` fires. A buffer with no file on disk is left as it is."""
+    host = _host()
+    buffer = host.buffers[host.views[view.view_id].buffer_id]
+    if buffer.file_name is None or not os.path.isfile(buffer.file_name):
+        return
+    view.replace(edit, sublime.Region(0, view.size()), sublime._file_text(buffer))
+    buffer.saved_change_count = buffer.change_count
+    view_event("on_revert", view.view_id)
+
+
 def _prompt_save_as(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
     if _ask_where_to_save(view):
         _write(view)
@@ -808,6 +820,7 @@ BUILTIN_TEXT: dict[str, Callable[[sublime.View, sublime.Edit, dict[str, Any]], N
     "insert": _insert,
     "append": _append,
     "save": _save,
+    "revert": _revert,
     "prompt_save_as": _prompt_save_as,
     "next_modification": _next_modification,
     "prev_modification": lambda v, e, a: _next_modification(v, e, a, forward=False),

@@ -1997,29 +1997,34 @@ def _create_view(
     return View(view.id)
 
 
+def _file_text(buffer: BufferData) -> str:
+    """The text of the buffer's file as Sublime loads it (encoding and line endings noted on the
+    buffer, every line break as "\\n"); "" when there is no such file."""
+    if buffer.file_name is None or not os.path.isfile(buffer.file_name):
+        return ""
+    with open(buffer.file_name, "rb") as handle:
+        raw = handle.read()
+    if raw.startswith(b"\xef\xbb\xbf"):
+        text, buffer.encoding = raw[3:].decode("utf-8", "replace"), "UTF-8 with BOM"
+    else:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text, buffer.encoding = raw.decode("cp1252", "replace"), "Western (Windows 1252)"
+    if "\r\n" in text:
+        buffer.line_endings = "Windows"
+    elif "\r" in text:
+        buffer.line_endings = "CR"
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def _finish_loading(view_id: int, position: tuple[int, int] | None) -> None:
     host = _h()
     view = host.views.get(view_id)
     if view is None or not view.valid:
         return
     buffer = host.buffers[view.buffer_id]
-    text = ""
-    if buffer.file_name is not None and os.path.isfile(buffer.file_name):
-        with open(buffer.file_name, "rb") as handle:
-            raw = handle.read()
-        if raw.startswith(b"\xef\xbb\xbf"):
-            text, buffer.encoding = raw[3:].decode("utf-8", "replace"), "UTF-8 with BOM"
-        else:
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                text, buffer.encoding = raw.decode("cp1252", "replace"), "Western (Windows 1252)"
-        if "\r\n" in text:
-            buffer.line_endings = "Windows"
-        elif "\r" in text:
-            buffer.line_endings = "CR"
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    buffer.text = text
+    buffer.text = _file_text(buffer)
     buffer.loading = False
     point = View(view_id).text_point(position[0] - 1, position[1] - 1) if position else 0
     view.selection = [(point, point)]

@@ -201,6 +201,17 @@ def test_windows_line_endings_are_normalised_in_the_buffer_and_kept_on_save(
         assert handle.read() == b"za\r\nb\r\n"
 
 
+def test_revert_reloads_the_file_and_leaves_no_unsaved_changes(host: _state.Host, tmp_path: object) -> None:
+    window = control.new_window()
+    path = write(tmp_path, "r.txt", "one\n")
+    view = control.open_file(window, path)
+    control.type_text(view, "typed ")
+    write(tmp_path, "r.txt", "two\r\n")
+    view.run_command("revert")
+    assert (view.substr(sublime.Region(0, view.size())), view.is_dirty()) == ("two\n", False)
+    assert view.line_endings() == "Windows"
+
+
 def test_selection_is_sorted_and_merged_so_sel0_is_the_topmost_region(host: _state.Host, tmp_path: object) -> None:
     window = control.new_window()
     view = control.open_file(window, write(tmp_path, "s.txt", "0123456789\n"))
