@@ -22,16 +22,18 @@ import sublime
 
 from ..acp.agents import AgentSpec
 from ..acp.resources import Resource
+from ..core.change_set import FileChange
 from ..core.context import SharingPolicy
 from ..core.paths import is_inside
 from ..runtime import RuntimeStopped
-from . import status, terminal, workspace_tools
+from . import chat_checkpoints, status, terminal, workspace_tools
 from .chat_history import History
 from .chat_view import CHAT_SETTING, DIFF_SETTING, ChatPanel, StreamingChatView
 from .window_state import WindowState
 
 if TYPE_CHECKING:
     from ..acp.session import ChatSession
+    from ..core.turns import Turns
 
 log = logging.getLogger("gemini_companion")
 T = TypeVar("T")
@@ -62,13 +64,23 @@ class Chat:
         self.ended = False  # the agent is gone (failed, stopped)
         self._closing: concurrent.futures.Future[None] | None = None
         self.silent = False  # set at exit: nothing more is shown
+        self.checkpoints: chat_checkpoints.ChatCheckpoints | None = None  # loop thread
+        self.checkpointing = 0  # checkpoints under way (main thread: the status bar says so)
+        self.last_changes: list[FileChange] | None = None  # the last turn's change set (main thread)
+
+    @property
+    def turns(self) -> Turns | None:
+        """The chat's checkpoints before each prompt (None when off, failed, or not yet taken)."""
+        checkpoints = self.checkpoints
+        return checkpoints.turns if checkpoints is not None else None
 
     # -- main thread --
 
     def start(self, load_session_id: str | None = None) -> None:
         self.panel.notice(f"Starting {self.spec.name} in {self.folders[0]}…", "info")
         read_limit = workspace_tools.read_limit_bytes("chat_read_file_limit_kb")  # on the main thread
-        self._submit(lambda: self._start(load_session_id, read_limit), self._started)
+        config = chat_checkpoints.read_config(self.state.window)
+        self._submit(lambda: self._start(load_session_id, read_limit, config), self._started)
 
     def send(self, text: str, resources: Sequence[Resource] = ()) -> bool:
         """Send the prompt (with workspace files attached); False (and the text stays where the
@@ -178,14 +190,38 @@ class Chat:
     def _state_changed(self) -> None:
         self._show_status()
 
+    def _checkpoint_busy(self, busy: bool) -> None:  # loop thread
+        def show() -> None:
+            self.checkpointing = max(0, self.checkpointing + (1 if busy else -1))
+            if self.state.window.is_valid():
+                self._show_status()
+
+        if not self.silent:
+            sublime.set_timeout(show)
+
+    def _turn_changed(self, changes: list[FileChange]) -> None:
+        """The turn's change set (main thread); the change-set tab shows it when files changed."""
+        self.last_changes = changes
+        if changes:
+            count = f"{len(changes)} file{'s' * (len(changes) != 1)}"
+            self.panel.notice(f"This turn changed {count}: Gemini Companion: Review Turn Changes lists them.", "info")
+
     def _show_status(self) -> None:
         self.state.chat_status = status_label(self.state.window)
         status.show(self.state)
 
     # -- loop thread --
 
-    async def _start(self, load_session_id: str | None, read_limit: int | None) -> str:
+    async def _start(
+        self, load_session_id: str | None, read_limit: int | None, config: chat_checkpoints.CheckpointConfig | None
+    ) -> str:
         from ..acp.session import ChatSession  # the SDK loads here, on the first chat
+
+        if config is not None:  # its first checkpoint overlaps the agent's start
+            self.checkpoints = chat_checkpoints.ChatCheckpoints(
+                config, self.folders, self._checkpoint_busy, lambda text: self.port.notice(text, "warning")
+            )
+            self.checkpoints.open()
 
         server = self.state.handle.server  # read on the loop, its thread
         reviews = server.reviews if server is not None else None  # one file, one review, whoever asks
@@ -201,7 +237,17 @@ class Chat:
     async def _prompt(self, text: str, resources: Sequence[Resource]) -> str:
         if self.session is None:
             raise RuntimeError("the chat has not started")
-        return await self.session.prompt(text, resources)
+        session, checkpoints = self.session, self.checkpoints
+        if checkpoints is None:
+            return await session.prompt(text, resources)
+        await checkpoints.begin()
+        session.writes.take()  # what was written between turns belongs to no turn's agent
+        try:
+            return await session.prompt(text, resources)
+        finally:
+            changes = await checkpoints.end(self.spec.name, session.writes.take())
+            if changes is not None and not self.silent:
+                sublime.set_timeout(lambda: self._turn_changed(changes) if self.panel.is_valid() else None)
 
     async def _cancel(self) -> None:
         if self.session is not None:
@@ -348,7 +394,8 @@ def status_label(window: sublime.Window) -> str:
     chat = focused if focused in live else live[-1]
     assert chat is not None
     more = f" +{len(live) - 1}" if len(live) > 1 else ""
-    return f"Chat: {chat.mode_label()}{more}"
+    checkpoint = " · checkpoint…" if any(c.checkpointing for c in live) else ""
+    return f"Chat: {chat.mode_label()}{more}{checkpoint}"
 
 
 def by_target(window: sublime.Window | None, key: str | None) -> Chat | None:
