@@ -37,6 +37,11 @@ else:
     for _name in [n for n in list(sys.modules) if n == _PREFIX or n.startswith(_PREFIX + ".")]:
         del sys.modules[_name]
 
+    from .companion.sublime_editor.change_set_commands import (
+        GeminiCompanionChangeSetListener,
+        GeminiCompanionChangeSetOpenCommand,
+        GeminiCompanionReviewTurnChangesCommand,
+    )
     from .companion.sublime_editor.chat_commands import (
         GeminiCompanionChatCancelCommand,
         GeminiCompanionChatModeCommand,
@@ -82,6 +87,8 @@ else:
 
 __all__ = [
     "GeminiCompanionApplyCommand",
+    "GeminiCompanionChangeSetListener",
+    "GeminiCompanionChangeSetOpenCommand",
     "GeminiCompanionChatCancelCommand",
     "GeminiCompanionChatCopyCommand",
     "GeminiCompanionChatEraseCommand",
@@ -102,6 +109,7 @@ __all__ = [
     "GeminiCompanionRejectCommand",
     "GeminiCompanionReplaceTextCommand",
     "GeminiCompanionReviewListener",
+    "GeminiCompanionReviewTurnChangesCommand",
     "GeminiCompanionSaveReviewCommand",
     "GeminiCompanionSendFileCommand",
     "GeminiCompanionSendPathsCommand",

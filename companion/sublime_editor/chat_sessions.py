@@ -26,7 +26,8 @@ from ..core.change_set import FileChange
 from ..core.context import SharingPolicy
 from ..core.paths import is_inside
 from ..runtime import RuntimeStopped
-from . import chat_checkpoints, status, terminal, workspace_tools
+from . import change_set_view, chat_checkpoints, status, terminal, workspace_tools
+from .change_sources import TurnsSource
 from .chat_history import History
 from .chat_view import CHAT_SETTING, DIFF_SETTING, ChatPanel, StreamingChatView
 from .window_state import WindowState
@@ -204,7 +205,17 @@ class Chat:
         self.last_changes = changes
         if changes:
             count = f"{len(changes)} file{'s' * (len(changes) != 1)}"
-            self.panel.notice(f"This turn changed {count}: Gemini Companion: Review Turn Changes lists them.", "info")
+            self.panel.notice(f"This turn changed {count}: they are listed in the Changes tab.", "info")
+            self.review_changes(focus=False)
+
+    def review_changes(self, focus: bool = True) -> bool:
+        """Open the window's change-set tab on this chat's last turn; False without checkpoints."""
+        turns = self.turns
+        if turns is None or not self.state.window.is_valid():
+            return False
+        source = TurnsSource(turns, self.folders, f"{self.spec.name}'s last turn")
+        change_set_view.show(self.state.window, self.state.reviews, source, focus)
+        return True
 
     def _show_status(self) -> None:
         self.state.chat_status = status_label(self.state.window)

@@ -1997,12 +1997,9 @@ def _create_view(
     return View(view.id)
 
 
-def _finish_loading(view_id: int, position: tuple[int, int] | None) -> None:
-    host = _h()
-    view = host.views.get(view_id)
-    if view is None or not view.valid:
-        return
-    buffer = host.buffers[view.buffer_id]
+def _read_into(buffer: BufferData) -> str:
+    """The buffer's file as Sublime loads it (and reloads it: `revert`): its encoding and line
+    endings noted on the buffer, every line break "\n" in the text returned."""
     text = ""
     if buffer.file_name is not None and os.path.isfile(buffer.file_name):
         with open(buffer.file_name, "rb") as handle:
@@ -2019,7 +2016,16 @@ def _finish_loading(view_id: int, position: tuple[int, int] | None) -> None:
         elif "\r" in text:
             buffer.line_endings = "CR"
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    buffer.text = text
+    return text
+
+
+def _finish_loading(view_id: int, position: tuple[int, int] | None) -> None:
+    host = _h()
+    view = host.views.get(view_id)
+    if view is None or not view.valid:
+        return
+    buffer = host.buffers[view.buffer_id]
+    buffer.text = _read_into(buffer)
     buffer.loading = False
     point = View(view_id).text_point(position[0] - 1, position[1] - 1) if position else 0
     view.selection = [(point, point)]
