@@ -40,7 +40,9 @@ else:
     from .companion.sublime_editor.change_set_commands import (
         GeminiCompanionChangeSetListener,
         GeminiCompanionChangeSetOpenCommand,
+        GeminiCompanionReviewCheckpointChangesCommand,
         GeminiCompanionReviewTurnChangesCommand,
+        GeminiCompanionStartCheckpointCommand,
     )
     from .companion.sublime_editor.chat_commands import (
         GeminiCompanionChatCancelCommand,
@@ -108,12 +110,14 @@ __all__ = [
     "GeminiCompanionOpenCliCommand",
     "GeminiCompanionRejectCommand",
     "GeminiCompanionReplaceTextCommand",
+    "GeminiCompanionReviewCheckpointChangesCommand",
     "GeminiCompanionReviewListener",
     "GeminiCompanionReviewTurnChangesCommand",
     "GeminiCompanionSaveReviewCommand",
     "GeminiCompanionSendFileCommand",
     "GeminiCompanionSendPathsCommand",
     "GeminiCompanionSendSelectionCommand",
+    "GeminiCompanionStartCheckpointCommand",
     "GeminiCompanionStatusCommand",
     "GeminiCompanionTerminalFocusListener",
     "GeminiCompanionToggleSharingCommand",

@@ -1,11 +1,22 @@
-"""Palette commands and keys of the change-set tab: Review Turn Changes, Enter on a file."""
+"""Palette commands and keys of the change-set tab: Review Turn Changes, Enter on a file, and the
+terminal agents' Start Checkpoint / Review Changes Since Checkpoint."""
 
 from __future__ import annotations
 
 import sublime
 import sublime_plugin
 
-from . import change_set_view, chat_sessions
+from . import change_set_view, chat_checkpoints, chat_sessions, terminal_checkpoints
+from .lifecycle import registry
+from .window_state import WindowState
+
+
+def _state(window: sublime.Window) -> WindowState | None:
+    reg = registry()
+    state = reg.get(window) if reg is not None else None
+    if state is None:
+        sublime.status_message("Gemini Companion is not running in this window; see the console for why.")
+    return state
 
 
 class GeminiCompanionReviewTurnChangesCommand(sublime_plugin.WindowCommand):
@@ -41,3 +52,25 @@ class GeminiCompanionChangeSetListener(sublime_plugin.EventListener):
         found = change_set_view.for_view(view) is not None
         expected = operand if isinstance(operand, bool) else True
         return found != expected if operator == sublime.QueryOperator.NOT_EQUAL else found == expected
+
+
+class GeminiCompanionStartCheckpointCommand(sublime_plugin.WindowCommand):
+    """Gemini Companion: Start Checkpoint — the window's folders now, for an agent in a terminal."""
+
+    def run(self) -> None:
+        state = _state(self.window)
+        if state is None:
+            return
+        if not self.window.folders():
+            sublime.status_message("Gemini Companion: open a folder first; a checkpoint covers the window's folders")
+            return
+        terminal_checkpoints.start(self.window, state.reviews, chat_checkpoints.config(self.window))
+
+
+class GeminiCompanionReviewCheckpointChangesCommand(sublime_plugin.WindowCommand):
+    """Gemini Companion: Review Changes Since Checkpoint — in the change-set tab."""
+
+    def run(self) -> None:
+        state = _state(self.window)
+        if state is not None and not terminal_checkpoints.review(self.window, state.reviews):
+            sublime.status_message("Gemini Companion: no checkpoint in this window; run Start Checkpoint first")

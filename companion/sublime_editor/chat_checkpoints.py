@@ -41,8 +41,11 @@ def read_config(window: sublime.Window) -> CheckpointConfig | None:
     """The window's checkpoint settings (main thread), or None when `chat_checkpoints` is off.
     Left out, as the workspace listing leaves them out: the window's folder/file exclude patterns,
     `.gitignore` (unless `list_files_use_gitignore` is off), and `context_exclude`."""
-    if not settings.get("chat_checkpoints", True):
-        return None
+    return config(window) if settings.get("chat_checkpoints", True) else None
+
+
+def config(window: sublime.Window) -> CheckpointConfig:
+    """The checkpoint limits and where checkpoints are kept, whether chats take them or not (main thread)."""
     patterns = workspace_tools.exclude_patterns(window) if window.is_valid() else {}
     context_exclude = [str(p) for p in settings.get("context_exclude", []) if isinstance(p, str)]
     limits = Limits(
