@@ -58,16 +58,20 @@ def _off_main(work: Callable[[], T], then: Callable[[T | None, BaseException | N
 
 
 def show(window: sublime.Window, reviews: WindowReviews, source: ChangeSource, focus: bool = True) -> ChangeSetTab:
-    """Open (or refresh) the window's change-set tab on `source`."""
+    """Open (or refresh) the window's change-set tab on `source`. Without `focus` (a turn just
+    ended) the view the user was in keeps the focus: they may be typing the next prompt."""
+    active = window.active_view()
     tab = _tabs.get(window.id())
     if tab is None or not tab.view.is_valid():
         tab = ChangeSetTab(window, reviews, source)
         _tabs[window.id()] = tab
-    else:
-        tab.source = source
+    elif tab.source is not source:
+        tab.source, tab.decided = source, {}  # another turn: its own decisions
     tab.load()
     if focus:
         window.focus_view(tab.view)
+    elif active is not None and active.is_valid():
+        window.focus_view(active)
     return tab
 
 

@@ -42,6 +42,7 @@ def a_turn(companion: Companion, workspace: str, during: Callable[[], None]) -> 
     wait_turn(chat)
     tab = control.pump_until(lambda: tab_of(window), CEILING, "the change-set tab")
     control.pump_until(lambda: "- " in text(tab), CEILING, "the change set in the tab")
+    assert window.active_view() == chat  # the tab opens beside the chat; the prompt keeps the focus
     return window, tab
 
 
