@@ -6,6 +6,7 @@ and refusals that write nothing when a file changed since it was shown or has un
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 
 import sublime
@@ -194,3 +195,54 @@ def test_keep_all_writes_nothing_and_review_turn_changes_reopens_the_tab(compani
     assert control.run_from_palette(window, "gemini_companion_review_turn_changes")
     reopened = control.pump_until(lambda: tab_of(window), CEILING, "the tab again")
     wait_tab(reopened, "kept.txt")
+
+
+# What the main thread opens or lists while `_watched` is a list (an audit hook sees every open()
+# and os.scandir()): neither a checkpoint nor the tab's reads and writes may happen there.
+_watched: list[str] | None = None
+
+
+def _record_main_thread_io(event: str, args: tuple[object, ...]) -> None:
+    if _watched is None or event not in ("open", "os.scandir", "os.listdir") or not args:
+        return
+    try:
+        on_main = control.host().on_main_thread()
+    except RuntimeError:
+        return
+    if on_main and isinstance(args[0], (str, bytes)):
+        _watched.append(os.fsdecode(args[0]))
+
+
+sys.addaudithook(_record_main_thread_io)
+
+
+def test_no_checkpoint_read_or_write_of_the_tab_happens_on_the_main_thread(
+    companion: Companion, workspace: str
+) -> None:
+    global _watched
+    first, second = write(workspace, "first.txt", "a\nb\n"), write(workspace, "second.txt", "one\n")
+
+    def during() -> None:  # the test's own writes (another program's) are not the package's
+        global _watched
+        paused, _watched = _watched, None
+        write(workspace, "first.txt", "A\nb\nC\n")
+        write(workspace, "second.txt", "two\n")
+        _watched = paused
+
+    _watched = []
+    try:
+        window, tab = a_turn(companion, workspace, during)
+        proposal = open_review(window, tab, "first.txt")
+        control.select(proposal, 0)
+        control.press_keys(proposal, "ctrl+alt+z")
+        control.click_link(proposal, "apply", BANNER)
+        wait_tab(tab, "Applied first.txt")
+        control.click_link(tab, "revert-all", "gemini_companion.change_set.header")
+        wait_tab(tab, "Reverted 1 file")
+        seen, _watched = _watched, None
+    finally:
+        _watched = None
+    assert read(first) == b"a\nb\nC\n" and read(second) == b"one\n"
+    cache = sublime.cache_path()
+    touched = [p for p in seen if p.startswith((workspace, os.path.realpath(workspace), cache))]
+    assert touched == [], touched
