@@ -295,7 +295,9 @@ class ChangeSetTab:
         if not self.view.is_valid():
             return
         if error is not None or result is None:
-            self.say(f"{error}" if isinstance(error, REFUSED) else f"the revert failed: {error!r}")
+            # core restore's refusal speaks the `changes` command's words; here each file has a Revert link
+            reason = str(error).replace("with --revert", "with their Revert link")
+            self.say(reason if isinstance(error, REFUSED) else f"the revert failed: {error!r}")
             return
         for path, exists in result:
             self.decided[path] = "reverted"

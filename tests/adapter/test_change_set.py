@@ -153,7 +153,7 @@ def test_a_file_changed_after_its_review_opened_is_refused_and_nothing_is_writte
     )
     assert read(path) == b"someone else's\n"
     control.click_link(tab, row_link(tab, "revert", "late.txt"), "gemini_companion.change_set.rows")
-    wait_tab(tab, "changed since the turn ended")
+    assert "--revert" not in wait_tab(tab, "changed since the turn ended")  # Sublime's words, not the CLI's
     assert read(path) == b"someone else's\n"
 
 
