@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import itertools
 import os
+import secrets
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +40,9 @@ T = TypeVar("T")
 TAB_SETTING = "gemini_companion.change_set"
 HEADER_KEY = "gemini_companion.change_set.header"
 ROWS_KEY = "gemini_companion.change_set.rows"
+# The tab's setting is this run's token and a number: a tab hot exit brings back after a restart (or
+# that outlives a reload of the package) has no change set behind its links, and is closed.
+RUN = secrets.token_hex(6)
 _ids = itertools.count(1)
 _tabs: dict[int, ChangeSetTab] = {}  # window id -> its change-set tab
 REFUSED = (ApplyRefused, RestoreRefused, RestoreFailed, NotReviewable, OSError, ValueError)
@@ -75,6 +79,12 @@ def show(window: sublime.Window, reviews: WindowReviews, source: ChangeSource, f
     return tab
 
 
+def is_leftover(view: sublime.View) -> bool:
+    """A change-set tab of an earlier run or load of the package."""
+    value = view.settings().get(TAB_SETTING)
+    return value is not None and not (isinstance(value, str) and value.startswith(f"{RUN}-"))
+
+
 def for_view(view: sublime.View) -> ChangeSetTab | None:
     tab = next((t for t in _tabs.values() if t.view.id() == view.id()), None)
     return tab if tab is not None and tab.view.is_valid() else None
@@ -102,7 +112,7 @@ class ChangeSetTab:
         self.view.set_scratch(True)
         self.view.set_read_only(True)
         self.view.assign_syntax(syntax_path())
-        self.view.settings().set(TAB_SETTING, self.id)
+        self.view.settings().set(TAB_SETTING, f"{RUN}-{self.id}")
         for key, value in {**LEAVE_ALONE, "word_wrap": False, "line_numbers": False, "gutter": False}.items():
             self.view.settings().set(key, value)
         self.header = sublime.PhantomSet(self.view, HEADER_KEY)
@@ -131,6 +141,8 @@ class ChangeSetTab:
         self.render()
 
     def render(self) -> None:
+        if not self.view.is_valid():  # the user closed the tab meanwhile
+            return
         lines = [f"# Changes: {self.source.title}", "", self.message or self._summary(), ""]
         self.rows = {}
         for change in self.changes:

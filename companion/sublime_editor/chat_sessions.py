@@ -340,7 +340,12 @@ def close_leftovers(window: sublime.Window) -> None:
     for view in window.views():
         view_settings = view.settings()
         chat_id, diff_of = view_settings.get(CHAT_SETTING), view_settings.get(DIFF_SETTING)
-        if (chat_id is not None and not of_this_run(chat_id)) or (diff_of is not None and not of_this_run(diff_of)):
+        leftover = change_set_view.is_leftover(view)  # its change set is gone with the run that showed it
+        if (
+            leftover
+            or (chat_id is not None and not of_this_run(chat_id))
+            or (diff_of is not None and not of_this_run(diff_of))
+        ):
             closed += chat_id is not None
             view.close()
     if closed:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import sublime
 
-from tests.adapter.conftest import Companion, write
+from tests.adapter.conftest import Companion, loop_threads, write
 from tests.adapter.test_chat import CEILING, send, setup, start_chat, text, wait_turn
 from tests.sublime_fake import control
 
@@ -246,3 +246,16 @@ def test_no_checkpoint_read_or_write_of_the_tab_happens_on_the_main_thread(
     cache = sublime.cache_path()
     touched = [p for p in seen if p.startswith((workspace, os.path.realpath(workspace), cache))]
     assert touched == [], touched
+
+
+def test_a_change_set_tab_an_earlier_load_left_is_closed_when_the_window_serves_again(
+    companion: Companion, workspace: str
+) -> None:
+    write(workspace, "left.txt", "one\n")
+    window, tab = a_turn(companion, workspace, lambda: write(workspace, "left.txt", "two\n"))
+    companion.unload()  # a reload (or a restart's hot exit) keeps the scratch tab, not its change set
+    control.pump_until(lambda: not loop_threads(), CEILING, "the loop thread to end")
+    assert tab.is_valid()
+    companion.load()
+    companion.ready(window)
+    control.pump_until(lambda: not tab.is_valid(), CEILING, "the old tab to close")
