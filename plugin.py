@@ -37,6 +37,13 @@ else:
     for _name in [n for n in list(sys.modules) if n == _PREFIX or n.startswith(_PREFIX + ".")]:
         del sys.modules[_name]
 
+    from .companion.sublime_editor.change_set_commands import (
+        GeminiCompanionChangeSetListener,
+        GeminiCompanionChangeSetOpenCommand,
+        GeminiCompanionReviewCheckpointChangesCommand,
+        GeminiCompanionReviewTurnChangesCommand,
+        GeminiCompanionStartCheckpointCommand,
+    )
     from .companion.sublime_editor.chat_commands import (
         GeminiCompanionChatCancelCommand,
         GeminiCompanionChatModeCommand,
@@ -83,6 +90,8 @@ else:
 
 __all__ = [
     "GeminiCompanionApplyCommand",
+    "GeminiCompanionChangeSetListener",
+    "GeminiCompanionChangeSetOpenCommand",
     "GeminiCompanionChatCancelCommand",
     "GeminiCompanionChatCopyCommand",
     "GeminiCompanionChatEraseCommand",
@@ -103,11 +112,14 @@ __all__ = [
     "GeminiCompanionRejectCommand",
     "GeminiCompanionReplaceTextCommand",
     "GeminiCompanionRestoreCheckpointCommand",
+    "GeminiCompanionReviewCheckpointChangesCommand",
     "GeminiCompanionReviewListener",
+    "GeminiCompanionReviewTurnChangesCommand",
     "GeminiCompanionSaveReviewCommand",
     "GeminiCompanionSendFileCommand",
     "GeminiCompanionSendPathsCommand",
     "GeminiCompanionSendSelectionCommand",
+    "GeminiCompanionStartCheckpointCommand",
     "GeminiCompanionStatusCommand",
     "GeminiCompanionTerminalFocusListener",
     "GeminiCompanionToggleSharingCommand",

@@ -22,16 +22,19 @@ import sublime
 
 from ..acp.agents import AgentSpec
 from ..acp.resources import Resource
+from ..core.change_set import FileChange
 from ..core.context import SharingPolicy
 from ..core.paths import is_inside
 from ..runtime import RuntimeStopped
-from . import status, terminal, workspace_tools
+from . import change_set_view, chat_checkpoints, status, terminal, workspace_tools
+from .change_sources import TurnsSource
 from .chat_history import History
 from .chat_view import CHAT_SETTING, DIFF_SETTING, ChatPanel, StreamingChatView
 from .window_state import WindowState
 
 if TYPE_CHECKING:
     from ..acp.session import ChatSession
+    from ..core.turns import Turns
 
 log = logging.getLogger("gemini_companion")
 T = TypeVar("T")
@@ -62,13 +65,24 @@ class Chat:
         self.ended = False  # the agent is gone (failed, stopped)
         self._closing: concurrent.futures.Future[None] | None = None
         self.silent = False  # set at exit: nothing more is shown
+        self.checkpoints: chat_checkpoints.ChatCheckpoints | None = None  # loop thread
+        self.checkpointing = 0  # checkpoints under way (main thread: the status bar says so)
+        self.last_changes: list[FileChange] | None = None  # the last turn's change set (main thread)
+        self.prompts_sent = 0  # with checkpoints: each one's "Restore checkpoint" link names its number
+
+    @property
+    def turns(self) -> Turns | None:
+        """The chat's checkpoints before each prompt (None when off, failed, or not yet taken)."""
+        checkpoints = self.checkpoints
+        return checkpoints.turns if checkpoints is not None else None
 
     # -- main thread --
 
     def start(self, load_session_id: str | None = None) -> None:
         self.panel.notice(f"Starting {self.spec.name} in {self.folders[0]}…", "info")
         read_limit = workspace_tools.read_limit_bytes("chat_read_file_limit_kb")  # on the main thread
-        self._submit(lambda: self._start(load_session_id, read_limit), self._started)
+        config = chat_checkpoints.read_config(self.state.window)
+        self._submit(lambda: self._start(load_session_id, read_limit, config), self._started)
 
     def send(self, text: str, resources: Sequence[Resource] = ()) -> bool:
         """Send the prompt (with workspace files attached); False (and the text stays where the
@@ -89,9 +103,21 @@ class Chat:
         self.history.add(text)
         self.busy = True
         self.panel.user_prompt(text)
+        self._offer_restore()
         self._show_status()
         self._submit(lambda: self._prompt(text, resources), lambda result, error: self._turn_done(text, result, error))
         return True
+
+    def _offer_restore(self) -> None:
+        """ "Restore checkpoint" under the prompt just sent: the workspace as it was before it. The
+        Nth prompt sent is the chat's Nth checkpoint (`Turns.begin`), which the command restores."""
+        if self.checkpoints is None:
+            return
+        self.prompts_sent += 1
+        args = {"chat": self.id, "prompt": self.prompts_sent}
+        restore = lambda: self.state.window.run_command("gemini_companion_restore_checkpoint", args)  # noqa: E731
+        link = '<a href="restore">Restore checkpoint</a>'
+        self.panel.card(f"restore-{self.prompts_sent}", link, {"restore": restore})
 
     def attach(self, mention: str, resource: Resource) -> None:
         """Send to Agent: the file goes with the next prompt as long as its mention stays in it."""
@@ -178,14 +204,48 @@ class Chat:
     def _state_changed(self) -> None:
         self._show_status()
 
+    def _checkpoint_busy(self, busy: bool) -> None:  # loop thread
+        def show() -> None:
+            self.checkpointing = max(0, self.checkpointing + (1 if busy else -1))
+            if self.state.window.is_valid():
+                self._show_status()
+
+        if not self.silent:
+            sublime.set_timeout(show)
+
+    def _turn_changed(self, changes: list[FileChange]) -> None:
+        """The turn's change set (main thread); the change-set tab shows it when files changed."""
+        self.last_changes = changes
+        if changes:
+            count = f"{len(changes)} file{'s' * (len(changes) != 1)}"
+            self.panel.notice(f"This turn changed {count}: they are listed in the Changes tab.", "info")
+            self.review_changes(focus=False)
+
+    def review_changes(self, focus: bool = True) -> bool:
+        """Open the window's change-set tab on this chat's last turn; False without checkpoints."""
+        turns = self.turns
+        if turns is None or not self.state.window.is_valid():
+            return False
+        source = TurnsSource(turns, self.folders, f"{self.spec.name}'s last turn")
+        change_set_view.show(self.state.window, self.state.reviews, source, focus)
+        return True
+
     def _show_status(self) -> None:
         self.state.chat_status = status_label(self.state.window)
         status.show(self.state)
 
     # -- loop thread --
 
-    async def _start(self, load_session_id: str | None, read_limit: int | None) -> str:
+    async def _start(
+        self, load_session_id: str | None, read_limit: int | None, config: chat_checkpoints.CheckpointConfig | None
+    ) -> str:
         from ..acp.session import ChatSession  # the SDK loads here, on the first chat
+
+        if config is not None:  # its first checkpoint overlaps the agent's start
+            self.checkpoints = chat_checkpoints.ChatCheckpoints(
+                config, self.folders, self._checkpoint_busy, lambda text: self.port.notice(text, "warning")
+            )
+            self.checkpoints.open()
 
         server = self.state.handle.server  # read on the loop, its thread
         reviews = server.reviews if server is not None else None  # one file, one review, whoever asks
@@ -201,7 +261,18 @@ class Chat:
     async def _prompt(self, text: str, resources: Sequence[Resource]) -> str:
         if self.session is None:
             raise RuntimeError("the chat has not started")
-        return await self.session.prompt(text, resources)
+        session, checkpoints = self.session, self.checkpoints
+        if checkpoints is None:
+            return await session.prompt(text, resources)
+        for note in await checkpoints.begin():  # what the user reverted since the last turn
+            session.add_note(note)
+        session.writes.take()  # what was written between turns belongs to no turn's agent
+        try:
+            return await session.prompt(text, resources)
+        finally:
+            changes = await checkpoints.end(self.spec.name, *session.writes.take_turn())
+            if changes is not None and not self.silent:
+                sublime.set_timeout(lambda: self._turn_changed(changes) if self.panel.is_valid() else None)
 
     async def _cancel(self) -> None:
         if self.session is not None:
@@ -283,7 +354,12 @@ def close_leftovers(window: sublime.Window) -> None:
     for view in window.views():
         view_settings = view.settings()
         chat_id, diff_of = view_settings.get(CHAT_SETTING), view_settings.get(DIFF_SETTING)
-        if (chat_id is not None and not of_this_run(chat_id)) or (diff_of is not None and not of_this_run(diff_of)):
+        leftover = change_set_view.is_leftover(view)  # its change set is gone with the run that showed it
+        if (
+            leftover
+            or (chat_id is not None and not of_this_run(chat_id))
+            or (diff_of is not None and not of_this_run(diff_of))
+        ):
             closed += chat_id is not None
             view.close()
     if closed:
@@ -348,7 +424,8 @@ def status_label(window: sublime.Window) -> str:
     chat = focused if focused in live else live[-1]
     assert chat is not None
     more = f" +{len(live) - 1}" if len(live) > 1 else ""
-    return f"Chat: {chat.mode_label()}{more}"
+    checkpoint = " · checkpoint…" if any(c.checkpointing for c in live) else ""
+    return f"Chat: {chat.mode_label()}{more}{checkpoint}"
 
 
 def by_target(window: sublime.Window | None, key: str | None) -> Chat | None:

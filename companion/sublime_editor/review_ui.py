@@ -13,7 +13,7 @@ import html
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import sublime
 
@@ -37,6 +37,12 @@ BANNER_KEY = "gemini_companion.banner"
 # save is also off per view with `lsp_format_on_save` (`plugin/formatting.py` FormatOnSaveTask L95–99,
 # `plugin/code_actions.py` format_on_save_enabled L272–274).
 LEAVE_ALONE = {"repl": True, "lsp_format_on_save": False}
+BANNER_HEAD = (  # the banner's body and style, for every review's banner
+    '<body id="gemini-companion-banner"><style>'
+    "div.banner { padding: 0.4rem 0.6rem; border-radius: 0.3rem; background-color: var(--bluish); }"
+    "a { text-decoration: none; font-weight: bold; } .warning { color: var(--yellowish); }"
+    "</style>"
+)
 SPLIT_LAYOUT: WindowLayout = {"cols": [0.0, 0.5, 1.0], "rows": [0.0, 1.0], "cells": [[0, 0, 1, 1], [1, 0, 2, 1]]}
 
 
@@ -48,6 +54,7 @@ class CurrentText:
     is_new: bool = False
     from_unsaved_buffer: bool = False
     not_shown: str | None = None  # why the disk's text is not shown (too large, binary, unreadable)
+    label: str | None = None  # the left tab's word when it is not the file's current text ("checkpoint")
 
     @staticmethod
     def of(window: sublime.Window, review: Review) -> CurrentText:
@@ -91,6 +98,17 @@ class LayoutMemory:
             window.focus_view(self.active_view)
 
 
+class ReviewOwner(Protocol):
+    """Who decides a review that is not an agent's proposal (a turn's file against its checkpoint):
+    its banner, its links, and what Save does."""
+
+    def banner_html(self, entry: ReviewViews) -> str: ...
+
+    def link(self, entry: ReviewViews, href: str) -> None: ...
+
+    def accept(self, entry: ReviewViews) -> None: ...
+
+
 @dataclass
 class ReviewViews:
     review: Review
@@ -104,6 +122,7 @@ class ReviewViews:
     changed_on_disk: bool = False  # the file changed after the proposal arrived; the left side shows it
     changed_underneath: bool = False  # the proposal changed between the user's Accept and its sending
     banner: sublime.PhantomSet | None = field(default=None, repr=False)
+    owner: ReviewOwner | None = field(default=None, repr=False)
 
     def proposal_text(self) -> str:
         """The proposal as the user left it, with the agent's own line breaks: Sublime holds every
@@ -131,10 +150,16 @@ class WindowReviews:
         # Set when the window's server is going away: from then on the server must not wait for
         # the main thread (which may be the one stopping it, in plugin_unloaded).
         self.detached = False
+        # Every file the user accepted a review of (its path as the client sent it, who asked): the
+        # terminal agents write the accepted text themselves, so this is how their change set
+        # knows who made a change and that it was reviewed (terminal_checkpoints).
+        self.accepted: list[tuple[str, str]] = []
 
     # -- called by the server (through the Editor port, marshalled to the main thread) --
 
-    def show(self, review: Review) -> None:
+    def show(self, review: Review, left: CurrentText | None = None, owner: ReviewOwner | None = None) -> None:
+        """Show `review`; `left` replaces the file's current text on the left (and as the gutter's
+        reference), `owner` the agent's banner and Accept."""
         if not self.window.is_valid():
             raise RuntimeError("the window was closed")
         existing = self.open.get(review.id)
@@ -144,7 +169,8 @@ class WindowReviews:
         inline = settings.diff_layout() == "inline"
         if not self.open and not inline:
             self._memory = LayoutMemory.capture(self.window)
-        entry = self._create_views(review, inline)
+        entry = self._create_views(review, inline, left)
+        entry.owner = owner
         self.open[review.id] = entry
         self._render_banner(entry)
         if settings.get("focus_review", True):
@@ -192,6 +218,9 @@ class WindowReviews:
         be what the user saw: if another package changed the proposal since (an on-save formatter,
         a late code action), it is shown again instead. `always`: the user chose the ACP agent's
         "allow for this session" (Review.accept_always)."""
+        if entry.owner is not None:
+            entry.owner.accept(entry)
+            return
         if entry.accepting:
             return
         entry.always = always
@@ -241,6 +270,7 @@ class WindowReviews:
         sublime.status_message(f"The proposal for {name} changed after you accepted it: check it, then accept again")
 
     def _finish_accept(self, entry: ReviewViews, content: str) -> None:
+        self.accepted.append((entry.review.file_path, entry.review.requested_by))
         self._dispose(entry)
         if entry.always:
             entry.review.accept_always(content)
@@ -271,8 +301,8 @@ class WindowReviews:
 
     # -- views --
 
-    def _create_views(self, review: Review, inline: bool) -> ReviewViews:
-        current = CurrentText.of(self.window, review)
+    def _create_views(self, review: Review, inline: bool, left_text: CurrentText | None = None) -> ReviewViews:
+        current = left_text or CurrentText.of(self.window, review)
         newline = dominant_newline(review.proposal) or "\n"
         syntax = sublime.find_syntax_for_file(review.file_path)
         name = os.path.basename(review.file_path) or review.file_path
@@ -280,7 +310,7 @@ class WindowReviews:
         if not inline:
             self.window.set_layout(SPLIT_LAYOUT)
             label = "new file" if current.is_new else ("unsaved" if current.from_unsaved_buffer else "current")
-            label = "not shown" if current.not_shown else label
+            label = "not shown" if current.not_shown else current.label or label
             left = self._new_view(review, "current", f"{name} ({label})", current.text, syntax, group=0)
             left.set_read_only(True)
         right = self._new_view(
@@ -335,10 +365,14 @@ class WindowReviews:
             entry.current.run_command("gemini_companion_replace_text", {"text": entry.current_text.text})
             entry.current.set_read_only(True)
 
+    def render_banner(self, entry: ReviewViews) -> None:
+        """Show the banner again (its owner's state changed)."""
+        self._render_banner(entry)
+
     def _render_banner(self, entry: ReviewViews) -> None:
         if entry.banner is None:
             return
-        content = banner_html(entry)
+        content = entry.owner.banner_html(entry) if entry.owner is not None else banner_html(entry)
         entry.banner.update(
             [
                 sublime.Phantom(
@@ -353,7 +387,9 @@ class WindowReviews:
     def _on_banner_link(self, entry: ReviewViews, href: str) -> None:
         if entry.review.id not in self.open:
             return
-        if href == "accept":
+        if entry.owner is not None:
+            entry.owner.link(entry, href)
+        elif href == "accept":
             self.accept(entry)
         elif href == "accept-always" and entry.review.allow_always is not None:
             self.accept(entry, always=True)
@@ -414,10 +450,7 @@ def banner_html(entry: ReviewViews) -> str:
     notes.append("Edit this side freely: Save accepts it, closing it rejects it.")
     note_html = "".join(f"<div>{n}</div>" for n in notes)
     return (
-        '<body id="gemini-companion-banner"><style>'
-        "div.banner { padding: 0.4rem 0.6rem; border-radius: 0.3rem; background-color: var(--bluish); }"
-        "a { text-decoration: none; font-weight: bold; } .warning { color: var(--yellowish); }"
-        "</style>"
+        f"{BANNER_HEAD}"
         f'<div class="banner"><div><b>{requester}</b> proposes a change to <code>{path}</code></div>'
         f'<div><a href="accept">Accept</a> · {_always_link(review)}<a href="reject">Reject</a> · '
         '<a href="previous">◀ Previous change</a> · <a href="next">Next change ▶</a></div>'

@@ -110,11 +110,12 @@ def test_chat_tabs_a_restart_brings_back_are_closed_and_never_act_on_a_new_chat(
     for view in window.views():
         control.close_tab(view)
     restored = control.restore_views(window, saved)  # the next start brings the tabs back
-    assert len(restored) == 2 and all(v.is_valid() for v in restored)
+    # the chat, its "applied without review" view and the turn's change-set tab
+    assert len(restored) == 3 and all(v.is_valid() for v in restored)
     companion.load()
     companion.ready(window)
     control.settle()
-    assert not any(v.is_valid() for v in restored)  # the dead chat and its diff are closed
+    assert not any(v.is_valid() for v in restored)  # the dead chat, its diff and its change set are closed
     assert any("Continue Last Chat" in m for m in control.status_messages())
     new = start_chat(companion, window)
     chat = chat_of(new)

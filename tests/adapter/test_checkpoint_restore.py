@@ -2,19 +2,31 @@
 a prompt of a chat, a clean open buffer shows the restored text, a dirty one is a conflict shown with
 both texts and is never overwritten unless the user takes the checkpoint, and the restore undoes.
 
-The chat's Turns (`Chat.turns`, which the Sublime chat sets up when checkpoints are on) is built here
-on a chat opened with the scripted agent; the turn's changes are made by the test, as an agent would."""
+The chat's Turns (`Chat.turns`, which the Sublime chat sets up when checkpoints are on) is the one a
+chat opened with the scripted agent takes; the turn's changes are made by the test, as an agent would."""
 
 from __future__ import annotations
 
-import importlib
 import os
 from dataclasses import dataclass
 from typing import Any
 
-from tests.adapter.conftest import PACKAGE, Companion, write
-from tests.adapter.test_chat import CEILING, chat_of, setup, start_chat, text
+from tests.adapter.conftest import Companion, write
+from tests.adapter.test_chat import (
+    CEILING,
+    chat_of,
+    prompts_file,
+    recorded,
+    scripted,
+    send,
+    setup,
+    start_chat,
+    text,
+    wait_turn,
+)
 from tests.sublime_fake import control, sublime
+
+CARD_KEY = "gemini_companion.chat.card."  # chat_view.CARD_KEY
 
 COMMAND = "gemini_companion_restore_checkpoint"
 RESTORED = "Gemini Companion: Restored prompt 1 (undo: Restore checkpoint 'before restore to prompt 1')"
@@ -31,8 +43,7 @@ def chat_with_a_turn(companion: Companion, workspace: str, tmp_path: Any) -> tup
     write(workspace, "b.txt", "before b\n")
     window = setup(companion, workspace)
     chat = chat_of(start_chat(companion, window))
-    turns = importlib.import_module(f"{PACKAGE}.companion.core.turns")  # the package's own, as Sublime loaded it
-    chat.turns = turns.Turns(os.path.join(str(tmp_path), "cache"), chat.folders)
+    control.pump_until(lambda: chat.turns, CEILING, "the chat's first checkpoint (chat_checkpoints is on by default)")
     chat.turns.begin()
     for name in ("a", "b", "c"):
         write(workspace, f"{name}.txt", f"agent {name}\n")
@@ -143,9 +154,39 @@ def test_a_buffer_edited_after_the_plan_was_shown_refuses_the_restore_with_nothi
 
 
 def test_a_chat_without_checkpoints_says_so(companion: Companion, workspace: str) -> None:
-    window = setup(companion, workspace)
+    control.user_settings("Gemini Companion.sublime-settings", {"agents": [scripted()], "chat_checkpoints": False})
+    window = control.new_window([workspace])
+    companion.load()
     chat = chat_of(start_chat(companion, window))
     window.run_command(COMMAND, {"chat": chat.id, "prompt": 1})
     assert control.status_messages()[-1] == (
         "Gemini Companion: that chat keeps no checkpoints, so there is nothing to restore."
     )
+
+
+def test_restore_checkpoint_under_a_prompt_restores_it_and_the_next_prompt_tells_the_agent(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    record = prompts_file(tmp_path)
+    path = write(workspace, "a.txt", "before")
+    window = setup(companion, workspace, [scripted(env={"PROMPTS_FILE": record})])
+    view = start_chat(companion, window)
+    send(view, "hello")  # prompt 1: nothing changes
+    wait_turn(view)
+    send(view, f"sneak {path} after")  # prompt 2: the agent writes the file itself
+    wait_turn(view)
+    assert read(path) == "after"
+    assert len(control.phantoms(view, CARD_KEY + "restore-1")) == 1
+    control.click_link(view, "restore", CARD_KEY + "restore-2")  # the link under prompt 2
+    assert next_panel()["items"][0][0] == "Restore prompt 2"
+    control.choose_quick_panel(0)
+    control.pump_until(lambda: "Gemini Companion: Restored prompt 2" in "".join(control.status_messages()), CEILING)
+    assert read(path) == "before"
+    send(view, "again")
+    wait_turn(view)
+    sent = recorded(record)[-1]
+    assert "[Note from the editor: the user changed files back since your last turn" in sent, sent
+    assert os.path.realpath(path) in sent and sent.endswith("again"), sent
+    send(view, "once more")
+    wait_turn(view)
+    assert recorded(record)[-1] == "once more"  # the note went once

@@ -715,6 +715,24 @@ def _next_modification(view: sublime.View, edit: sublime.Edit, args: dict[str, A
     data.selection = [(target, target)]
 
 
+def _revert_modification(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
+    """History › Revert Hunk: the hunk under the caret (lines that differ from the reference
+    document, or the place where reference lines were deleted) gets the reference's lines back, as
+    one undoable edit. Nothing happens outside a hunk or without a reference."""
+    buffer = _host().buffers[_host().views[view.view_id].buffer_id]
+    if buffer.reference is None or not len(view.sel()):
+        return
+    old, new = buffer.reference.split("\n"), buffer.text.split("\n")
+    row = view.rowcol(view.sel()[0].b)[0]
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag != "equal" and j1 <= row < max(j2, j1 + 1):
+            text = "\n".join(new[:j1] + old[i1:i2] + new[j2:])
+            view.replace(edit, sublime.Region(0, view.size()), text)
+            point = view.text_point(j1, 0)
+            _host().views[view.view_id].selection = [(point, point)]
+            return
+
+
 def _undo(view: sublime.View, edit: sublime.Edit, args: dict[str, Any], back: bool = True) -> None:
     """Undo (and redo) are changes like any other: "Each time the buffer is modified, the change count
     is incremented" ([stubs] `View.change_count`), and `on_modified` follows (sublimelsp/LSP relies on
@@ -830,6 +848,7 @@ BUILTIN_TEXT: dict[str, Callable[[sublime.View, sublime.Edit, dict[str, Any]], N
     "redo_or_repeat": lambda v, e, a: _undo(v, e, a, back=False),
     "soft_redo": lambda v, e, a: _undo(v, e, a, back=False),
     "toggle_inline_diff": _toggle_inline_diff,
+    "revert_modification": _revert_modification,
     "select_all": _select_all,
     "hide_auto_complete": _hide_ui("auto_complete_visible"),
     "commit_completion": _hide_ui("auto_complete_visible"),

@@ -588,3 +588,21 @@ def test_a_clone_shares_its_buffer_and_a_dragged_tab_keeps_its_view(host: _state
     control.drag_to_window(view, second)
     assert view.window() == second and second.active_view() == view and view not in first.views()
     assert sublime.active_window() == second
+
+
+def test_revert_modification_puts_back_the_reference_lines_of_the_hunk_under_the_caret(host: _state.Host) -> None:
+    view = control.new_window().new_file()
+    view.run_command("insert", {"characters": "A\nb\nc\nE\n"})
+    view.set_reference_document("a\nb\nc\nd\ne\n")  # line 0 changed; "d" deleted and "e" changed: one hunk
+    whole = lambda: view.substr(sublime.Region(0, view.size()))  # noqa: E731
+    control.select(view, view.text_point(1, 0))  # outside every hunk: nothing happens
+    view.run_command("revert_modification")
+    assert whole() == "A\nb\nc\nE\n"
+    control.select(view, view.text_point(3, 0))
+    view.run_command("revert_modification")
+    assert whole() == "A\nb\nc\nd\ne\n"
+    control.select(view, 0)
+    view.run_command("revert_modification")
+    assert whole() == "a\nb\nc\nd\ne\n"
+    view.run_command("undo")  # one undoable edit each
+    assert whole() == "A\nb\nc\nd\ne\n"

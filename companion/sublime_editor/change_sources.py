@@ -1,0 +1,104 @@
+"""Where a change set comes from, and its file I/O (issue #30). Every method here blocks on the
+disk: call it on a worker thread (the change-set tab runs each on a thread of its own), never on
+Sublime's main thread.
+
+- `TurnsSource`: a chat's last turn (core `Turns`: the checkpoint before the prompt, the state at
+  the turn's end, what the agent wrote through us).
+- `apply_text`: the file's new text written through the guarded write path (`core/writing.py`),
+  refused when the file is no longer what the review showed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Protocol
+
+from ..core import disk_text
+from ..core.change_set import FileChange, diff
+from ..core.disk_text import DiskText
+from ..core.paths import PathPolicy
+from ..core.textfile import BinaryFile, decode
+from ..core.turns import Turns
+from ..core.writing import existing_format, write_atomically
+
+
+class ChangeSource(Protocol):
+    """One change set: the files, each file's text at the checkpoint, and revert (worker thread)."""
+
+    title: str
+
+    @property
+    def folders(self) -> Sequence[str]: ...
+
+    def changes(self) -> list[FileChange]: ...
+
+    def checkpoint_bytes(self, change: FileChange) -> bytes: ...
+
+    def revert(self, paths: Sequence[str] | None) -> list[str]:
+        """Back to the checkpoint (all when None); RestoreRefused writes nothing."""
+        ...
+
+
+class TurnsSource:
+    """The last turn a chat left in these folders."""
+
+    def __init__(self, turns: Turns, folders: Sequence[str], title: str) -> None:
+        self.turns = turns
+        self._folders = list(folders)
+        self.title = title
+
+    @property
+    def folders(self) -> Sequence[str]:
+        return self._folders
+
+    def changes(self) -> list[FileChange]:
+        turn = self.turns.last()
+        return diff(turn.before, turn.after, self.turns.store, turn.writes, turn.agent)
+
+    def checkpoint_bytes(self, change: FileChange) -> bytes:
+        return self.turns.store.read_blob(change.before.digest) if change.before is not None else b""
+
+    def revert(self, paths: Sequence[str] | None) -> list[str]:
+        return self.turns.revert(paths)
+
+
+class NotReviewable(Exception):
+    """The file cannot be shown as text; the message says why and what to do instead."""
+
+
+def checkpoint_text(source: ChangeSource, change: FileChange) -> str:
+    """The file's text at the checkpoint ("" when the turn added it)."""
+    if change.binary or change.note:
+        raise NotReviewable(f"{_name(change)}: {change.note or 'a binary file'}; Revert or Keep it as a whole.")
+    try:
+        return decode(source.checkpoint_bytes(change), _name(change))[0]
+    except BinaryFile:
+        raise NotReviewable(f"{_name(change)} was a binary file; Revert or Keep it as a whole.") from None
+
+
+def current_text(change: FileChange) -> DiskText:
+    """What the file holds now (`not_shown` says why it cannot be reviewed)."""
+    return disk_text.read(change.path)
+
+
+class ApplyRefused(Exception):
+    """Nothing was written; the message (one line) says why and what to do."""
+
+
+def apply_text(folders: Sequence[str], path: str, text: str, shown: DiskText) -> None:
+    """Write `text` to `path`, unless the file changed on disk since `shown` was read."""
+    now = disk_text.read(path)
+    if disk_text.changed(shown, now):
+        raise ApplyRefused(
+            f"{os.path.basename(path)} changed on disk since its review opened; nothing was written. "
+            "Open it again from the change set to see the new text."
+        )
+    policy = PathPolicy(folders)
+    target = policy.resolve(path, must_exist=False)
+    name = os.path.basename(path)
+    write_atomically(policy, target, text, existing_format(target, name), name)
+
+
+def _name(change: FileChange) -> str:
+    return os.path.basename(change.path)

@@ -1,0 +1,55 @@
+"""Checkpoints for the agents in a terminal (issue #30): Start Checkpoint, then Review Changes Since
+Checkpoint in the change-set tab; a file whose review (openDiff, over the window's real server) the
+user accepted is the reviewing agent's and reviewed, everything else is "outside"."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from tests.adapter.conftest import Companion, ThreadedClient, pkg, write
+from tests.adapter.test_change_set import read, row_link, tab_of, wait_tab
+from tests.adapter.test_chat import CEILING, review_proposal, text
+from tests.sublime_fake import control
+
+
+def test_changes_since_a_checkpoint_list_reviewed_and_outside_files_and_revert_to_it(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    outside = write(workspace, "outside.txt", "one\n")
+    reviewed = write(workspace, "reviewed.txt", "a\n")
+    window = control.new_window([workspace])
+    companion.load()
+    client = clients(window)
+    assert control.run_from_palette(window, "gemini_companion_start_checkpoint")
+    points = pkg("sublime_editor.terminal_checkpoints")._points
+    control.pump_until(lambda: window.id() in points, CEILING, "the checkpoint")
+    write(workspace, "outside.txt", "two\n")  # a shell command in the agent's terminal
+    client.open_diff(reviewed, "b\n")
+    control.click_link(review_proposal(window), "accept", "gemini_companion.banner")
+    client.wait_notification("ide/diffAccepted")
+    write(workspace, "reviewed.txt", "b\n")  # the CLI writes what the user accepted
+    assert control.run_from_palette(window, "gemini_companion_review_checkpoint_changes")
+    tab = control.pump_until(lambda: tab_of(window), CEILING, "the change-set tab")
+    wait_tab(tab, "- ")
+    rows = [line for line in text(tab).splitlines() if line.startswith("- ")]
+    assert rows == [
+        "- modified  outside.txt  +1 -1  by outside the agent  not reviewed",
+        "- modified  reviewed.txt  +1 -1  by test-client  reviewed",
+    ], rows
+    control.click_link(tab, row_link(tab, "revert", "outside.txt"), "gemini_companion.change_set.rows")
+    wait_tab(tab, "Reverted 1 file")
+    assert read(outside) == b"one\n" and read(reviewed) == b"b\n"
+    write(workspace, "reviewed.txt", "c\n")  # changed after the change set was shown
+    control.click_link(tab, row_link(tab, "revert", "reviewed.txt"), "gemini_companion.change_set.rows")
+    wait_tab(tab, "changed since")
+    assert read(reviewed) == b"c\n"
+    assert os.path.exists(outside)
+
+
+def test_review_changes_without_a_checkpoint_says_to_start_one(companion: Companion, workspace: str) -> None:
+    window = control.new_window([workspace])
+    companion.load()
+    companion.ready(window)
+    assert control.run_from_palette(window, "gemini_companion_review_checkpoint_changes")
+    assert tab_of(window) is None
