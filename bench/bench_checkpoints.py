@@ -2,6 +2,7 @@
 20 000 and 100 000 files; the turn-end change set for 100 changed files; peak RSS. One run.
 
     .venv/bin/python bench/bench_checkpoints.py [--sizes 1000,20000,100000] [--runs R]
+    .venv/bin/python bench/bench_checkpoints.py --profile 20000   # cProfile of the first and of 5 unchanged
 
 Each tree (folders of 100 small files, each file's text its own, a .gitignore) is built in a
 temporary folder with its files' mtimes set 10 s back (a workspace's files are older than the
@@ -19,8 +20,10 @@ workspace in at most 100 ms p50 after the first. Writes bench/results/checkpoint
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
+import pstats
 import shutil
 import sys
 import tempfile
@@ -148,11 +151,33 @@ def turn_end(tree: str, cache: str, paths: list[str]) -> dict[str, float | int]:
     return {"change_set_100_ms": ms(time.perf_counter() - start), "changed_listed": len(found)}
 
 
+def profile(files: int) -> None:
+    """Where the time goes: cProfile of the first checkpoint, then of 5 of the unchanged tree."""
+    work = tempfile.mkdtemp(prefix="bench-checkpoints-")
+    try:
+        tree = os.path.join(work, "ws")
+        os.makedirs(tree)
+        build_tree(tree, files)
+        checkpointer = Checkpointer(CheckpointStore(os.path.join(work, "cache"), [tree]), [tree])
+        for title, runs in (("first", 1), ("unchanged, 5 runs", 5)):
+            profiler = cProfile.Profile()
+            for _ in range(runs):
+                profiler.runcall(checkpointer.take)
+            print(f"== {title}: {files} files")
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(15)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,20000,100000")
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--profile", type=int, metavar="FILES", help="profile one tree of FILES files instead")
     args = parser.parse_args()
+    if args.profile:
+        profile(args.profile)
+        return
     rss = PeakRss()
     rows = [measure(int(size), args.runs, rss) for size in args.sizes.split(",")]
     rss.stop()
