@@ -8,7 +8,9 @@ Layout, under `<cache folder>/checkpoints/<sha256 of the workspace folders' real
 Nothing is kept outside the cache folder. Kept: the last `keep` checkpoints (default 20) and the
 ones the last turn's record names; blobs no kept checkpoint refers to are deleted (`prune`).
 A blob is written to a private temporary file and renamed in place without fsync: a blob torn by a
-crash no longer matches its name, and every read checks the digest before using it.
+crash no longer matches its name, and every read checks the digest before using it. A torn blob is
+replaced by the next capture of the same bytes: one of another length at once, a damaged one once a
+read has found it (and removed it).
 """
 
 from __future__ import annotations
@@ -74,14 +76,35 @@ class CheckpointStore:
 
     def put_fd(self, fd: int, limit: int) -> tuple[str, int]:
         """Copy at most `limit` bytes of the open file `fd` into the store, one chunk in memory at a
-        time; their sha256 and length."""
+        time; their sha256 and length. A blob already there is not written again unless it is torn
+        (not that length: a crash before the rename reached the disk, or `chunks` found it damaged)."""
         self.prepare()
+        if limit > CHUNK:
+            return self._copy(lambda write: hash_fd(fd, limit, write))
+        data = b"".join(iter_at_most(fd, limit))  # a small file: hashed first, no copy when it is there
+        known = hashlib.sha256(data).hexdigest(), len(data)
+
+        def fill(write: Callable[[bytes], object]) -> tuple[str, int]:
+            write(data)
+            return known
+
+        return known if self._intact(*known) else self._copy(fill)
+
+    def _intact(self, digest: str, length: int) -> bool:
+        try:
+            return os.stat(self.blob_path(digest)).st_size == length
+        except OSError:
+            return False
+
+    def _copy(self, fill: Callable[[Callable[[bytes], object]], tuple[str, int]]) -> tuple[str, int]:
+        """Write a blob through a private temporary file renamed in place; `fill` writes the bytes and
+        returns their digest and length. An intact blob of that digest already there is kept."""
         temp = os.path.join(self.blobs, f".{secrets.token_hex(8)}.tmp")
         out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY, 0o600)
         try:
             with os.fdopen(out, "wb") as handle:
-                name, length = hash_fd(fd, limit, handle.write)
-            if os.path.exists(self.blob_path(name)):
+                name, length = fill(handle.write)
+            if self._intact(name, length):
                 os.unlink(temp)
             else:
                 os.replace(temp, self.blob_path(name))
@@ -101,7 +124,8 @@ class CheckpointStore:
         except OSError as exc:
             raise BlobMissing(f"the saved content {digest[:12]} is missing from {self.blobs}: {exc}") from None
         if check.hexdigest() != digest:
-            raise BlobMissing(f"the saved content {digest[:12]} in {self.blobs} is damaged")
+            remove_quietly(self.blob_path(digest))  # so the next capture of these bytes stores them again
+            raise BlobMissing(f"the saved content {digest[:12]} in {self.blobs} was damaged and is removed")
 
     def read_blob(self, digest: str) -> bytes:
         return b"".join(self.chunks(digest))
