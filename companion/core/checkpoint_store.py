@@ -165,12 +165,17 @@ class CheckpointStore:
         checkpoint refers to. `digests_of(point_id)` lists a checkpoint's digests."""
         ids = self.point_ids()
         kept = set(ids[-keep:] if keep > 0 else []) | set(pinned)
-        for point_id in ids:
-            if point_id not in kept:
-                remove_quietly(os.path.join(self.points, f"{point_id}.json"))
         used: set[str] = set()
         for point_id in kept & set(ids):
             used.update(digests_of(point_id))
+        self.remove_unused(kept, used)
+
+    def remove_unused(self, kept: Iterable[str], used: Iterable[str]) -> None:
+        """Delete every checkpoint not in `kept` and every blob not in `used`."""
+        kept, used = set(kept), set(used)
+        for point_id in self.point_ids():
+            if point_id not in kept:
+                remove_quietly(os.path.join(self.points, f"{point_id}.json"))
         try:
             names = os.listdir(self.blobs)
         except OSError:

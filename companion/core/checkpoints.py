@@ -26,7 +26,7 @@ import os
 import secrets
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple
@@ -335,6 +335,8 @@ class Checkpointer:
         self.last: Checkpoint | None = None
         self._confirmed: tuple[Checkpoint | None, int] = (None, 0)  # (last, when its contents were confirmed)
         self._listings: dict[str, Listing] = {}
+        self._seen: set[str] = set()  # the checkpoints whose blobs _newest knows
+        self._newest: dict[str, str] = {}  # digest -> the newest of them that refers to it
 
     def take(self) -> Checkpoint:
         """A checkpoint of the folders now (the previous one when nothing changed)."""
@@ -353,26 +355,45 @@ class Checkpointer:
             return previous
         point = Checkpoint(new_id(), self.folders, taken_ns, scan.entries)
         self.store.save_point(point.id, point.payload())
+        self._saw(point)
         self.last, self._confirmed = point, (point, taken_ns)
         return point
 
     def latest_saved(self) -> Checkpoint | None:
         for point_id in reversed(self.store.point_ids()):
             loaded = load(self.store, point_id)
-            if loaded is not None and loaded.folders == self.folders:
-                return loaded
+            if loaded is not None:
+                self._saw(loaded)
+                if loaded.folders == self.folders:
+                    return loaded
         return None
 
     def prune(self, pinned: Sequence[str]) -> None:
-        """Keep the last `keep` checkpoints (and `pinned`); delete unreferenced blobs."""
-        if len(self.store.point_ids()) <= self.keep:
+        """Keep the last `keep` checkpoints (and `pinned`); delete unreferenced blobs. Reads only the
+        checkpoints this Checkpointer did not save or load itself (another chat's, a revert's)."""
+        ids = self.store.point_ids()
+        if len(ids) <= self.keep:
             return
-
-        def digests_of(point_id: str) -> Iterator[str]:
+        newest = ids[-self.keep :] if self.keep > 0 else []
+        for point_id in newest:
+            if point_id not in self._seen:
+                self._saw(load(self.store, point_id), point_id)
+        oldest = newest[0] if newest else "~"  # ids sort by time; "~" sorts after every id
+        used = {digest for digest, point_id in self._newest.items() if point_id >= oldest}
+        for point_id in set(pinned) - set(newest):  # an older checkpoint a turn still names
             loaded = load(self.store, point_id)
-            return iter(loaded.digests() if loaded is not None else ())
+            used.update(loaded.digests() if loaded is not None else ())
+        self._newest = {digest: point_id for digest, point_id in self._newest.items() if digest in used}
+        self._seen &= set(newest)
+        self.store.remove_unused({*newest, *pinned}, used)
 
-        self.store.prune(self.keep, pinned, digests_of)
+    def _saw(self, point: Checkpoint | None, point_id: str = "") -> None:
+        """Remember the newest checkpoint each blob is in (`prune` keeps the blobs of kept ones)."""
+        point_id = point.id if point is not None else point_id
+        self._seen.add(point_id)
+        for entry in point.entries.values() if point is not None else ():
+            if entry.digest and self._newest.get(entry.digest, "") < point_id:
+                self._newest[entry.digest] = point_id
 
 
 def load(store: CheckpointStore, point_id: str) -> Checkpoint | None:

@@ -1,5 +1,6 @@
-"""A torn blob in the checkpoint store (companion/core/checkpoint_store.py) is replaced by a good
-copy when a later capture has the same bytes: real files in temporary folders."""
+"""The checkpoint store's blobs (companion/core/checkpoint_store.py): a torn blob is replaced by a
+good copy when a later capture has the same bytes; pruning keeps every kept checkpoint's blobs while
+reading back only the checkpoints the chat did not save itself. Real files in temporary folders."""
 
 from __future__ import annotations
 
@@ -7,8 +8,15 @@ import os
 
 import pytest
 
+from companion.core import checkpoints
 from companion.core.checkpoint_store import BlobMissing, CheckpointStore
 from companion.core.checkpoints import Checkpointer
+from companion.core.turns import Turns
+
+
+def read(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
 
 
 def write(path: str, data: bytes) -> str:
@@ -51,3 +59,33 @@ def test_a_damaged_blob_of_the_right_length_is_removed_when_read_and_stored_agai
     write(os.path.join(ws, "b.txt"), b"hello\n")
     Checkpointer(store, [ws]).take()
     assert store.read_blob(digest) == b"hello\n"
+
+
+def test_prune_reads_only_the_checkpoints_it_did_not_save_and_keeps_their_blobs(
+    ws: str, tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = os.path.join(str(tmp_path), "cache")
+    path = os.path.join(ws, "a.txt")
+    turns = Turns(cache, [ws])
+    turns.checkpointer.keep = 3
+    loaded: list[str] = []
+    real_load = checkpoints.load
+    monkeypatch.setattr(
+        checkpoints, "load", lambda store, point_id: loaded.append(point_id) or real_load(store, point_id)
+    )
+    for n in range(5):
+        write(path, f"version {n}\n".encode())
+        turns.begin()
+        turns.end("Scripted", {})
+    assert loaded == []  # every checkpoint was its own: none read back
+    other = Turns(cache, [ws])  # another chat in the same folders saves one
+    write(path, b"the other chat's\n")
+    other.begin()
+    loaded.clear()
+    write(path, b"version 5\n")
+    turns.begin()
+    turns.end("Scripted", {})
+    store = turns.store
+    assert len(loaded) == 1  # only the other chat's checkpoint
+    kept = {read(store.blob_path(d)) for d in os.listdir(store.blobs) if not d.startswith(".")}
+    assert kept == {b"version 4\n", b"the other chat's\n", b"version 5\n"}
