@@ -48,6 +48,12 @@ def hash_fd(fd: int, limit: int, sink: Callable[[bytes], object] | None = None) 
     return digest.hexdigest(), length
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def workspace_key(folders: Iterable[str]) -> str:
     """The folder name of a workspace: the same real folders give the same key."""
     joined = "\0".join(os.path.realpath(f) for f in folders)
@@ -83,12 +89,14 @@ class CheckpointStore:
             return self._copy(lambda write: hash_fd(fd, limit, write))
         data = b"".join(iter_at_most(fd, limit))  # a small file: hashed first, no copy when it is there
         known = hashlib.sha256(data).hexdigest(), len(data)
+        if self._intact(*known):
+            return known
 
         def fill(write: Callable[[bytes], object]) -> tuple[str, int]:
             write(data)
             return known
 
-        return known if self._intact(*known) else self._copy(fill)
+        return self._copy(fill, checked=True)
 
     def _intact(self, digest: str, length: int) -> bool:
         try:
@@ -96,15 +104,20 @@ class CheckpointStore:
         except OSError:
             return False
 
-    def _copy(self, fill: Callable[[Callable[[bytes], object]], tuple[str, int]]) -> tuple[str, int]:
+    def _copy(
+        self, fill: Callable[[Callable[[bytes], object]], tuple[str, int]], checked: bool = False
+    ) -> tuple[str, int]:
         """Write a blob through a private temporary file renamed in place; `fill` writes the bytes and
-        returns their digest and length. An intact blob of that digest already there is kept."""
+        returns their digest and length. An intact blob of that digest already there is kept (unless
+        `checked`: the caller just found none)."""
         temp = os.path.join(self.blobs, f".{secrets.token_hex(8)}.tmp")
         out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY, 0o600)
         try:
-            with os.fdopen(out, "wb") as handle:
-                name, length = fill(handle.write)
-            if self._intact(name, length):
+            try:
+                name, length = fill(lambda data: _write_all(out, data))
+            finally:
+                os.close(out)
+            if not checked and self._intact(name, length):
                 os.unlink(temp)
             else:
                 os.replace(temp, self.blob_path(name))
