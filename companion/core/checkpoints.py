@@ -167,7 +167,8 @@ def capture(entry: Entry, store: CheckpointStore | None) -> Entry:
         return entry._replace(reason=f"unreadable: {exc.strerror or exc}")
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_ino != entry.ino:
+        # An inode of 0 is unknown: os.DirEntry.stat gives none on Windows.
+        if not stat.S_ISREG(st.st_mode) or (entry.ino and st.st_ino != entry.ino):
             return entry._replace(reason="it changed while it was being read")
         limit = entry.size + 1
         digest, length = store.put_fd(fd, limit) if store is not None else hash_fd(fd, limit)

@@ -89,3 +89,12 @@ def test_prune_reads_only_the_checkpoints_it_did_not_save_and_keeps_their_blobs(
     assert len(loaded) == 1  # only the other chat's checkpoint
     kept = {read(store.blob_path(d)) for d in os.listdir(store.blobs) if not d.startswith(".")}
     assert kept == {b"version 4\n", b"the other chat's\n", b"version 5\n"}
+
+
+def test_a_file_whose_listing_gave_no_inode_is_still_captured(ws: str, tmp_path: object) -> None:
+    # On Windows os.DirEntry.stat() leaves st_ino 0, and checkpoints take their lstat from the listing.
+    path = write(os.path.join(ws, "a.txt"), b"hello\n")
+    entry = checkpoints.stat_entry(path, os.lstat(path))._replace(ino=0)
+    store = CheckpointStore(os.path.join(str(tmp_path), "cache"), [ws])
+    captured = checkpoints.capture(entry, store)
+    assert (captured.reason, store.read_blob(captured.digest)) == ("", b"hello\n")
