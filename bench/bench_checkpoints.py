@@ -4,9 +4,10 @@
     .venv/bin/python bench/bench_checkpoints.py [--sizes 1000,20000,100000] [--runs R]
     .venv/bin/python bench/bench_checkpoints.py --profile 20000   # cProfile of the first and of 5 unchanged
 
-Each tree (folders of 100 small files, each file's text its own, a .gitignore) is built in a
-temporary folder with its files' mtimes set 10 s back (a workspace's files are older than the
-racy-mtime window, `checkpoints.RACY_NS`, except those just written). Timed:
+Each tree (folders of 100 small files, each file's text its own; a `.git` folder and a .gitignore,
+so its rules apply as in a repository) is built in a temporary folder with its files' mtimes set
+10 s back (a workspace's files are older than the racy-mtime window, `checkpoints.RACY_NS`, except
+those just written). Timed:
 - first: every file read, hashed and copied into an empty store;
 - incremental: the unchanged tree again with the chat's live Checkpointer (p50 of R), beside the
   bare walk (scandir + one lstat per entry, p50 of R: the floor of any stat-based checkpoint here);
@@ -69,6 +70,7 @@ class PeakRss:
 
 
 def build_tree(root: str, files: int) -> list[str]:
+    os.makedirs(os.path.join(root, ".git"))
     with open(os.path.join(root, ".gitignore"), "w") as handle:
         handle.write("*.log\nbuild/\n")
     paths, old = [], time.time() - 10
