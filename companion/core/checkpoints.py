@@ -204,11 +204,15 @@ class Scan:
         settled_ns: int | None = None,
         listings: dict[str, Listing] | None = None,
     ) -> None:
+        """`settled_ns`: a file whose mtime is older was read (or confirmed) after it could last
+        change in the same clock tick (default: the previous checkpoint's time less RACY_NS);
+        `listings`: the previous scan's, by folder."""
         self.store = store
         self.limits = limits
         self.previous = previous.entries if previous is not None else {}
-        # A file whose mtime is this old when its content was last read cannot change unseen.
-        self.settled = settled_ns if settled_ns is not None else previous.taken_ns - RACY_NS if previous else 0
+        if settled_ns is None:
+            settled_ns = previous.taken_ns - RACY_NS if previous is not None else 0
+        self.settled = settled_ns
         self.entries: dict[str, Entry] = {}
         self.covered = 0
         self.changed = False
@@ -233,11 +237,7 @@ class Scan:
         names = [item.name for item in found]
         if not first:
             ignore, repo_rel = self.exclusions.entering(folder, names, ignore, repo_rel)
-        listing = self.old_listings.get(folder)
-        rules = ignore.files if ignore is not None else None
-        if listing is None or listing.names != names or listing.rules != rules:
-            listing = self._list(found, names, rules, rel, ignore, repo_rel)
-        self.listings[folder] = listing
+        listing = self._listing(folder, found, names, rel, ignore, repo_rel)
         previous, entries, settled, most = self.previous, self.entries, self.settled, self.limits.max_files
         for index, is_dir, left_out in listing.items:
             item = found[index]
@@ -252,7 +252,7 @@ class Scan:
             if left_out:
                 continue
             old = previous.get(item.path)
-            if (
+            if (  # inline, not a function: this runs once per file of the workspace
                 old is not None
                 and old[2:7] == (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode & _MODE_BITS)
                 and st.st_mode & _S_IFMT == _S_IFREG
@@ -264,6 +264,23 @@ class Scan:
                 entries[old.path] = old
             else:
                 self._entry(item, st, old, rel, ignore, repo_rel)
+
+    def _listing(
+        self,
+        folder: str,
+        found: list[os.DirEntry[str]],
+        names: list[str],
+        rel: str,
+        ignore: GitIgnore | None,
+        repo: str,
+    ) -> Listing:
+        """The previous scan's listing of `folder` if it still holds, else a new one."""
+        listing = self.old_listings.get(folder)
+        rules = ignore.files if ignore is not None else None
+        if listing is None or listing.names != names or listing.rules != rules:
+            listing = self._list(found, names, rules, rel, ignore, repo)
+        self.listings[folder] = listing
+        return listing
 
     def _list(
         self,
