@@ -2,10 +2,12 @@
 20 000 and 100 000 files; the turn-end change set for 100 changed files; peak RSS. One run.
 
     .venv/bin/python bench/bench_checkpoints.py [--sizes 1000,20000,100000] [--runs R]
+    .venv/bin/python bench/bench_checkpoints.py --profile 20000   # cProfile of the first and of 5 unchanged
 
-Each tree (folders of 100 small files, each file's text its own, a .gitignore) is built in a
-temporary folder with its files' mtimes set 10 s back (a workspace's files are older than the
-racy-mtime window, `checkpoints.RACY_NS`, except those just written). Timed:
+Each tree (folders of 100 small files, each file's text its own; a `.git` folder and a .gitignore,
+so its rules apply as in a repository) is built in a temporary folder with its files' mtimes set
+10 s back (a workspace's files are older than the racy-mtime window, `checkpoints.RACY_NS`, except
+those just written). Timed:
 - first: every file read, hashed and copied into an empty store;
 - incremental: the unchanged tree again with the chat's live Checkpointer (p50 of R), beside the
   bare walk (scandir + one lstat per entry, p50 of R: the floor of any stat-based checkpoint here);
@@ -19,8 +21,10 @@ workspace in at most 100 ms p50 after the first. Writes bench/results/checkpoint
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
+import pstats
 import shutil
 import sys
 import tempfile
@@ -66,6 +70,7 @@ class PeakRss:
 
 
 def build_tree(root: str, files: int) -> list[str]:
+    os.makedirs(os.path.join(root, ".git"))
     with open(os.path.join(root, ".gitignore"), "w") as handle:
         handle.write("*.log\nbuild/\n")
     paths, old = [], time.time() - 10
@@ -148,11 +153,33 @@ def turn_end(tree: str, cache: str, paths: list[str]) -> dict[str, float | int]:
     return {"change_set_100_ms": ms(time.perf_counter() - start), "changed_listed": len(found)}
 
 
+def profile(files: int) -> None:
+    """Where the time goes: cProfile of the first checkpoint, then of 5 of the unchanged tree."""
+    work = tempfile.mkdtemp(prefix="bench-checkpoints-")
+    try:
+        tree = os.path.join(work, "ws")
+        os.makedirs(tree)
+        build_tree(tree, files)
+        checkpointer = Checkpointer(CheckpointStore(os.path.join(work, "cache"), [tree]), [tree])
+        for title, runs in (("first", 1), ("unchanged, 5 runs", 5)):
+            profiler = cProfile.Profile()
+            for _ in range(runs):
+                profiler.runcall(checkpointer.take)
+            print(f"== {title}: {files} files")
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(15)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,20000,100000")
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--profile", type=int, metavar="FILES", help="profile one tree of FILES files instead")
     args = parser.parse_args()
+    if args.profile:
+        profile(args.profile)
+        return
     rss = PeakRss()
     rows = [measure(int(size), args.runs, rss) for size in args.sizes.split(",")]
     rss.stop()

@@ -8,7 +8,9 @@ Layout, under `<cache folder>/checkpoints/<sha256 of the workspace folders' real
 Nothing is kept outside the cache folder. Kept: the last `keep` checkpoints (default 20) and the
 ones the last turn's record names; blobs no kept checkpoint refers to are deleted (`prune`).
 A blob is written to a private temporary file and renamed in place without fsync: a blob torn by a
-crash no longer matches its name, and every read checks the digest before using it.
+crash no longer matches its name, and every read checks the digest before using it. A torn blob is
+replaced by the next capture of the same bytes: one of another length at once, a damaged one once a
+read has found it (and removed it).
 """
 
 from __future__ import annotations
@@ -46,6 +48,12 @@ def hash_fd(fd: int, limit: int, sink: Callable[[bytes], object] | None = None) 
     return digest.hexdigest(), length
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def workspace_key(folders: Iterable[str]) -> str:
     """The folder name of a workspace: the same real folders give the same key."""
     joined = "\0".join(os.path.realpath(f) for f in folders)
@@ -74,14 +82,42 @@ class CheckpointStore:
 
     def put_fd(self, fd: int, limit: int) -> tuple[str, int]:
         """Copy at most `limit` bytes of the open file `fd` into the store, one chunk in memory at a
-        time; their sha256 and length."""
+        time; their sha256 and length. A blob already there is not written again unless it is torn
+        (not that length: a crash before the rename reached the disk, or `chunks` found it damaged)."""
         self.prepare()
+        if limit > CHUNK:
+            return self._copy(lambda write: hash_fd(fd, limit, write))
+        data = b"".join(iter_at_most(fd, limit))  # a small file: hashed first, no copy when it is there
+        known = hashlib.sha256(data).hexdigest(), len(data)
+        if self._intact(*known):
+            return known
+
+        def fill(write: Callable[[bytes], object]) -> tuple[str, int]:
+            write(data)
+            return known
+
+        return self._copy(fill, checked=True)
+
+    def _intact(self, digest: str, length: int) -> bool:
+        try:
+            return os.stat(self.blob_path(digest)).st_size == length
+        except OSError:
+            return False
+
+    def _copy(
+        self, fill: Callable[[Callable[[bytes], object]], tuple[str, int]], checked: bool = False
+    ) -> tuple[str, int]:
+        """Write a blob through a private temporary file renamed in place; `fill` writes the bytes and
+        returns their digest and length. An intact blob of that digest already there is kept (unless
+        `checked`: the caller just found none)."""
         temp = os.path.join(self.blobs, f".{secrets.token_hex(8)}.tmp")
         out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY, 0o600)
         try:
-            with os.fdopen(out, "wb") as handle:
-                name, length = hash_fd(fd, limit, handle.write)
-            if os.path.exists(self.blob_path(name)):
+            try:
+                name, length = fill(lambda data: _write_all(out, data))
+            finally:
+                os.close(out)
+            if not checked and self._intact(name, length):
                 os.unlink(temp)
             else:
                 os.replace(temp, self.blob_path(name))
@@ -101,7 +137,8 @@ class CheckpointStore:
         except OSError as exc:
             raise BlobMissing(f"the saved content {digest[:12]} is missing from {self.blobs}: {exc}") from None
         if check.hexdigest() != digest:
-            raise BlobMissing(f"the saved content {digest[:12]} in {self.blobs} is damaged")
+            remove_quietly(self.blob_path(digest))  # so the next capture of these bytes stores them again
+            raise BlobMissing(f"the saved content {digest[:12]} in {self.blobs} was damaged and is removed")
 
     def read_blob(self, digest: str) -> bytes:
         return b"".join(self.chunks(digest))
@@ -141,12 +178,17 @@ class CheckpointStore:
         checkpoint refers to. `digests_of(point_id)` lists a checkpoint's digests."""
         ids = self.point_ids()
         kept = set(ids[-keep:] if keep > 0 else []) | set(pinned)
-        for point_id in ids:
-            if point_id not in kept:
-                remove_quietly(os.path.join(self.points, f"{point_id}.json"))
         used: set[str] = set()
         for point_id in kept & set(ids):
             used.update(digests_of(point_id))
+        self.remove_unused(kept, used)
+
+    def remove_unused(self, kept: Iterable[str], used: Iterable[str]) -> None:
+        """Delete every checkpoint not in `kept` and every blob not in `used`."""
+        kept, used = set(kept), set(used)
+        for point_id in self.point_ids():
+            if point_id not in kept:
+                remove_quietly(os.path.join(self.points, f"{point_id}.json"))
         try:
             names = os.listdir(self.blobs)
         except OSError:

@@ -10,27 +10,33 @@ sockets (never opened), files that cannot be read. Symbolic links are recorded a
 target text) and never followed; linked folders are not entered.
 
 Incremental: a file whose (size, mtime_ns, ctime_ns, inode, mode) is unchanged since the previous
-checkpoint is not read again, unless its mtime was within `RACY_NS` of that checkpoint (a write in
-the same clock tick could keep all of them). An unchanged workspace reuses the previous checkpoint.
+checkpoint is not read again, unless its mtime was within `RACY_NS` of the last time its content was
+read or confirmed (a write in the same clock tick could keep all of them). A folder that lists the
+same names, under the same `.gitignore` rules, reuses its exclusion decisions (`Listing`: no sorting,
+no pattern matching; still one lstat per entry). An unchanged workspace reuses the previous
+checkpoint (nothing saved). Kept in memory between checkpoints: the last checkpoint's entries (one
+`Entry` per path) and each folder's `Listing` (its names and one small tuple per entry): bounded by
+the number of paths, never by file sizes (contents are streamed into the store).
 Blocking I/O throughout: never call it on Sublime's main thread or an event loop.
 """
 
 from __future__ import annotations
 
-import operator
 import os
 import secrets
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple
 
 from .checkpoint_store import KEEP_CHECKPOINTS, CheckpointStore, hash_fd
-from .patterns import GitIgnore, SublimePatterns, repository_root, rules_for
+from .patterns import Exclusions, GitIgnore, IgnoreFile
 
-_BY_NAME = operator.attrgetter("name")
+_S_IFREG = stat.S_IFREG
+_S_IFMT = 0o170000
+_MODE_BITS = 0o7777  # stat.S_IMODE
 MAX_FILE_BYTES = 16 * 1024 * 1024
 MAX_FILES = 100_000
 RACY_NS = 2_000_000_000  # coarse file-system clocks (FAT: 2 s)
@@ -161,7 +167,8 @@ def capture(entry: Entry, store: CheckpointStore | None) -> Entry:
         return entry._replace(reason=f"unreadable: {exc.strerror or exc}")
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_ino != entry.ino:
+        # An inode of 0 is unknown: os.DirEntry.stat gives none on Windows.
+        if not stat.S_ISREG(st.st_mode) or (entry.ino and st.st_ino != entry.ino):
             return entry._replace(reason="it changed while it was being read")
         limit = entry.size + 1
         digest, length = store.put_fd(fd, limit) if store is not None else hash_fd(fd, limit)
@@ -174,70 +181,152 @@ def capture(entry: Entry, store: CheckpointStore | None) -> Entry:
         os.close(fd)
 
 
-class Scan:
-    """One walk of the folders, building a checkpoint's entries."""
+class Listing(NamedTuple):
+    """A folder's entries as a scan decided them. A later scan that finds the same names in the same
+    order, with the same `.gitignore` rules in force, reuses the decisions (they depend on name,
+    path and kind only; a kind that changed shows in the lstat each looked-at entry gets anyway)."""
 
-    def __init__(self, store: CheckpointStore, limits: Limits, previous: Checkpoint | None) -> None:
+    names: list[str]  # in the order the system lists them
+    rules: tuple[IgnoreFile, ...] | None  # the .gitignore rules in force for its entries
+    items: tuple[tuple[int, bool, bool], ...]  # by name: (index in names, is a folder, left out); an
+    # entry left out is here only when it would be kept as the other kind (a file rule, a folder rule)
+
+
+class Scan:
+    """One walk of the folders, building a checkpoint's entries; `changed` unless every entry it
+    found is the previous checkpoint's own."""
+
+    def __init__(
+        self,
+        store: CheckpointStore,
+        limits: Limits,
+        previous: Checkpoint | None,
+        settled_ns: int | None = None,
+        listings: dict[str, Listing] | None = None,
+    ) -> None:
+        """`settled_ns`: a file whose mtime is older was read (or confirmed) after it could last
+        change in the same clock tick (default: the previous checkpoint's time less RACY_NS);
+        `listings`: the previous scan's, by folder."""
         self.store = store
         self.limits = limits
-        self.reusable = previous.reusable if previous is not None else {}
+        self.previous = previous.entries if previous is not None else {}
+        if settled_ns is None:
+            settled_ns = previous.taken_ns - RACY_NS if previous is not None else 0
+        self.settled = settled_ns
         self.entries: dict[str, Entry] = {}
         self.covered = 0
-        self.folder_patterns = SublimePatterns.compile(limits.folder_excludes)
-        self.file_patterns = SublimePatterns.compile(limits.file_excludes)
+        self.changed = False
+        self.exclusions = Exclusions(limits.folder_excludes, limits.file_excludes, limits.use_gitignore, skip_git=True)
+        self.old_listings = listings or {}
+        self.listings: dict[str, Listing] = {}
 
     def folder(self, root: str) -> None:
-        ignore, repo_rel = None, ""
-        if self.limits.use_gitignore:
-            repo = repository_root(root)
-            if repo is not None:
-                ignore, repo_rel = rules_for(root, repo)
-        self._walk(root, "", ignore, repo_rel)
+        ignore, repo_rel = self.exclusions.start(root)
+        self._walk(root, "", ignore, repo_rel, first=True)
 
-    def _walk(self, folder: str, rel: str, ignore: GitIgnore | None, repo_rel: str) -> None:
+    @property
+    def unchanged(self) -> bool:
+        return not self.changed and len(self.entries) == len(self.previous)
+
+    def _walk(self, folder: str, rel: str, ignore: GitIgnore | None, repo_rel: str, first: bool) -> None:
         try:
             with os.scandir(folder) as it:
-                found = sorted(it, key=_BY_NAME)  # by name: the same files are beyond max_files each time
+                found = list(it)
         except OSError:
             return  # the folder's own entry stays: its content is unknown, nothing is restored in it
-        names = {e.name for e in found}
-        if rel and self.limits.use_gitignore:
-            if ".git" in names:
-                ignore, repo_rel = rules_for(folder, folder)
-            elif ignore is not None and ".gitignore" in names:
-                ignore = ignore.entering(folder, repo_rel)
-        for item in found:
-            self._entry(item, rel, ignore, repo_rel)
+        names = [item.name for item in found]
+        if not first:
+            ignore, repo_rel = self.exclusions.entering(folder, names, ignore, repo_rel)
+        listing = self._listing(folder, found, names, rel, ignore, repo_rel)
+        previous, entries, settled, most = self.previous, self.entries, self.settled, self.limits.max_files
+        for index, is_dir, left_out in listing.items:
+            item = found[index]
+            try:
+                st = item.stat(follow_symlinks=False)
+            except OSError:
+                continue  # gone since the listing
+            if stat.S_ISDIR(st.st_mode) != is_dir:  # another kind under the same name: decide again
+                self.listings.pop(folder, None)
+                is_dir = not is_dir
+                left_out = self.exclusions.excluded(item.name, item.path, rel, is_dir, ignore, repo_rel)
+            if left_out:
+                continue
+            old = previous.get(item.path)
+            if (  # inline, not a function: this runs once per file of the workspace
+                old is not None
+                and old[2:7] == (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode & _MODE_BITS)
+                and st.st_mode & _S_IFMT == _S_IFREG
+                and old.mtime_ns < settled
+                and old.digest
+                and self.covered < most
+            ):
+                self.covered += 1  # the fast path of an unchanged file: nothing read, nothing built
+                entries[old.path] = old
+            else:
+                self._entry(item, st, old, rel, ignore, repo_rel)
 
-    def _entry(self, item: os.DirEntry[str], rel: str, ignore: GitIgnore | None, repo_rel: str) -> None:
-        try:
-            is_dir = item.is_dir(follow_symlinks=False)  # from the listing: no system call on most systems
-            if self._excluded(item, rel, is_dir, ignore, repo_rel):
-                return
-            st = item.stat(follow_symlinks=False)
-        except OSError:
-            return  # gone since the listing
-        old = self.reusable.get(item.path)
-        key = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-        if old is not None and old[0] == key and self.covered < self.limits.max_files:
-            self.covered += 1  # the fast path of an unchanged file: nothing read
-            self.entries[item.path] = old[1]
-            return
+    def _listing(
+        self,
+        folder: str,
+        found: list[os.DirEntry[str]],
+        names: list[str],
+        rel: str,
+        ignore: GitIgnore | None,
+        repo: str,
+    ) -> Listing:
+        """The previous scan's listing of `folder` if it still holds, else a new one."""
+        listing = self.old_listings.get(folder)
+        rules = ignore.files if ignore is not None else None
+        if listing is None or listing.names != names or listing.rules != rules:
+            listing = self._list(found, names, rules, rel, ignore, repo)
+        self.listings[folder] = listing
+        return listing
+
+    def _list(
+        self,
+        found: list[os.DirEntry[str]],
+        names: list[str],
+        rules: tuple[IgnoreFile, ...] | None,
+        rel: str,
+        ignore: GitIgnore | None,
+        repo_rel: str,
+    ) -> Listing:
+        excluded = self.exclusions.excluded
+        items: list[tuple[int, bool, bool]] = []
+        # By name: the same files are beyond max_files each time.
+        for index in sorted(range(len(found)), key=names.__getitem__):
+            item = found[index]
+            try:
+                is_dir = item.is_dir(follow_symlinks=False)  # from the listing: no system call on most systems
+            except OSError:
+                is_dir = False  # gone: its lstat fails too
+            left_out = excluded(item.name, item.path, rel, is_dir, ignore, repo_rel)
+            if not left_out or not excluded(item.name, item.path, rel, not is_dir, ignore, repo_rel):
+                items.append((index, is_dir, left_out))
+        return Listing(names, rules, tuple(items))
+
+    def _entry(
+        self,
+        item: os.DirEntry[str],
+        st: os.stat_result,
+        old: Entry | None,
+        rel: str,
+        ignore: GitIgnore | None,
+        repo: str,
+    ) -> None:
         entry = stat_entry(item.path, st)
         if entry.kind == "dir":
-            self.entries[entry.path] = entry
-            self._walk(item.path, rel + item.name + "/", ignore, repo_rel + item.name + "/")
+            self._record(entry, old)
+            self._walk(item.path, rel + item.name + "/", ignore, repo + item.name + "/", first=False)
             return
-        self.entries[entry.path] = self._content(entry)
+        self._record(self._content(entry), old)
 
-    def _excluded(self, item: os.DirEntry[str], rel: str, is_dir: bool, ignore: GitIgnore | None, repo: str) -> bool:
-        if is_dir and item.name == ".git":
-            return True
-        patterns = self.folder_patterns if is_dir else self.file_patterns
-        absolute = item.path.replace(os.sep, "/") if patterns.needs_paths else ""
-        if not patterns.empty and patterns.matches(item.name, absolute, rel + item.name):
-            return True
-        return ignore is not None and ignore.ignored(repo + item.name, is_dir)
+    def _record(self, entry: Entry, old: Entry | None) -> None:
+        if old is not None and entry == old:
+            entry = old  # the same object as the previous checkpoint's
+        else:
+            self.changed = True
+        self.entries[entry.path] = entry
 
     def _content(self, entry: Entry) -> Entry:
         if entry.reason:
@@ -253,7 +342,8 @@ class Scan:
 
 
 class Checkpointer:
-    """Checkpoints of one workspace, each reusing the last (kept in memory between calls)."""
+    """Checkpoints of one workspace, each reusing the last (kept in memory between calls, with the
+    folders' listings and the time its files' contents were last confirmed)."""
 
     def __init__(self, store: CheckpointStore, folders: Sequence[str], limits: Limits | None = None) -> None:
         self.store = store
@@ -261,39 +351,67 @@ class Checkpointer:
         self.limits = limits or Limits()
         self.keep = KEEP_CHECKPOINTS
         self.last: Checkpoint | None = None
+        self._confirmed: tuple[Checkpoint | None, int] = (None, 0)  # (last, when its contents were confirmed)
+        self._listings: dict[str, Listing] = {}
+        self._seen: set[str] = set()  # the checkpoints whose blobs _newest knows
+        self._newest: dict[str, str] = {}  # digest -> the newest of them that refers to it
 
     def take(self) -> Checkpoint:
         """A checkpoint of the folders now (the previous one when nothing changed)."""
         previous = self.last or self.latest_saved()
         taken_ns = time.time_ns()
-        scan = Scan(self.store, self.limits, previous)
+        confirmed, confirmed_ns = self._confirmed
+        settled = (confirmed_ns if confirmed is previous else previous.taken_ns if previous else 0) - RACY_NS
+        scan = Scan(self.store, self.limits, previous, settled, self._listings)
         for folder in self.folders:
             scan.folder(folder)
-        if previous is not None and previous.entries == scan.entries and previous.folders == self.folders:
-            self.last = previous
+        self._listings = scan.listings
+        if previous is not None and scan.unchanged and previous.folders == self.folders:
+            # Every file was read again or still has the lstat it had when read, by now: a file
+            # written within RACY_NS of the previous checkpoint is not read on every take after it.
+            self.last, self._confirmed = previous, (previous, taken_ns)
             return previous
         point = Checkpoint(new_id(), self.folders, taken_ns, scan.entries)
         self.store.save_point(point.id, point.payload())
-        self.last = point
+        self._saw(point)
+        self.last, self._confirmed = point, (point, taken_ns)
         return point
 
     def latest_saved(self) -> Checkpoint | None:
         for point_id in reversed(self.store.point_ids()):
             loaded = load(self.store, point_id)
-            if loaded is not None and loaded.folders == self.folders:
-                return loaded
+            if loaded is not None:
+                self._saw(loaded)
+                if loaded.folders == self.folders:
+                    return loaded
         return None
 
     def prune(self, pinned: Sequence[str]) -> None:
-        """Keep the last `keep` checkpoints (and `pinned`); delete unreferenced blobs."""
-        if len(self.store.point_ids()) <= self.keep:
+        """Keep the last `keep` checkpoints (and `pinned`); delete unreferenced blobs. Reads only the
+        checkpoints this Checkpointer did not save or load itself (another chat's, a revert's)."""
+        ids = self.store.point_ids()
+        if len(ids) <= self.keep:
             return
-
-        def digests_of(point_id: str) -> Iterator[str]:
+        newest = ids[-self.keep :] if self.keep > 0 else []
+        for point_id in newest:
+            if point_id not in self._seen:
+                self._saw(load(self.store, point_id), point_id)
+        oldest = newest[0] if newest else "~"  # ids sort by time; "~" sorts after every id
+        used = {digest for digest, point_id in self._newest.items() if point_id >= oldest}
+        for point_id in set(pinned) - set(newest):  # an older checkpoint a turn still names
             loaded = load(self.store, point_id)
-            return iter(loaded.digests() if loaded is not None else ())
+            used.update(loaded.digests() if loaded is not None else ())
+        self._newest = {digest: point_id for digest, point_id in self._newest.items() if digest in used}
+        self._seen &= set(newest)
+        self.store.remove_unused({*newest, *pinned}, used)
 
-        self.store.prune(self.keep, pinned, digests_of)
+    def _saw(self, point: Checkpoint | None, point_id: str = "") -> None:
+        """Remember the newest checkpoint each blob is in (`prune` keeps the blobs of kept ones)."""
+        point_id = point.id if point is not None else point_id
+        self._seen.add(point_id)
+        for entry in point.entries.values() if point is not None else ():
+            if entry.digest and self._newest.get(entry.digest, "") < point_id:
+                self._newest[entry.digest] = point_id
 
 
 def load(store: CheckpointStore, point_id: str) -> Checkpoint | None:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .paths import PathPolicy, Resolved, is_inside
-from .patterns import GitIgnore, SublimePatterns, repository_root, rules_for
+from .patterns import Exclusions, GitIgnore
 
 
 @dataclass
@@ -71,8 +71,9 @@ class _Walker:
         self.policy = policy
         self.options = options
         self.listing = listing
-        self.folder_patterns = SublimePatterns.compile(options.folder_excludes)
-        self.file_patterns = SublimePatterns.compile(options.file_excludes)
+        self.exclusions = Exclusions(
+            options.folder_excludes, options.file_excludes, options.use_gitignore, skip_git=False
+        )
 
     def add(self, entry: str) -> None:
         entries = self.listing.entries
@@ -82,12 +83,7 @@ class _Walker:
 
     def walk_folder(self, root: str, start: str, prefix: str) -> None:
         """Walk `start` (the folder `root` or a folder inside it); entries are printed as `prefix` + relative path."""
-        ignore: GitIgnore | None = None
-        repo_prefix = ""
-        if self.options.use_gitignore:
-            repo = repository_root(start)
-            if repo is not None:
-                ignore, repo_prefix = rules_for(start, repo)
+        ignore, repo_prefix = self.exclusions.start(start)
         rel = os.path.relpath(start, root)
         rel = "" if rel == "." else rel.replace(os.sep, "/") + "/"
         self._walk(start, rel, prefix, ignore, repo_prefix, first=True)
@@ -100,13 +96,8 @@ class _Walker:
         except OSError:
             return  # unreadable folder: skip it, like a file manager would
         if not first and self.options.use_gitignore:
-            names = {e.name for e in entries}
-            if ".git" in names:
-                ignore, repo_rel = rules_for(folder, folder)  # a nested repository: its own rules
-            elif ignore is not None and ".gitignore" in names:
-                ignore = ignore.entering(folder, repo_rel)
-        folder_patterns, file_patterns = self.folder_patterns, self.file_patterns
-        need_paths = folder_patterns.needs_paths or file_patterns.needs_paths
+            ignore, repo_rel = self.exclusions.entering(folder, {e.name for e in entries}, ignore, repo_rel)
+        excluded = self.exclusions.excluded
         subfolders: list[tuple[os.DirEntry[str], str]] = []
         for entry in entries:
             name = entry.name
@@ -116,12 +107,7 @@ class _Walker:
             except OSError:
                 continue
             if is_dir:
-                if ignore is not None and name == ".git":
-                    continue
-                absolute = entry.path.replace(os.sep, "/") if need_paths else ""
-                if not folder_patterns.empty and folder_patterns.matches(name, absolute, rel + name):
-                    continue
-                if ignore is not None and ignore.ignored(repo_rel + name, True):
+                if excluded(name, entry.path, rel, True, ignore, repo_rel):
                     continue
                 if self.options.recursive:
                     subfolders.append((entry, name))
@@ -136,10 +122,7 @@ class _Walker:
                         continue  # FIFOs, sockets, devices
                 except OSError:
                     continue
-            absolute = entry.path.replace(os.sep, "/") if need_paths else ""
-            if not file_patterns.empty and file_patterns.matches(name, absolute, rel + name):
-                continue
-            if ignore is not None and ignore.ignored(repo_rel + name, False):
+            if excluded(name, entry.path, rel, False, ignore, repo_rel):
                 continue
             self.add(prefix + rel + name)
         for entry, name in subfolders:

@@ -1,4 +1,5 @@
-"""Exclusion rules for `list_files`: Sublime's file patterns and git's `.gitignore` (pure Python).
+"""Exclusion rules for `list_files` and checkpoints: Sublime's file patterns and git's `.gitignore`
+(pure Python), and `Exclusions`, what a walk of a workspace folder applies of them.
 
 Sublime file patterns (https://www.sublimetext.com/docs/file_patterns.html): without a `/` a
 pattern is compared with the entry's name (`*` and `?` only); with a `/` it is compared with the
@@ -20,7 +21,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 _FLAGS = re.IGNORECASE if sys.platform == "win32" else 0
@@ -293,3 +294,52 @@ def _bracket(pattern: str, start: int) -> tuple[int, str]:
             i += 1
         first = False
     return -1, ""
+
+
+# -- a walk --
+
+
+class Exclusions:
+    """What a walk of a workspace folder leaves out: the Sublime folder and file patterns, the
+    `.gitignore` rules in force (`use_gitignore`) and `.git` folders: always (`skip_git`, checkpoints)
+    or only where `.gitignore` rules apply (`list_files`). A walk carries `(ignore, repo_rel)`: the
+    rules in force and the path relative to their repository ("" or ending with "/")."""
+
+    def __init__(
+        self, folder_excludes: Sequence[str], file_excludes: Sequence[str], use_gitignore: bool, skip_git: bool
+    ) -> None:
+        self.folder_patterns = SublimePatterns.compile(folder_excludes)
+        self.file_patterns = SublimePatterns.compile(file_excludes)
+        self.use_gitignore = use_gitignore
+        self.skip_git = skip_git
+
+    def start(self, folder: str) -> tuple[GitIgnore | None, str]:
+        """The rules in force in `folder`, where a walk starts (its own .gitignore included)."""
+        if self.use_gitignore:
+            repo = repository_root(folder)
+            if repo is not None:
+                return rules_for(folder, repo)
+        return None, ""
+
+    def entering(
+        self, folder: str, names: Collection[str], ignore: GitIgnore | None, repo_rel: str
+    ) -> tuple[GitIgnore | None, str]:
+        """The rules for the entries of `folder`, a sub-folder the walk entered, whose listing is `names`."""
+        if not self.use_gitignore:
+            return ignore, repo_rel
+        if ".git" in names:
+            return rules_for(folder, folder)  # a nested repository: its own rules
+        if ignore is not None and ".gitignore" in names:
+            return ignore.entering(folder, repo_rel), repo_rel
+        return ignore, repo_rel
+
+    def excluded(self, name: str, path: str, rel: str, is_dir: bool, ignore: GitIgnore | None, repo_rel: str) -> bool:
+        """Whether the entry `name` (at `path`; `rel` is its folder's folder-relative path) is left out."""
+        if is_dir and name == ".git" and (self.skip_git or ignore is not None):
+            return True
+        patterns = self.folder_patterns if is_dir else self.file_patterns
+        if not patterns.empty:
+            absolute = path.replace(os.sep, "/") if patterns.needs_paths else ""
+            if patterns.matches(name, absolute, rel + name):
+                return True
+        return ignore is not None and ignore.ignored(repo_rel + name, is_dir)
