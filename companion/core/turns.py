@@ -19,7 +19,7 @@ from typing import Any
 
 from .change_set import FileChange, changed_paths, diff
 from .checkpoint_store import CheckpointStore
-from .checkpoints import Checkpoint, Checkpointer, Limits, load
+from .checkpoints import Checkpoint, Checkpointer, Limits, load, new_id
 from .restore import RestoreFailed, RestoreRefused, restore
 from .restore_plan import Conflict, RestorePlan, apply_plan, make_plan
 from .revert_note import reverted_note
@@ -167,6 +167,21 @@ class Turns:
             raise RestoreRefused("a turn is running; restore when it ends (or cancel it). Nothing was written.")
 
     # -- the note to the agent --
+
+    def applied(self, path: str, hunks: Sequence[tuple[int, int]]) -> None:
+        """The user wrote their own version of `path` over the turn's (hunks reverted, lines edited):
+        the turn's end state takes it, so a later revert of the file does not take it for someone
+        else's change, and the chat's next prompt names the lines of the agent's version that went."""
+        with self._work:
+            turn = self.last()
+            now = self.checkpointer.take()
+            entries = dict(turn.after.entries)
+            if path in now.entries:
+                entries[path] = now.entries[path]
+            else:
+                entries.pop(path, None)
+            after = Checkpoint(new_id(), turn.after.folders, turn.after.taken_ns, entries)
+        self._update(after, notes=[reverted_note([path], hunks={path: hunks})] if hunks else [])
 
     def note_reverted(self, paths: Sequence[str], hunks: Mapping[str, Sequence[tuple[int, int]]] | None = None) -> None:
         """Tell the agent, with the chat's next prompt, that the user reverted these files (or only

@@ -409,8 +409,13 @@ class TurnFile:
             )
             return
         self.writing = True
-        text, folders, shown = entry.proposal_text(), list(self.tab.source.folders), self.shown
-        _off_main(lambda: apply_text(folders, path, text, shown), self._written)
+        text, source, shown = entry.proposal_text(), self.tab.source, self.shown
+
+        def work() -> None:
+            apply_text(list(source.folders), path, text, shown)
+            source.applied(path, shown.text, text)
+
+        _off_main(work, self._written)
 
     def _written(self, _result: Any, error: BaseException | None) -> None:
         self.writing = False

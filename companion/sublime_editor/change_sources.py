@@ -10,6 +10,7 @@ Sublime's main thread.
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Sequence
 from typing import Protocol
@@ -39,6 +40,10 @@ class ChangeSource(Protocol):
         """Back to the checkpoint (all when None); RestoreRefused writes nothing."""
         ...
 
+    def applied(self, path: str, shown: str, written: str) -> None:
+        """The user applied `written` over the turn's `shown` text of `path` (hunks reverted or edited)."""
+        ...
+
 
 class TurnsSource:
     """The last turn a chat left in these folders."""
@@ -60,7 +65,23 @@ class TurnsSource:
         return self.turns.store.read_blob(change.before.digest) if change.before is not None else b""
 
     def revert(self, paths: Sequence[str] | None) -> list[str]:
-        return self.turns.revert(paths)
+        return self.turns.revert(paths)  # the chat's next prompt tells the agent (Turns.revert)
+
+    def applied(self, path: str, shown: str, written: str) -> None:
+        """The turn's end state takes the user's version (a later Revert of the file is not refused
+        for it), and the chat's next prompt tells the agent which lines of its version went."""
+        self.turns.applied(path, changed_lines(shown, written))
+
+
+def changed_lines(agent: str, final: str) -> list[tuple[int, int]]:
+    """The (first, last) lines of `agent`'s text that differ in `final` (1-based; a place where
+    lines were put back between two lines names the line before it)."""
+    old, new = agent.splitlines(), final.splitlines()
+    found: list[tuple[int, int]] = []
+    for tag, i1, i2, _j1, _j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag != "equal":
+            found.append((i1 + 1, i2) if i2 > i1 else (max(i1, 1), max(i1, 1)))
+    return found
 
 
 class NotReviewable(Exception):

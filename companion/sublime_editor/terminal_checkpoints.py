@@ -113,6 +113,9 @@ class SinceCheckpoint:
         self.after, skipped = restore(self.point.checkpointer.store, self.point.before, self.after, paths)
         return skipped
 
+    def applied(self, path: str, shown: str, written: str) -> None:
+        """No chat to tell: an agent in a terminal reads the file again itself."""
+
 
 def _real(path: str) -> str:
     """The path as checkpoints name it (the folders' real paths)."""

@@ -8,11 +8,22 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import sublime
 
 from tests.adapter.conftest import Companion, loop_threads, write
-from tests.adapter.test_chat import CEILING, send, setup, start_chat, text, wait_turn
+from tests.adapter.test_chat import (
+    CEILING,
+    prompts_file,
+    recorded,
+    scripted,
+    send,
+    setup,
+    start_chat,
+    text,
+    wait_turn,
+)
 from tests.sublime_fake import control
 
 TAB = "gemini_companion.change_set"
@@ -29,10 +40,12 @@ def read(path: str) -> bytes:
         return handle.read()
 
 
-def a_turn(companion: Companion, workspace: str, during: Callable[[], None]) -> tuple[sublime.Window, sublime.View]:
+def a_turn(
+    companion: Companion, workspace: str, during: Callable[[], None], agents: list[dict[str, Any]] | None = None
+) -> tuple[sublime.Window, sublime.View]:
     """A chat turn during which `during` changes files (the agent waits on a permission meanwhile,
     after its checkpoint); returns the window and the change-set tab the turn's end opens."""
-    window = setup(companion, workspace)
+    window = setup(companion, workspace, agents)
     chat = start_chat(companion, window)
     send(chat, "run")
     (card,) = control.pump_until(
@@ -94,11 +107,13 @@ def test_the_tab_lists_added_modified_and_deleted_files_with_who_and_whether_rev
 
 
 def test_a_hunk_reverted_with_revert_modification_then_apply_writes_exact_bytes(
-    companion: Companion, workspace: str
+    companion: Companion, workspace: str, tmp_path: Any
 ) -> None:
     path = os.path.join(workspace, "lines.txt")
     put(path, b"a\r\nb\r\nc\r\nd\r\ne\r\n")
-    window, tab = a_turn(companion, workspace, lambda: put(path, b"A\r\nb\r\nc\r\nd\r\nE\r\n"))
+    record = prompts_file(tmp_path)
+    agents = [scripted(env={"PROMPTS_FILE": record})]
+    window, tab = a_turn(companion, workspace, lambda: put(path, b"A\r\nb\r\nc\r\nd\r\nE\r\n"), agents)
     proposal = open_review(window, tab, "lines.txt")
     assert text(proposal) == "A\nb\nc\nd\nE\n"
     assert control.reference_document(proposal) == "a\nb\nc\nd\ne\n"  # the checkpoint: the turn's hunks
@@ -111,6 +126,15 @@ def test_a_hunk_reverted_with_revert_modification_then_apply_writes_exact_bytes(
     wait_tab(tab, "applied")
     assert read(path) == b"a\r\nb\r\nc\r\nd\r\nE\r\n"
     assert not proposal.is_valid()
+    control.click_link(tab, row_link(tab, "revert", "lines.txt"), "gemini_companion.change_set.rows")
+    wait_tab(tab, "Reverted 1 file")  # the applied version is the turn's now: not refused as someone else's
+    assert read(path) == b"a\r\nb\r\nc\r\nd\r\ne\r\n"
+    chat = window.active_view()
+    assert chat is not None
+    send(chat, "next")  # the agent is told which lines of its version are gone
+    wait_turn(chat)
+    sent = recorded(record)[-1]
+    assert f"In {os.path.realpath(path)}, lines 1 of your version were reverted; the rest of your change stays." in sent
 
 
 def test_revert_of_a_file_and_revert_all_give_the_checkpoints_bytes(companion: Companion, workspace: str) -> None:

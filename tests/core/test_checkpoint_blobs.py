@@ -77,18 +77,21 @@ def test_prune_reads_only_the_checkpoints_it_did_not_save_and_keeps_their_blobs(
         write(path, f"version {n}\n".encode())
         turns.begin()
         turns.end("Scripted", {})
-    assert loaded == []  # every checkpoint was its own: none read back
+    # every checkpoint was its own: none read back but the chat's own prompts older than the last
+    # 3, which it keeps (pinned) for Restore checkpoint and whose contents it must then keep too
+    assert set(loaded) <= set(turns.prompts[:-1]), (loaded, turns.prompts)
     other = Turns(cache, [ws])  # another chat in the same folders saves one
     write(path, b"the other chat's\n")
-    other.begin()
+    theirs = other.begin().id
     loaded.clear()
     write(path, b"version 5\n")
     turns.begin()
     turns.end("Scripted", {})
     store = turns.store
-    assert len(loaded) == 1  # only the other chat's checkpoint
+    assert set(loaded) - set(turns.prompts) == {theirs}  # of the others, only the other chat's checkpoint
     kept = {read(store.blob_path(d)) for d in os.listdir(store.blobs) if not d.startswith(".")}
-    assert kept == {b"version 4\n", b"the other chat's\n", b"version 5\n"}
+    # the last 3 checkpoints' contents, and the chat's prompts' (pinned)
+    assert kept == {*(f"version {n}\n".encode() for n in range(6)), b"the other chat's\n"}
 
 
 def test_a_file_whose_listing_gave_no_inode_is_still_captured(ws: str, tmp_path: object) -> None:
