@@ -79,8 +79,11 @@ def _as_recorded(path: str, changed: Sequence[str]) -> str:
     return path if path in changed else os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
 
 
-def current_entry(path: str, recorded: Entry | None, taken_ns: int) -> Entry | None:
-    """`path` as it is now (None when absent); its content hashed unless its stat matches `recorded`."""
+def current_entry(
+    path: str, recorded: Entry | None, taken_ns: int, store: CheckpointStore | None = None
+) -> Entry | None:
+    """`path` as it is now (None when absent); its content hashed (and kept in `store`, if given)
+    unless its stat matches `recorded`."""
     try:
         entry = stat_entry(path, os.lstat(path))
     except (FileNotFoundError, NotADirectoryError):  # gone, or a file now stands where its folder was
@@ -91,7 +94,7 @@ def current_entry(path: str, recorded: Entry | None, taken_ns: int) -> Entry | N
         return entry
     if recorded is not None and recorded.same_stat(entry) and recorded.mtime_ns < taken_ns - RACY_NS:
         return recorded
-    return capture(entry, None)
+    return capture(entry, store)
 
 
 def _check_unchanged(path: str, after: Checkpoint) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 from .change_set import FileChange, changed_paths, diff
 from .checkpoint_store import CheckpointStore
 from .checkpoints import Checkpoint, Checkpointer, Limits, load, new_id
-from .restore import RestoreFailed, RestoreRefused, restore
+from .restore import RestoreFailed, RestoreRefused, current_entry, restore
 from .restore_plan import Conflict, RestorePlan, apply_plan, make_plan
 from .revert_note import reverted_note
 from .turn_writes import left_as_written
@@ -174,10 +174,10 @@ class Turns:
         else's change, and the chat's next prompt names the lines of the agent's version that went."""
         with self._work:
             turn = self.last()
-            now = self.checkpointer.take()
+            now = current_entry(path, None, 0, self.store)  # this one file, not a walk of the folders
             entries = dict(turn.after.entries)
-            if path in now.entries:
-                entries[path] = now.entries[path]
+            if now is not None:
+                entries[path] = now
             else:
                 entries.pop(path, None)
             after = Checkpoint(new_id(), turn.after.folders, turn.after.taken_ns, entries)

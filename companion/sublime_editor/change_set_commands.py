@@ -7,16 +7,7 @@ import sublime
 import sublime_plugin
 
 from . import change_set_view, chat_checkpoints, chat_sessions, terminal_checkpoints
-from .lifecycle import registry
-from .window_state import WindowState
-
-
-def _state(window: sublime.Window) -> WindowState | None:
-    reg = registry()
-    state = reg.get(window) if reg is not None else None
-    if state is None:
-        sublime.status_message("Gemini Companion is not running in this window; see the console for why.")
-    return state
+from .lifecycle import running_state
 
 
 class GeminiCompanionReviewTurnChangesCommand(sublime_plugin.WindowCommand):
@@ -58,7 +49,7 @@ class GeminiCompanionStartCheckpointCommand(sublime_plugin.WindowCommand):
     """Gemini Companion: Start Checkpoint — the window's folders now, for an agent in a terminal."""
 
     def run(self) -> None:
-        state = _state(self.window)
+        state = running_state(self.window)
         if state is None:
             return
         if not self.window.folders():
@@ -71,6 +62,6 @@ class GeminiCompanionReviewCheckpointChangesCommand(sublime_plugin.WindowCommand
     """Gemini Companion: Review Changes Since Checkpoint — in the change-set tab."""
 
     def run(self) -> None:
-        state = _state(self.window)
+        state = running_state(self.window)
         if state is not None and not terminal_checkpoints.review(self.window, state.reviews):
             sublime.status_message("Gemini Companion: no checkpoint in this window; run Start Checkpoint first")

@@ -11,16 +11,7 @@ import sublime_plugin
 from ..acp.registry import RegistryAgent
 from . import chat_agents, chat_memory, chat_sessions, terminal
 from .chat_agents import ChatAgent, Listed
-from .lifecycle import registry
-from .windows import WindowState
-
-
-def _state(window: sublime.Window) -> WindowState | None:
-    reg = registry()
-    state = reg.get(window) if reg is not None else None
-    if state is None:
-        sublime.status_message("Gemini Companion is not running in this window; see the console for why.")
-    return state
+from .lifecycle import running_state
 
 
 def choose_agent(
@@ -134,7 +125,7 @@ class GeminiCompanionNewChatCommand(sublime_plugin.WindowCommand):
     """Gemini Companion: New Chat — with the agent given, or chosen from the `agents` setting."""
 
     def run(self, agent: str | None = None) -> None:
-        state = _state(self.window)
+        state = running_state(self.window)
         if state is None or _needs_folder(self.window):
             return
 
@@ -148,7 +139,7 @@ class GeminiCompanionContinueChatCommand(sublime_plugin.WindowCommand):
     """Gemini Companion: Continue Last Chat — the agent's last session in this folder (session/load)."""
 
     def run(self, agent: str | None = None) -> None:
-        state = _state(self.window)
+        state = running_state(self.window)
         if state is None or _needs_folder(self.window):
             return
         folder = self.window.folders()[0]

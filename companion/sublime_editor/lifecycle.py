@@ -48,6 +48,15 @@ def registry() -> WindowRegistry | None:
     return _registry
 
 
+def running_state(window: sublime.Window) -> WindowState | None:
+    """The window's state, or None after telling the user (status bar) that we do not run there."""
+    reg = registry()
+    state = reg.get(window) if reg is not None else None
+    if state is None:
+        sublime.status_message("Gemini Companion is not running in this window; see the console for why.")
+    return state
+
+
 def runtime() -> Runtime | None:
     """The running loop thread; None before `plugin_loaded`, after unloading, or when libraries are missing."""
     return _runtime
