@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ..core import disk_text
-from ..core.change_set import FileChange, diff
+from ..core.change_set import FileChange
 from ..core.disk_text import DiskText
 from ..core.paths import PathPolicy
 from ..core.textfile import BinaryFile, decode
@@ -58,8 +58,7 @@ class TurnsSource:
         return self._folders
 
     def changes(self) -> list[FileChange]:
-        turn = self.turns.last()
-        return diff(turn.before, turn.after, self.turns.store, turn.writes, turn.agent)
+        return self.turns.change_set(counted=True)
 
     def checkpoint_bytes(self, change: FileChange) -> bytes:
         return self.turns.store.read_blob(change.before.digest) if change.before is not None else b""
