@@ -234,6 +234,8 @@ async def _chat(
             await session.close()
         finally:
             interrupts.remove()
+            if changes.turns is not None:
+                changes.turns.close()
 
 
 def _tell(text: str) -> None:
@@ -257,7 +259,7 @@ class TurnChanges:
             from .core.turns import Turns
             from .core.user_cache import user_cache_folder
 
-            self.turns = Turns(user_cache_folder(), [folder])
+            self.turns = Turns(user_cache_folder(), [folder], watch=True)
         self.agent = agent
         self.off = not enabled
 

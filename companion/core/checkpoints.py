@@ -25,13 +25,16 @@ from __future__ import annotations
 import os
 import secrets
 import stat
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple
 
+from . import folder_watch
 from .checkpoint_store import KEEP_CHECKPOINTS, CheckpointStore, hash_fd
+from .folder_watch import FolderWatch
 from .patterns import Exclusions, GitIgnore, IgnoreFile
 
 _S_IFREG = stat.S_IFREG
@@ -203,10 +206,11 @@ class Scan:
         previous: Checkpoint | None,
         settled_ns: int | None = None,
         listings: dict[str, Listing] | None = None,
+        watch: FolderWatch | None = None,
     ) -> None:
         """`settled_ns`: a file whose mtime is older was read (or confirmed) after it could last
         change in the same clock tick (default: the previous checkpoint's time less RACY_NS);
-        `listings`: the previous scan's, by folder."""
+        `listings`: the previous scan's, by folder; `watch`: told of each folder before it is listed."""
         self.store = store
         self.limits = limits
         self.previous = previous.entries if previous is not None else {}
@@ -219,8 +223,12 @@ class Scan:
         self.exclusions = Exclusions(limits.folder_excludes, limits.file_excludes, limits.use_gitignore, skip_git=True)
         self.old_listings = listings or {}
         self.listings: dict[str, Listing] = {}
+        self.watch = watch
+        self.linked: list[Entry] = []  # covered files with other hard links (a watch misses writes through those)
 
     def folder(self, root: str) -> None:
+        if self.watch is not None:
+            self.watch.rules_above(root)
         ignore, repo_rel = self.exclusions.start(root)
         self._walk(root, "", ignore, repo_rel, first=True)
 
@@ -229,6 +237,8 @@ class Scan:
         return not self.changed and len(self.entries) == len(self.previous)
 
     def _walk(self, folder: str, rel: str, ignore: GitIgnore | None, repo_rel: str, first: bool) -> None:
+        if self.watch is not None:
+            self.watch.folder(folder)  # before the listing: a change after it is an event
         try:
             with os.scandir(folder) as it:
                 found = list(it)
@@ -237,6 +247,8 @@ class Scan:
         names = [item.name for item in found]
         if not first:
             ignore, repo_rel = self.exclusions.entering(folder, names, ignore, repo_rel)
+            if self.watch is not None and ".git" in names:
+                self.watch.repository(folder)
         listing = self._listing(folder, found, names, rel, ignore, repo_rel)
         previous, entries, settled, most = self.previous, self.entries, self.settled, self.limits.max_files
         for index, is_dir, left_out in listing.items:
@@ -262,6 +274,8 @@ class Scan:
             ):
                 self.covered += 1  # the fast path of an unchanged file: nothing read, nothing built
                 entries[old.path] = old
+                if st.st_nlink > 1:
+                    self.linked.append(old)
             else:
                 self._entry(item, st, old, rel, ignore, repo_rel)
 
@@ -319,7 +333,7 @@ class Scan:
             self._record(entry, old)
             self._walk(item.path, rel + item.name + "/", ignore, repo + item.name + "/", first=False)
             return
-        self._record(self._content(entry), old)
+        self._record(self._content(entry, st.st_nlink), old)
 
     def _record(self, entry: Entry, old: Entry | None) -> None:
         if old is not None and entry == old:
@@ -328,7 +342,7 @@ class Scan:
             self.changed = True
         self.entries[entry.path] = entry
 
-    def _content(self, entry: Entry) -> Entry:
+    def _content(self, entry: Entry, nlink: int) -> Entry:
         if entry.reason:
             return entry  # a FIFO, device or socket
         if entry.kind == "symlink":
@@ -338,14 +352,22 @@ class Scan:
         if self.covered >= self.limits.max_files:
             return entry._replace(reason=f"beyond the {self.limits.max_files}-file limit")
         self.covered += 1
-        return capture(entry, self.store)
+        entry = capture(entry, self.store)
+        if nlink > 1 and entry.digest:
+            self.linked.append(entry)
+        return entry
 
 
 class Checkpointer:
     """Checkpoints of one workspace, each reusing the last (kept in memory between calls, with the
-    folders' listings and the time its files' contents were last confirmed)."""
+    folders' listings and the time its files' contents were last confirmed). With `watch` (a chat's,
+    which takes one before every prompt), the folders are watched for changes where the system can
+    (`folder_watch.py`): a checkpoint with nothing changed since the last returns it without a scan.
+    `close()` stops watching."""
 
-    def __init__(self, store: CheckpointStore, folders: Sequence[str], limits: Limits | None = None) -> None:
+    def __init__(
+        self, store: CheckpointStore, folders: Sequence[str], limits: Limits | None = None, watch: bool = False
+    ) -> None:
         self.store = store
         self.folders = tuple(os.path.realpath(f) for f in folders)
         self.limits = limits or Limits()
@@ -355,27 +377,79 @@ class Checkpointer:
         self._listings: dict[str, Listing] = {}
         self._seen: set[str] = set()  # the checkpoints whose blobs _newest knows
         self._newest: dict[str, str] = {}  # digest -> the newest of them that refers to it
+        self._watching = watch
+        self._taking = threading.Lock()  # close() never pulls the watch from under a take
+        self._watch: FolderWatch | None = None
+        # What the watch vouches for, and its files with other hard links (which it cannot).
+        self._watched: tuple[Checkpoint | None, list[Entry]] = (None, [])
 
     def take(self) -> Checkpoint:
         """A checkpoint of the folders now (the previous one when nothing changed)."""
+        with self._taking:
+            return self._take()
+
+    def _take(self) -> Checkpoint:
         previous = self.last or self.latest_saved()
         taken_ns = time.time_ns()
         confirmed, confirmed_ns = self._confirmed
         settled = (confirmed_ns if confirmed is previous else previous.taken_ns if previous else 0) - RACY_NS
-        scan = Scan(self.store, self.limits, previous, settled, self._listings)
+        if previous is not None and self._still(previous, settled):
+            # Nothing changed since the scan that found `previous` began: its contents are confirmed now.
+            self._confirmed = (previous, taken_ns)
+            return previous
+        watch = self._rewatch()
+        scan = Scan(self.store, self.limits, previous, settled, self._listings, watch)
         for folder in self.folders:
             scan.folder(folder)
         self._listings = scan.listings
         if previous is not None and scan.unchanged and previous.folders == self.folders:
             # Every file was read again or still has the lstat it had when read, by now: a file
             # written within RACY_NS of the previous checkpoint is not read on every take after it.
-            self.last, self._confirmed = previous, (previous, taken_ns)
-            return previous
-        point = Checkpoint(new_id(), self.folders, taken_ns, scan.entries)
-        self.store.save_point(point.id, point.payload())
-        self._saw(point)
+            point = previous
+        else:
+            point = Checkpoint(new_id(), self.folders, taken_ns, scan.entries)
+            self.store.save_point(point.id, point.payload())
+            self._saw(point)
         self.last, self._confirmed = point, (point, taken_ns)
+        if watch is not None:
+            watch.arm()
+            self._watched = (point, scan.linked)
+        if not self._watching:
+            self._rewatch()  # closed meanwhile
         return point
+
+    def close(self) -> None:
+        """Stop watching the folders (a chat that ends; idempotent, from any thread, never waits:
+        a checkpoint being taken closes its watch when done)."""
+        self._watching = False
+        if self._taking.acquire(blocking=False):
+            try:
+                self._rewatch()
+            finally:
+                self._taking.release()
+
+    def _still(self, previous: Checkpoint, settled: int) -> bool:
+        """Whether the watch vouches that nothing changed since `previous` was taken (and a file
+        with other hard links, which it cannot vouch for, still has the lstat it had then)."""
+        watched, linked = self._watched
+        if self._watch is None or watched is not previous or not self._watch.quiet():
+            return False
+        for entry in linked:
+            try:
+                st = os.lstat(entry.path)
+            except OSError:
+                return False
+            key = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, stat.S_IMODE(st.st_mode))
+            if entry.mtime_ns >= settled or key != entry[2:7] or not stat.S_ISREG(st.st_mode):
+                return False
+        return True
+
+    def _rewatch(self) -> FolderWatch | None:
+        """A new watch for the next scan (the folders it walks, nothing else), the old one closed."""
+        if self._watch is not None:
+            self._watch.close()
+        self._watch, self._watched = (folder_watch.start() if self._watching else None), (None, [])
+        return self._watch
 
     def latest_saved(self) -> Checkpoint | None:
         for point_id in reversed(self.store.point_ids()):

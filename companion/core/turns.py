@@ -47,9 +47,12 @@ class LastTurn:
 
 
 class Turns:
-    def __init__(self, cache_folder: str, folders: Sequence[str], limits: Limits | None = None) -> None:
+    def __init__(
+        self, cache_folder: str, folders: Sequence[str], limits: Limits | None = None, watch: bool = False
+    ) -> None:
+        """`watch`: a chat's, which checkpoints before every prompt (`Checkpointer`); close() it."""
         self.store = CheckpointStore(cache_folder, folders)
-        self.checkpointer = Checkpointer(self.store, folders, limits)
+        self.checkpointer = Checkpointer(self.store, folders, limits, watch)
         self.chat = secrets.token_hex(8)  # whose prompts and notes the record holds
         self.prompts: list[str] = []  # the checkpoint before each prompt of this chat, in order
         self._before: Checkpoint | None = None
@@ -58,6 +61,10 @@ class Turns:
         # One checkpoint operation at a time: a restore (on a worker thread of the editor) and the
         # next prompt's checkpoint never interleave, nor write the workspace under each other.
         self._work = threading.Lock()
+
+    def close(self) -> None:
+        """The chat ended: stop watching its folders (its checkpoints stay usable)."""
+        self.checkpointer.close()
 
     def begin(self) -> Checkpoint:
         """The checkpoint before a prompt."""

@@ -76,17 +76,21 @@ class ChatCheckpoints:
         self._on_busy = on_busy
         self._warn = warn
         self._first: asyncio.Task[Any] | None = None
+        self.closed = False
 
     def open(self) -> None:
         """Start the first checkpoint now, on a worker thread (the agent starts meanwhile)."""
         self._first = asyncio.ensure_future(self._run(self._first_checkpoint))
 
     def _first_checkpoint(self) -> Turns:
-        turns = Turns(self.config.cache_folder, self.folders, self.config.limits)  # realpath: a worker's job
+        # realpath, and the folders' watch: a worker's job
+        turns = Turns(self.config.cache_folder, self.folders, self.config.limits, watch=True)
         # The slow first read of every file; not a prompt's checkpoint (prompt N of the chat is the
         # Nth begin(), which Restore checkpoint counts on): the first prompt's own only looks at what changed.
         turns.checkpointer.take()
         self.turns = turns
+        if self.closed:  # the chat ended meanwhile (close() may not have seen self.turns)
+            turns.close()
         return turns
 
     async def begin(self) -> list[str]:
@@ -109,6 +113,13 @@ class ChatCheckpoints:
         if self.turns is None:
             return None
         return await self._run(self.turns.end, agent, writes, digests)
+
+    def close(self) -> None:
+        """The chat ended: stop watching its folders (the first checkpoint, if still being taken,
+        stops when it is done)."""
+        self.closed = True
+        if self.turns is not None:
+            self.turns.close()
 
     async def _run(self, call: Callable[..., T], *args: Any) -> T | None:
         if self.failed:

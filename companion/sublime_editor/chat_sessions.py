@@ -284,8 +284,12 @@ class Chat:
         await (self.session.set_mode(value) if method == "set_mode" else self.session.set_model(value))
 
     async def _close(self) -> None:
-        if self.session is not None:
-            await self.session.close()
+        try:
+            if self.session is not None:
+                await self.session.close()
+        finally:
+            if self.checkpoints is not None:
+                self.checkpoints.close()
 
 
 def _reason(error: BaseException) -> str:

@@ -1,0 +1,256 @@
+"""A chat's checkpoints with the folders watched (core/folder_watch.py): an unchanged workspace is
+not scanned again, and every change is still seen, whatever made it (hypothesis compares each
+watched checkpoint with a full scan into a store of its own); what the watch cannot vouch for (a
+file written through a hard link outside the folders, a file system that is not local, the watch
+limit) makes the next checkpoint scan. The watch is Linux's inotify: elsewhere there is none and
+every checkpoint scans, which the comparison tests check as well."""
+
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psutil
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from companion.core import folder_watch
+from companion.core.checkpoint_store import CheckpointStore
+from companion.core.checkpoints import Checkpoint, Checkpointer
+from tests.core.test_checkpoints import write
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the watch is inotify (Linux)")
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="modes, links and hard links as on POSIX")
+
+
+def shape(point: Checkpoint) -> dict[str, tuple[Any, ...]]:
+    """What a restore would bring back, and what is covered, per path."""
+    return {p: (e.kind, e.size, e.mode & 0o111, e.digest, e.target, bool(e.reason)) for p, e in point.entries.items()}
+
+
+def scanned(folder: str, cache: str) -> Checkpoint:
+    """A full scan of `folder` into a store of its own (nothing reused from the watched one)."""
+    return Checkpointer(CheckpointStore(cache, [folder]), [folder]).take()
+
+
+@pytest.fixture
+def scandirs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The folders listed (os.scandir) since the list was last cleared."""
+    listed: list[str] = []
+    real = os.scandir
+
+    def counting(path: Any = ".") -> Any:
+        listed.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", counting)
+    yield listed
+
+
+def tree(root: str) -> str:
+    for name in ("a.txt", "b.txt", "sub/c.txt", "sub/deep/d.txt"):
+        write(os.path.join(root, name), f"{name}\n")
+    return root
+
+
+@pytest.fixture
+def ws(tmp_path: Any) -> str:
+    return tree(os.path.realpath(os.path.join(str(tmp_path), "ws")))
+
+
+@pytest.fixture
+def watched(ws: str, tmp_path: Any) -> Iterator[Checkpointer]:
+    checkpointer = Checkpointer(CheckpointStore(os.path.join(str(tmp_path), "cache"), [ws]), [ws], watch=True)
+    yield checkpointer
+    checkpointer.close()
+
+
+@linux_only
+def test_an_unchanged_watched_workspace_is_not_listed_again(watched: Checkpointer, scandirs: list[str]) -> None:
+    first = watched.take()
+    assert scandirs, "the first checkpoint lists every folder"
+    scandirs.clear()
+    assert watched.take() is first and watched.take() is first
+    assert scandirs == []
+
+
+def test_without_a_watch_every_checkpoint_lists_the_folders(ws: str, tmp_path: Any, scandirs: list[str]) -> None:
+    checkpointer = Checkpointer(CheckpointStore(os.path.join(str(tmp_path), "cache"), [ws]), [ws])
+    first = checkpointer.take()
+    scandirs.clear()
+    assert checkpointer.take() is first
+    assert len(scandirs) == 3  # ws, sub, sub/deep
+
+
+@posix_only
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(
+            lambda ws: write(os.path.join(ws, "sub/deep/d.txt"), "SUB/DEEP/D.TXT\n"), id="same-size-and-mtime"
+        ),
+        pytest.param(lambda ws: os.chmod(os.path.join(ws, "a.txt"), 0o755), id="mode"),
+        pytest.param(lambda ws: write(os.path.join(ws, "sub/new/e.txt"), "new\n"), id="new-folder"),
+        pytest.param(lambda ws: os.remove(os.path.join(ws, "sub/c.txt")), id="deleted"),
+        pytest.param(lambda ws: os.rename(os.path.join(ws, "a.txt"), os.path.join(ws, "sub/a.txt")), id="moved"),
+        pytest.param(lambda ws: write(os.path.join(ws, ".gitignore"), "*.txt\n"), id="gitignore"),
+    ],
+)
+def test_each_change_after_a_watched_checkpoint_is_in_the_next(
+    ws: str, watched: Checkpointer, tmp_path: Any, change: Callable[[str], object]
+) -> None:
+    first = watched.take()
+    change(ws)
+    after = watched.take()
+    assert after is not first
+    assert shape(after) == shape(scanned(ws, os.path.join(str(tmp_path), "other")))
+
+
+@posix_only
+def test_a_file_written_through_a_hard_link_outside_the_folders_is_seen(
+    ws: str, watched: Checkpointer, tmp_path: Any
+) -> None:
+    outside = os.path.join(str(tmp_path), "outside.txt")
+    os.link(os.path.join(ws, "sub/c.txt"), outside)  # no event in the folders: the watch cannot see it
+    first = watched.take()
+    with open(outside, "ab") as handle:
+        handle.write(b"written through the other link\n")
+    after = watched.take()
+    assert after is not first
+    assert shape(after) == shape(scanned(ws, os.path.join(str(tmp_path), "other")))
+
+
+@posix_only
+def test_rules_above_the_folder_are_watched(tmp_path: Any) -> None:
+    """A repository's .gitignore or info/exclude above the workspace folder decides what is covered."""
+    repo = os.path.realpath(os.path.join(str(tmp_path), "repo"))
+    os.makedirs(os.path.join(repo, ".git"))
+    ws = tree(os.path.join(repo, "ws"))
+    checkpointer = Checkpointer(CheckpointStore(os.path.join(str(tmp_path), "cache"), [ws]), [ws], watch=True)
+    try:
+        first = checkpointer.take()
+        assert os.path.join(ws, "b.txt") in first.entries
+        write(os.path.join(repo, ".gitignore"), "b.txt\n")
+        second = checkpointer.take()
+        assert os.path.join(ws, "b.txt") not in second.entries
+        write(os.path.join(repo, ".git", "info", "exclude"), "c.txt\n")  # info/ did not exist
+        third = checkpointer.take()
+        assert os.path.join(ws, "sub", "c.txt") not in third.entries
+        assert shape(third) == shape(scanned(ws, os.path.join(str(tmp_path), "other")))
+    finally:
+        checkpointer.close()
+
+
+@posix_only
+def test_a_folder_swapped_for_a_link_to_outside_is_recorded_as_the_link(
+    ws: str, watched: Checkpointer, tmp_path: Any
+) -> None:
+    outside = tree(os.path.join(str(tmp_path), "outside"))
+    watched.take()
+    os.rename(os.path.join(ws, "sub"), os.path.join(str(tmp_path), "moved-away"))
+    os.symlink(outside, os.path.join(ws, "sub"))
+    after = watched.take()
+    assert after.entries[os.path.join(ws, "sub")].kind == "symlink"
+    assert not any(p.startswith(outside) or p.startswith(os.path.join(ws, "sub") + os.sep) for p in after.entries)
+
+
+@linux_only
+@pytest.mark.parametrize("limit", ["not local", "watch limit"])
+def test_a_watch_that_cannot_cover_every_folder_lists_them_each_time(
+    ws: str, watched: Checkpointer, scandirs: list[str], monkeypatch: pytest.MonkeyPatch, limit: str
+) -> None:
+    if limit == "not local":
+        monkeypatch.setattr(folder_watch, "_LOCAL", set())  # as on NFS, SMB, FUSE or WSL's 9p drives
+    else:
+        monkeypatch.setattr(folder_watch, "MAX_FOLDERS", 2)  # 3 folders
+    first = watched.take()
+    scandirs.clear()
+    assert watched.take() is first
+    assert len(scandirs) == 3
+
+
+@linux_only
+def test_closing_or_dropping_a_watched_checkpointer_frees_its_watch(ws: str, tmp_path: Any) -> None:
+    process = psutil.Process()
+    store = CheckpointStore(os.path.join(str(tmp_path), "cache"), [ws])
+    before = process.num_fds()
+    for _ in range(20):
+        Checkpointer(store, [ws], watch=True).take()  # dropped without close(): freed when collected
+    for _ in range(20):
+        checkpointer = Checkpointer(store, [ws], watch=True)
+        checkpointer.take()
+        checkpointer.close()
+        checkpointer.close()  # idempotent
+        assert checkpointer.take() is not None  # still usable, without a watch
+    gc.collect()
+    assert process.num_fds() == before
+
+
+# -- every change seen: a watched checkpoint equals a full scan, after any sequence of changes --
+
+NAMES = ["a.txt", "b.txt", "sub/c.txt", "sub/deep/d.txt", "sub/new.txt", "other/e.txt"]
+CHANGES = st.one_of(
+    st.tuples(st.just("write"), st.sampled_from(NAMES), st.binary(max_size=24)),
+    st.tuples(st.just("append"), st.sampled_from(NAMES), st.binary(min_size=1, max_size=8)),
+    st.tuples(st.just("chmod"), st.sampled_from(NAMES), st.sampled_from([0o644, 0o755])),
+    st.tuples(st.just("remove"), st.sampled_from(NAMES), st.none()),
+    st.tuples(st.just("rename"), st.sampled_from(NAMES), st.sampled_from(NAMES)),
+    st.tuples(st.just("symlink"), st.sampled_from(NAMES), st.sampled_from(NAMES)),
+    st.tuples(st.just("rmtree"), st.sampled_from(["sub", "other", "sub/deep"]), st.none()),
+    st.tuples(st.just("ignore"), st.sampled_from(["", "*.txt", "sub/", "!b.txt\n*.txt"]), st.none()),
+    st.tuples(st.just("nothing"), st.none(), st.none()),
+)
+
+
+def apply(root: str, change: tuple[str, Any, Any]) -> None:
+    what, name, arg = change
+    path = os.path.join(root, name) if isinstance(name, str) else root
+    try:
+        if what == "write":
+            write(path, arg, old=False)
+        elif what == "append" and os.path.isfile(path):
+            with open(path, "ab") as handle:
+                handle.write(arg)
+        elif what == "chmod" and os.path.isfile(path):
+            os.chmod(path, arg)
+        elif what == "remove" and os.path.lexists(path) and not os.path.isdir(path):
+            os.remove(path)
+        elif what == "rename" and os.path.lexists(path):
+            target = os.path.join(root, arg)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            os.replace(path, target)
+        elif what == "symlink" and not os.path.lexists(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.symlink(arg, path)
+        elif what == "rmtree" and os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        elif what == "ignore":
+            write(os.path.join(root, ".gitignore"), name + "\n", old=False)
+    except (IsADirectoryError, NotADirectoryError, FileExistsError, OSError):
+        pass  # a change the tree's shape does not allow now (a file where a folder is, ...)
+
+
+@posix_only
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(changes=st.lists(st.lists(CHANGES, max_size=3), min_size=1, max_size=6))
+def test_after_any_changes_a_watched_checkpoint_equals_a_full_scan(
+    tmp_path_factory: pytest.TempPathFactory, changes: list[list[tuple[str, Any, Any]]]
+) -> None:
+    base = str(tmp_path_factory.mktemp("watched"))
+    root = tree(os.path.realpath(os.path.join(base, "ws")))
+    os.makedirs(os.path.join(root, ".git"))  # its .gitignore rules apply
+    checkpointer = Checkpointer(CheckpointStore(os.path.join(base, "cache"), [root]), [root], watch=True)
+    try:
+        checkpointer.take()
+        for step, batch in enumerate(changes):
+            for change in batch:
+                apply(root, change)
+            point = checkpointer.take()
+            assert shape(point) == shape(scanned(root, os.path.join(base, f"scan-{step}")))
+    finally:
+        checkpointer.close()
