@@ -8,9 +8,13 @@ Each tree (folders of 100 small files, each file's text its own; a `.git` folder
 so its rules apply as in a repository) is built in a temporary folder with its files' mtimes set
 10 s back (a workspace's files are older than the racy-mtime window, `checkpoints.RACY_NS`, except
 those just written). Timed:
-- first: every file read, hashed and copied into an empty store;
-- incremental: the unchanged tree again with the chat's live Checkpointer (p50 of R), beside the
-  bare walk (scandir + one lstat per entry, p50 of R: the floor of any stat-based checkpoint here);
+- first: every file read, hashed and copied into an empty store, by a chat's Checkpointer (its
+  folders watched: core/folder_watch.py, Linux);
+- incremental, watched: the unchanged tree again with that live Checkpointer (p50 of R);
+- incremental, scanned: the same with a Checkpointer that does not watch (macOS and Windows, or a
+  folder the watch cannot cover), beside the bare walk (scandir + one lstat per entry, p50 of R:
+  the floor of any stat-based checkpoint here);
+- one file changed: a file appended to, then a checkpoint, watched and scanned (p50 of R);
 - new process: a new Checkpointer that loads the saved checkpoint (a new `chat` or `changes`);
 - change set (20 000-file tree): `Turns.end` (checkpoint, record, change set with line counts)
   after 100 files were changed.
@@ -116,11 +120,21 @@ def measure(files: int, runs: int, rss: PeakRss) -> dict[str, float | int]:
         os.makedirs(tree)
         paths = build_tree(tree, files)
         rss.reset()
-        checkpointer = Checkpointer(CheckpointStore(cache, [tree]), [tree])
+        checkpointer = Checkpointer(CheckpointStore(cache, [tree]), [tree], watch=True)  # a chat's
         start = time.perf_counter()
         first = checkpointer.take()
         first_s = time.perf_counter() - start
         incremental = timed(checkpointer.take, runs)
+        scanning = Checkpointer(CheckpointStore(cache, [tree]), [tree])
+        scanning.take()
+        scanned = timed(scanning.take, runs)
+        # Before the store holds more than its 20 kept checkpoints (prune would read them back).
+        turn = turn_end(tree, cache, paths) if files == 20_000 else {}
+        changed = {
+            name: timed(lambda c=c: change_one(paths, c), runs)
+            for name, c in (("watched", checkpointer), ("scanned", scanning))
+        }
+        checkpointer.close()
         floor = timed(lambda: lstat_walk(tree), runs)
         start = time.perf_counter()
         Checkpointer(CheckpointStore(cache, [tree]), [tree]).take()
@@ -129,27 +143,36 @@ def measure(files: int, runs: int, rss: PeakRss) -> dict[str, float | int]:
             "files": files,
             "covered": sum(1 for e in first.entries.values() if e.digest),
             "first_ms": ms(first_s),
-            "incremental_p50_ms": ms(percentile(incremental, 50)),
-            "incremental_max_ms": ms(max(incremental)),
+            "incremental_p50_ms": round(percentile(incremental, 50) * 1000, 3),  # well under a millisecond
+            "incremental_max_ms": round(max(incremental) * 1000, 3),
+            "scanned_p50_ms": ms(percentile(scanned, 50)),
+            "one_changed_watched_p50_ms": ms(percentile(changed["watched"], 50)),
+            "one_changed_scanned_p50_ms": ms(percentile(changed["scanned"], 50)),
             "new_process_ms": ms(from_saved),
             "lstat_walk_p50_ms": ms(percentile(floor, 50)),
         }
-        if files == 20_000:
-            row.update(turn_end(tree, cache, paths))
+        row.update(turn)
         row["peak_rss_mb"] = round(rss.peak / 2**20, 1)
         return row
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def change_one(paths: list[str], checkpointer: Checkpointer) -> None:
+    with open(paths[len(paths) // 2], "a") as handle:
+        handle.write("# one more line\n")
+    checkpointer.take()
+
+
 def turn_end(tree: str, cache: str, paths: list[str]) -> dict[str, float | int]:
-    turns = Turns(cache, [tree])
+    turns = Turns(cache, [tree], watch=True)
     turns.begin()
     for path in paths[:: len(paths) // 100][:100]:
         with open(path, "a") as handle:
             handle.write("# changed by the turn\n")
     start = time.perf_counter()
     found = turns.end("bench", {})
+    turns.close()
     return {"change_set_100_ms": ms(time.perf_counter() - start), "changed_listed": len(found)}
 
 
@@ -183,13 +206,18 @@ def main() -> None:
     rss = PeakRss()
     rows = [measure(int(size), args.runs, rss) for size in args.sizes.split(",")]
     rss.stop()
-    print("| files | first | incremental p50 (max) | bare lstat walk p50 | new process | change set, 100 files | RSS |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| files | first | unchanged, watched p50 (max) | unchanged, scanned p50 | bare lstat walk p50 "
+        "| one changed, watched / scanned p50 | new process | change set, 100 files | RSS |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         change = f"{r['change_set_100_ms']} ms" if "change_set_100_ms" in r else "—"
         print(
             f"| {r['files']} | {r['first_ms']} ms | {r['incremental_p50_ms']} ms ({r['incremental_max_ms']} ms) "
-            f"| {r['lstat_walk_p50_ms']} ms | {r['new_process_ms']} ms | {change} | {r['peak_rss_mb']} MB |"
+            f"| {r['scanned_p50_ms']} ms | {r['lstat_walk_p50_ms']} ms "
+            f"| {r['one_changed_watched_p50_ms']} / {r['one_changed_scanned_p50_ms']} ms "
+            f"| {r['new_process_ms']} ms | {change} | {r['peak_rss_mb']} MB |"
         )
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
     with open(os.path.join(ROOT, "bench", "results", "checkpoints.json"), "w") as handle:

@@ -14,9 +14,12 @@ checkpoint is not read again, unless its mtime was within `RACY_NS` of the last 
 read or confirmed (a write in the same clock tick could keep all of them). A folder that lists the
 same names, under the same `.gitignore` rules, reuses its exclusion decisions (`Listing`: no sorting,
 no pattern matching; still one lstat per entry). An unchanged workspace reuses the previous
-checkpoint (nothing saved). Kept in memory between checkpoints: the last checkpoint's entries (one
-`Entry` per path) and each folder's `Listing` (its names and one small tuple per entry): bounded by
-the number of paths, never by file sizes (contents are streamed into the store).
+checkpoint (nothing saved). Watched (a chat's `Checkpointer`, where `folder_watch.py` can): when
+nothing happened in the folders since the last scan began, the last checkpoint is returned without
+a scan (only the folders' own identities and the files with other hard links are lstat-ed).
+Kept in memory between checkpoints: the last checkpoint's entries (one `Entry` per path) and each
+folder's `Listing` (its names and one small tuple per entry): bounded by the number of paths, never
+by file sizes (contents are streamed into the store).
 Blocking I/O throughout: never call it on Sublime's main thread or an event loop.
 """
 
@@ -380,8 +383,9 @@ class Checkpointer:
         self._watching = watch
         self._taking = threading.Lock()  # close() never pulls the watch from under a take
         self._watch: FolderWatch | None = None
-        # What the watch vouches for, and its files with other hard links (which it cannot).
-        self._watched: tuple[Checkpoint | None, list[Entry]] = (None, [])
+        # What the watch vouches for, the folders' identities then, and its files with other hard
+        # links (which it cannot vouch for).
+        self._watched: tuple[Checkpoint | None, list[tuple[int, int] | None], list[Entry]] = (None, [], [])
 
     def take(self) -> Checkpoint:
         """A checkpoint of the folders now (the previous one when nothing changed)."""
@@ -398,6 +402,7 @@ class Checkpointer:
             self._confirmed = (previous, taken_ns)
             return previous
         watch = self._rewatch()
+        roots = self._identities()  # before the watch: a folder swapped after this is an event or a new identity
         scan = Scan(self.store, self.limits, previous, settled, self._listings, watch)
         for folder in self.folders:
             scan.folder(folder)
@@ -413,7 +418,7 @@ class Checkpointer:
         self.last, self._confirmed = point, (point, taken_ns)
         if watch is not None:
             watch.arm()
-            self._watched = (point, scan.linked)
+            self._watched = (point, roots, scan.linked)
         if not self._watching:
             self._rewatch()  # closed meanwhile
         return point
@@ -431,8 +436,10 @@ class Checkpointer:
     def _still(self, previous: Checkpoint, settled: int) -> bool:
         """Whether the watch vouches that nothing changed since `previous` was taken (and a file
         with other hard links, which it cannot vouch for, still has the lstat it had then)."""
-        watched, linked = self._watched
+        watched, roots, linked = self._watched
         if self._watch is None or watched is not previous or not self._watch.quiet():
+            return False
+        if self._identities() != roots:  # a folder above one was renamed or swapped: no event in it
             return False
         for entry in linked:
             try:
@@ -445,11 +452,27 @@ class Checkpointer:
         return True
 
     def _rewatch(self) -> FolderWatch | None:
-        """A new watch for the next scan (the folders it walks, nothing else), the old one closed."""
+        """The watch, told that a full scan begins (made on the first; closed once closed)."""
+        self._watched = (None, [], [])
+        if not self._watching:
+            if self._watch is not None:
+                self._watch.close()
+            self._watch = None
+        elif self._watch is None:
+            self._watch = folder_watch.start()
         if self._watch is not None:
-            self._watch.close()
-        self._watch, self._watched = (folder_watch.start() if self._watching else None), (None, [])
+            self._watch.begin()
         return self._watch
+
+    def _identities(self) -> list[tuple[int, int] | None]:
+        identities: list[tuple[int, int] | None] = []
+        for folder in self.folders:
+            try:
+                st = os.lstat(folder)
+                identities.append((st.st_dev, st.st_ino))
+            except OSError:
+                identities.append(None)
+        return identities
 
     def latest_saved(self) -> Checkpoint | None:
         for point_id in reversed(self.store.point_ids()):

@@ -88,8 +88,10 @@ def start() -> FolderWatch | None:
 
 
 class FolderWatch:
-    """One inotify instance; a new one for each full scan (`Checkpointer`), so only the folders of
-    the latest scan are watched."""
+    """One inotify instance for a Checkpointer's life: each full scan calls `begin()`, then watches
+    the folders it walks (again: the system keeps one watch per folder), then `arm()`. Closing an
+    instance costs the system tens of milliseconds, so it is kept; a folder a later scan no longer
+    walks (left out, gone) may stay watched, and its changes only cost a scan."""
 
     def __init__(self, libc: ctypes.CDLL, fd: int) -> None:
         self._libc = libc
@@ -102,6 +104,11 @@ class FolderWatch:
 
     def close(self) -> None:
         self._close()
+
+    def begin(self) -> None:
+        """A full scan starts: what happened before it, the scan sees; forget it."""
+        self._changed()
+        self.complete, self.armed = True, False
 
     def folder(self, path: str) -> None:
         """Watch `path`, a folder the scan is about to list: every change in it matters."""
@@ -170,27 +177,30 @@ class FolderWatch:
     def _changed(self) -> bool:
         """Read every queued event; True when one matters."""
         changed = False
-        while True:
+        while self._fd_open:
             try:
                 data = os.read(self._fd, 64 * 1024)
             except BlockingIOError:
                 return changed
             except OSError:
                 return True
-            changed = changed or self._matters(data)
+            changed = self._matters(data) or changed
+        return True
 
     def _matters(self, data: bytes) -> bool:
+        matters = False
         offset = 0
         while offset + _EVENT.size <= len(data):
             wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
             name = data[offset + _EVENT.size : offset + _EVENT.size + length].rstrip(b"\0")
             offset += _EVENT.size + length
-            if mask & (_IN_Q_OVERFLOW | _IN_IGNORED):
-                return True
             names = self._names.get(wd, ())
-            if names is None or os.fsdecode(name) in names:
-                return True
-        return False
+            if mask & _IN_IGNORED:  # the folder is gone (or unmounted): the system dropped its watch
+                self._names.pop(wd, None)
+                matters = True
+            elif mask & _IN_Q_OVERFLOW or names is None or os.fsdecode(name) in names:
+                matters = True
+        return matters
 
 
 def _libc() -> ctypes.CDLL | None:

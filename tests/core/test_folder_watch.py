@@ -254,3 +254,19 @@ def test_after_any_changes_a_watched_checkpoint_equals_a_full_scan(
             assert shape(point) == shape(scanned(root, os.path.join(base, f"scan-{step}")))
     finally:
         checkpointer.close()
+
+
+@posix_only
+def test_a_folder_above_the_workspace_renamed_is_seen(tmp_path: Any) -> None:
+    """No event reaches the workspace's own watches when a folder above it is renamed."""
+    above = os.path.join(os.path.realpath(str(tmp_path)), "above")
+    ws = tree(os.path.join(above, "ws"))
+    checkpointer = Checkpointer(CheckpointStore(os.path.join(str(tmp_path), "cache"), [ws]), [ws], watch=True)
+    try:
+        assert os.path.join(ws, "a.txt") in checkpointer.take().entries
+        os.rename(above, above + "-renamed")
+        assert checkpointer.take().entries == {}
+        tree(ws)  # another folder at the same path
+        assert shape(checkpointer.take()) == shape(scanned(ws, os.path.join(str(tmp_path), "other")))
+    finally:
+        checkpointer.close()
