@@ -32,7 +32,6 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any, NamedTuple
 
 from . import folder_watch
@@ -106,17 +105,6 @@ class Checkpoint:
 
     def digests(self) -> set[str]:
         return {e.digest for e in self.entries.values() if e.digest}
-
-    @cached_property
-    def reusable(self) -> dict[str, tuple[tuple[int, int, int, int, int], Entry]]:
-        """path -> (lstat key, entry) of the covered files whose content a later scan need not
-        read again when the key still matches (the key: st_mode, size, mtime_ns, ctime_ns, inode)."""
-        settled = self.taken_ns - RACY_NS
-        return {
-            e.path: ((stat.S_IFREG | e.mode, e.size, e.mtime_ns, e.ctime_ns, e.ino), e)
-            for e in self.entries.values()
-            if e.kind == "file" and e.digest and e.mtime_ns < settled
-        }
 
 
 @dataclass(frozen=True)
