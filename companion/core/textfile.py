@@ -130,6 +130,12 @@ def _never_merge(lines: list[tuple[str, str]], endings: list[str], newline: str)
                 endings[n] = newline
 
 
+def lines(text: str) -> list[str]:
+    """The lines of `text` without their breaks, as the review shows them: "\r\n", "\r" and "\n"
+    end a line, nothing else does (not a form feed, unlike str.splitlines)."""
+    return [line for line, _ in _split_lines(text)]
+
+
 def _split_lines(text: str) -> list[tuple[str, str]]:
     """(line, its break) for every line of `text`; the break is "" for a last line without one."""
     lines: list[tuple[str, str]] = []
