@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple
 
+from . import checkpoint_pins
 from .checkpoint_store import KEEP_CHECKPOINTS, CheckpointStore, hash_fd
 from .patterns import Exclusions, GitIgnore, IgnoreFile
 
@@ -388,9 +389,15 @@ class Checkpointer:
         return None
 
     def prune(self, pinned: Sequence[str]) -> None:
-        """Keep the last `keep` checkpoints (and `pinned`); delete unreferenced blobs. Reads only the
-        checkpoints this Checkpointer did not save or load itself (another chat's, a revert's), and
-        each pinned older one once (its digests are kept while it stays pinned)."""
+        """Keep the last `keep` checkpoints (and `pinned`, and what `checkpoint_pins` pins in this
+        store); delete unreferenced blobs. Reads only the checkpoints this Checkpointer did not save
+        or load itself (another chat's, a revert's), and each pinned older one once (its digests are
+        kept while it stays pinned). Skipped while another checkpoint of this store is being taken."""
+        with checkpoint_pins.pruning(self.store.root) as others:
+            if others is not None:
+                self._prune([*pinned, *others])
+
+    def _prune(self, pinned: Sequence[str]) -> None:
         ids = self.store.point_ids()
         if len(ids) <= self.keep:
             return
