@@ -6,6 +6,7 @@ Checkpointer of the same store (a window's terminal checkpoint) pins through `ch
 from __future__ import annotations
 
 import os
+import threading
 from collections import Counter
 from typing import Any
 
@@ -104,3 +105,50 @@ def test_no_prune_while_a_checkpoint_of_the_store_is_being_taken(tmp_path: objec
         checkpoint_pins.unpin(turns.store.root, "taking")
     chat_turns(turns, path, 1)
     assert len(turns.store.point_ids()) == 3 + 4  # the last 3, and the older prompts the chat pins
+
+
+def test_a_hold_waits_for_a_prune_already_running_in_the_store(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Else the prune, having listed the blobs before the hold, deletes the new checkpoint's contents."""
+    ws = os.path.realpath(os.path.join(str(tmp_path), "ws"))
+    os.makedirs(ws)
+    turns = Turns(os.path.join(str(tmp_path), "cache"), [ws])
+    turns.checkpointer.keep = 1
+    chat_turns(turns, os.path.join(ws, "a.txt"), 2)
+    deleting, release, step = threading.Event(), threading.Event(), threading.Event()
+    order: list[str] = []
+    remove_unused = turns.store.remove_unused
+
+    def slow_remove(kept: Any, used: Any) -> None:
+        deleting.set()
+        release.wait()
+        remove_unused(kept, used)
+        order.append("pruned")
+
+    class Watched(threading.Condition):
+        def wait_for(self, predicate: Any, timeout: float | None = None) -> Any:
+            if not predicate():
+                order.append("hold waits")
+                step.set()
+            return super().wait_for(predicate, timeout)
+
+    monkeypatch.setattr(turns.store, "remove_unused", slow_remove)
+    monkeypatch.setattr(checkpoint_pins, "_changed", Watched())
+    pruning = threading.Thread(target=turns.checkpointer.prune, args=([],))
+    pruning.start()
+    deleting.wait()
+
+    def hold() -> None:
+        checkpoint_pins.hold(turns.store.root, "taking")
+        order.append("held")
+        step.set()
+
+    holding = threading.Thread(target=hold)
+    holding.start()
+    step.wait()  # the hold either waits or (wrongly) returned while the prune deletes
+    release.set()
+    pruning.join()
+    holding.join()
+    checkpoint_pins.unpin(turns.store.root, "taking")
+    assert order == ["hold waits", "pruned", "held"]
