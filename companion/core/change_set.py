@@ -17,7 +17,7 @@ from typing import Any
 
 from .checkpoint_store import CheckpointStore
 from .checkpoints import Checkpoint, Entry
-from .textfile import BinaryFile, decode, lines
+from .textfile import BinaryFile, lines, text_of
 
 OUTSIDE = "outside"
 
@@ -118,7 +118,7 @@ def _note(old: Entry | None, new: Entry | None) -> str:
 def line_counts(old: bytes, new: bytes) -> tuple[int, int]:
     """Lines added and removed from `old` to `new` (as a unified diff counts them), each decoded and
     split into lines as the review shows it (`textfile`); BinaryFile when either is not text."""
-    a, b = lines(decode(old)[0]), lines(decode(new)[0])
+    a, b = lines(text_of(old)), lines(text_of(new))
     added = removed = 0
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag in ("replace", "delete"):

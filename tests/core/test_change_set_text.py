@@ -1,14 +1,19 @@
 """The change set calls a file text or binary, and counts its lines, as the review shows it
-(`textfile.decode`, the reader of `disk_text.read` and of the change-set review): one definition."""
+(`textfile.decode`, the reader of `disk_text.read` and of the change-set review, and
+`textfile.lines`): one definition."""
 
 from __future__ import annotations
 
 import codecs
 import os
+import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from companion.core import disk_text
+from companion.core.textfile import lines
 from companion.core.turns import Turns
 
 FF = "\x0c"  # a form feed: Python's str.splitlines breaks a line there, the review (and Sublime) do not
@@ -58,3 +63,10 @@ def test_the_change_set_reads_a_file_as_the_review_shows_it(tmp_path: object, na
     assert (change.added, change.removed) == (counts or (None, None))
     assert change.note == ""  # a note would make the file not reviewable as text
     assert ("binary" in change.line()) == (expected == "binary")
+
+
+@given(st.lists(st.sampled_from(["a", "\r", "\n", "\r\n", FF, "\x85", "\u2028"])).map("".join))
+def test_lines_ends_a_line_at_each_cr_lf_or_crlf_and_nowhere_else(text: str) -> None:
+    pieces = re.split(r"\r\n|\r|\n", text)
+    expected = pieces[:-1] if pieces[-1] == "" else pieces  # a break at the very end starts no line
+    assert lines(text) == expected
