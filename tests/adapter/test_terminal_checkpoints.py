@@ -111,3 +111,30 @@ def test_a_replaced_terminal_checkpoint_is_no_longer_kept_from_pruning(companion
     kept = {store.read_blob(d) for d in os.listdir(store.blobs) if not d.startswith(".")}
     assert b"second checkpoint's\n" in kept  # the window's checkpoint now
     assert b"first checkpoint's\n" not in kept  # replaced: its content is not kept forever
+
+
+def test_a_closed_windows_terminal_checkpoint_is_let_go_at_the_next_start(companion: Companion, workspace: str) -> None:
+    write(workspace, "a.txt", "closed window's\n")
+    closing = control.new_window([workspace])
+    companion.load()
+    companion.ready(closing)
+    points = pkg("sublime_editor.terminal_checkpoints")._points
+    assert control.run_from_palette(closing, "gemini_companion_start_checkpoint")
+    control.pump_until(lambda: closing.id() in points, CEILING, "the first window's checkpoint")
+    config = pkg("sublime_editor.chat_checkpoints").config(closing)
+    control.close_window(closing)
+    write(workspace, "a.txt", "open window's\n")
+    window = control.new_window([workspace])
+    companion.ready(window)
+    assert control.run_from_palette(window, "gemini_companion_start_checkpoint")
+    control.pump_until(lambda: window.id() in points, CEILING, "the second window's checkpoint")
+    turns = pkg("core.turns").Turns(config.cache_folder, window.folders(), config.limits)
+    for n in range(pkg("core.checkpoint_store").KEEP_CHECKPOINTS + 2):
+        write(workspace, "a.txt", f"chat turn {n}\n")
+        turns.begin()
+        turns.end("Scripted", {})
+    store = turns.store
+    kept = {store.read_blob(d) for d in os.listdir(store.blobs) if not d.startswith(".")}
+    assert b"open window's\n" in kept
+    assert b"closed window's\n" not in kept
+    assert closing.id() not in points
