@@ -17,9 +17,9 @@ from typing import Any
 
 from .checkpoint_store import CheckpointStore
 from .checkpoints import Checkpoint, Entry
+from .textfile import BinaryFile, lines, text_of
 
 OUTSIDE = "outside"
-BINARY_PROBE = 8000  # bytes looked at for a NUL, as git does
 
 
 @dataclass(frozen=True)
@@ -94,9 +94,10 @@ def _counted(change: FileChange, store: CheckpointStore) -> FileChange:
         new_bytes = store.read_blob(new.digest) if new is not None else b""
     except OSError as exc:
         return replace(change, note=f"content not available: {exc}")
-    if b"\0" in old_bytes[:BINARY_PROBE] or b"\0" in new_bytes[:BINARY_PROBE]:
+    try:
+        added, removed = line_counts(old_bytes, new_bytes)
+    except BinaryFile:  # what the review calls binary (textfile.decode)
         return replace(change, binary=True)
-    added, removed = line_counts(old_bytes, new_bytes)
     return replace(change, added=added, removed=removed)
 
 
@@ -115,9 +116,9 @@ def _note(old: Entry | None, new: Entry | None) -> str:
 
 
 def line_counts(old: bytes, new: bytes) -> tuple[int, int]:
-    """Lines added and removed from `old` to `new` (as a unified diff counts them)."""
-    a = old.decode("utf-8", "replace").splitlines()
-    b = new.decode("utf-8", "replace").splitlines()
+    """Lines added and removed from `old` to `new` (as a unified diff counts them), each decoded and
+    split into lines as the review shows it (`textfile`); BinaryFile when either is not text."""
+    a, b = lines(text_of(old)), lines(text_of(new))
     added = removed = 0
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag in ("replace", "delete"):

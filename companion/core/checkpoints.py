@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from . import folder_watch
+from . import checkpoint_pins, folder_watch
 from .checkpoint_store import KEEP_CHECKPOINTS, CheckpointStore, hash_fd
 from .folder_watch import FolderWatch
 from .patterns import Exclusions, GitIgnore, IgnoreFile
@@ -368,6 +368,7 @@ class Checkpointer:
         self._listings: dict[str, Listing] = {}
         self._seen: set[str] = set()  # the checkpoints whose blobs _newest knows
         self._newest: dict[str, str] = {}  # digest -> the newest of them that refers to it
+        self._pinned: dict[str, frozenset[str]] = {}  # a pinned older checkpoint -> its digests (read once)
         self._watching = watch
         self._taking = threading.Lock()  # close() never pulls the watch from under a take
         self._watch: FolderWatch | None = None
@@ -472,8 +473,15 @@ class Checkpointer:
         return None
 
     def prune(self, pinned: Sequence[str]) -> None:
-        """Keep the last `keep` checkpoints (and `pinned`); delete unreferenced blobs. Reads only the
-        checkpoints this Checkpointer did not save or load itself (another chat's, a revert's)."""
+        """Keep the last `keep` checkpoints (and `pinned`, and what `checkpoint_pins` pins in this
+        store); delete unreferenced blobs. Reads only the checkpoints this Checkpointer did not save
+        or load itself (another chat's, a revert's), and each pinned older one once (its digests are
+        kept while it stays pinned). Skipped while another checkpoint of this store is being taken."""
+        with checkpoint_pins.pruning(self.store.root) as others:
+            if others is not None:
+                self._prune([*pinned, *others])
+
+    def _prune(self, pinned: Sequence[str]) -> None:
         ids = self.store.point_ids()
         if len(ids) <= self.keep:
             return
@@ -483,12 +491,23 @@ class Checkpointer:
                 self._saw(load(self.store, point_id), point_id)
         oldest = newest[0] if newest else "~"  # ids sort by time; "~" sorts after every id
         used = {digest for digest, point_id in self._newest.items() if point_id >= oldest}
-        for point_id in set(pinned) - set(newest):  # an older checkpoint a turn still names
-            loaded = load(self.store, point_id)
-            used.update(loaded.digests() if loaded is not None else ())
+        older = set(pinned) - set(newest)  # older checkpoints a turn still names
+        for point_id in older:
+            used.update(self._pinned_digests(point_id))
+        self._pinned = {point_id: digests for point_id, digests in self._pinned.items() if point_id in older}
         self._newest = {digest: point_id for digest, point_id in self._newest.items() if digest in used}
         self._seen &= set(newest)
         self.store.remove_unused({*newest, *pinned}, used)
+
+    def _pinned_digests(self, point_id: str) -> frozenset[str]:
+        """A pinned checkpoint's digests, read once: a saved checkpoint never changes (ids are new)."""
+        digests = self._pinned.get(point_id)
+        if digests is None:
+            loaded = load(self.store, point_id)
+            if loaded is None:
+                return frozenset()  # gone: nothing of it to keep
+            digests = self._pinned[point_id] = frozenset(loaded.digests())
+        return digests
 
     def _saw(self, point: Checkpoint | None, point_id: str = "") -> None:
         """Remember the newest checkpoint each blob is in (`prune` keeps the blobs of kept ones)."""

@@ -21,8 +21,8 @@ from .change_set import changed_paths
 from .checkpoint_store import CheckpointStore
 from .checkpoints import RACY_NS, Checkpoint, Entry, capture, new_id, read_link, stat_entry
 from .fdpath import DIR_FD, parent_folder
-from .paths import Resolved, WorkspaceError, is_inside
-from .writing import remove_quietly
+from .paths import Resolved, WorkspaceError, is_inside, real_path
+from .writing import make_parents, remove_quietly
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
@@ -161,8 +161,8 @@ def _at(path: str, folders: Sequence[str]) -> Iterator[tuple[int | None, str]]:
             yield fd, leaf
         return
     parent = os.path.dirname(path)
-    os.makedirs(parent, exist_ok=True)
-    if not is_inside(os.path.realpath(parent), folder):
+    make_parents(parent, folder, path)  # each checked before it is made
+    if not is_inside(real_path(parent), folder):
         raise WorkspaceError(f"{path}: its folder now leads outside the workspace")
     yield None, path
 

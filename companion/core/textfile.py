@@ -46,6 +46,17 @@ class TextFormat:
 
 def decode(data: bytes, name: str = "the file") -> tuple[str, TextFormat]:
     """The text of `data` and how it was stored; raises BinaryFile when it is not text."""
+    text, encoding, bom = _text(data, name)
+    return text, TextFormat(encoding, bom, dominant_newline(text))
+
+
+def text_of(data: bytes, name: str = "the file") -> str:
+    """`decode`'s text alone (no count of its line endings); raises BinaryFile when it is not text."""
+    return _text(data, name)[0]
+
+
+def _text(data: bytes, name: str) -> tuple[str, str, bytes]:
+    """(text, encoding, BOM) of `data`; BinaryFile when it is not text."""
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             try:
@@ -54,7 +65,7 @@ def decode(data: bytes, name: str = "the file") -> tuple[str, TextFormat]:
                 raise BinaryFile(
                     f"{name} starts with a {encoding} byte-order mark but is not valid {encoding}."
                 ) from None
-            return text, TextFormat(encoding, bom, dominant_newline(text))
+            return text, encoding, bom
     head = data[:_SNIFF]
     if b"\x00" in head or len(_CONTROL.findall(head)) > max(8, len(head) // 10):
         raise BinaryFile(f"{name} is a binary file; read_file only returns text.")
@@ -64,9 +75,8 @@ def decode(data: bytes, name: str = "the file") -> tuple[str, TextFormat]:
     for encoding in ("utf-8", "cp1252"):
         text = _decoded(data, encoding)
         if text is not None:
-            return text, TextFormat(encoding, b"", dominant_newline(text))
-    text = data.decode("latin-1")  # every byte is a Latin-1 character
-    return text, TextFormat("latin-1", b"", dominant_newline(text))
+            return text, encoding, b""
+    return data.decode("latin-1"), "latin-1", b""  # every byte is a Latin-1 character
 
 
 def _decoded(data: bytes, encoding: str) -> str | None:
@@ -128,6 +138,13 @@ def _never_merge(lines: list[tuple[str, str]], endings: list[str], newline: str)
                 endings[n + 1] = "\r"
             else:
                 endings[n] = newline
+
+
+def lines(text: str) -> list[str]:
+    """The lines of `text` without their breaks, as the review shows them: "\r\n", "\r" and "\n"
+    end a line, nothing else does (not a form feed, unlike str.splitlines)."""
+    found = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return found[:-1] if found[-1] == "" else found  # the break at the end starts no line
 
 
 def _split_lines(text: str) -> list[tuple[str, str]]:

@@ -41,7 +41,9 @@ def write_atomically(policy: PathPolicy, target: Resolved, text: str, fmt: TextF
     if DIR_FD:
         with parent_folder(target, name, create_missing=True) as (folder, leaf):
             return _replace(folder, leaf, data, name)
-    _make_parents(policy, target, os.path.dirname(target.path))
+    make_parents(os.path.dirname(target.path), target.folder, target.requested)
+    if not any(is_inside(real_path(os.path.dirname(target.path)), f) for f in policy.real_folders):
+        raise WorkspaceError(f"Refused {target.requested}: its folder resolves outside the workspace.")
     return _replace(None, target.path, data, name)
 
 
@@ -136,19 +138,22 @@ def _write_in_place(folder: int | None, path: str, data: bytes, name: str) -> in
     return len(data)
 
 
-def _make_parents(policy: PathPolicy, target: Resolved, folder: str) -> None:
+def make_parents(folder: str, root: str, name: str) -> None:
+    """Create the missing folders down to `folder`, by name (for where no `dir_fd` is available):
+    each only once its parent's real path is checked to be inside `root` (a real path), so a folder
+    on the way swapped for a link to the outside is refused before anything is made through it."""
     missing = []
     current = folder
     while not os.path.isdir(current):
         if os.path.lexists(current):
-            raise WorkspaceError(f"Cannot create {target.requested}: {current} exists and is not a folder.")
+            raise WorkspaceError(f"Cannot create {name}: {current} exists and is not a folder.")
         missing.append(current)
         parent = os.path.dirname(current)
         if parent == current:
             break
         current = parent
     for path in reversed(missing):
-        if not is_inside(real_path(os.path.dirname(path)), target.folder):
+        if not is_inside(real_path(os.path.dirname(path)), root):
             raise WorkspaceError(f"Refused to create {path}: it would be outside the workspace.")
         try:
             os.mkdir(path)
@@ -156,8 +161,6 @@ def _make_parents(policy: PathPolicy, target: Resolved, folder: str) -> None:
             pass
         except OSError as exc:
             raise WorkspaceError(f"Cannot create the folder {path}: {exc.strerror or exc}.") from None
-    if not any(is_inside(real_path(folder), f) for f in policy.real_folders):
-        raise WorkspaceError(f"Refused {target.requested}: its folder resolves outside the workspace.")
 
 
 def remove_quietly(path: str, folder: int | None = None) -> None:

@@ -5,19 +5,22 @@ Checkpoint" shows, in the change-set tab, every file that differs from it now.
 Who made a change: "outside" (we do not see a terminal agent write), except a file whose review the
 user accepted in this window since the checkpoint: those are the reviewing agent's, reviewed
 (`WindowReviews.accepted`; the agent writes the accepted text itself). Its checkpoints share the
-window's checkpoint store with its chats; a chat prunes the store to its last 20 checkpoints, so a
-very old terminal checkpoint may be gone (Revert then says so).
+window's checkpoint store with its chats, whose pruning keeps a store's last 20 checkpoints: the
+window's active terminal checkpoint is pinned (`core/checkpoint_pins.py`), so it and its contents
+stay however many turns the chats run, until Start Checkpoint replaces it or the window closes.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import sublime
 
+from ..core import checkpoint_pins
 from ..core.change_set import OUTSIDE, FileChange, diff
 from ..core.checkpoint_store import CheckpointStore
 from ..core.checkpoints import Checkpoint, Checkpointer
@@ -32,6 +35,19 @@ class StartedPoint:
     checkpointer: Checkpointer
     before: Checkpoint
     accepted_from: int  # reviews accepted before it are not this change set's
+    owner: str = ""  # its pin in the store (checkpoint_pins), while it is the window's
+
+    def unpin(self) -> None:
+        checkpoint_pins.unpin(self.checkpointer.store.root, self.owner)
+
+    def now(self) -> Checkpoint:
+        """The folders now, with no prune of the store while its new contents are saved (worker thread)."""
+        root, taking = self.checkpointer.store.root, f"{self.owner} now"
+        checkpoint_pins.hold(root, taking)
+        try:
+            return self.checkpointer.take()
+        finally:
+            checkpoint_pins.unpin(root, taking)
 
 
 _points: dict[int, StartedPoint] = {}  # window id -> its terminal checkpoint (main thread)
@@ -48,26 +64,53 @@ def start(window: sublime.Window, reviews: WindowReviews, config: CheckpointConf
     window.status_message("Gemini Companion: checkpoint…")
 
     def work() -> None:
+        point: StartedPoint | None = None
         try:
-            store = CheckpointStore(config.cache_folder, folders)
-            checkpointer = Checkpointer(store, folders, config.limits)
-            point, error = StartedPoint(checkpointer, checkpointer.take(), accepted_from), None
+            point = _take(CheckpointStore(config.cache_folder, folders), folders, config, accepted_from)
+            error = None
         except Exception as exc:  # said in the status bar: the user asked for it
-            point, error = None, exc
+            error = exc
         sublime.set_timeout(lambda: _started(window, point, error))
 
     threading.Thread(target=work, name="gemini-companion-checkpoint", daemon=True).start()
 
 
+def _take(store: CheckpointStore, folders: Sequence[str], config: CheckpointConfig, accepted_from: int) -> StartedPoint:
+    """A checkpoint pinned from the moment it is taken: no chat's prune meanwhile (worker thread)."""
+    owner = f"terminal checkpoint {secrets.token_hex(8)}"
+    checkpoint_pins.hold(store.root, owner)
+    try:
+        checkpointer = Checkpointer(store, folders, config.limits)
+        point = StartedPoint(checkpointer, checkpointer.take(), accepted_from, owner)
+    except BaseException:
+        checkpoint_pins.unpin(store.root, owner)
+        raise
+    checkpoint_pins.pin(store.root, owner, point.before.id)
+    return point
+
+
 def _started(window: sublime.Window, point: StartedPoint | None, error: BaseException | None) -> None:
     _taking.discard(window.id())
+    _forget_closed()
     if point is None:
         sublime.status_message(f"Gemini Companion: no checkpoint was taken ({error}); check the cache folder's space.")
         return
+    if not window.is_valid():
+        point.unpin()
+        return
+    replaced = _points.get(window.id())
     _points[window.id()] = point
+    if replaced is not None:
+        replaced.unpin()  # its contents may go at the next prune
     covered = sum(1 for e in point.before.entries.values() if e.kind != "dir")
-    if window.is_valid():
-        window.status_message(f"Gemini Companion: checkpoint taken ({covered} files); Review Changes Since Checkpoint")
+    window.status_message(f"Gemini Companion: checkpoint taken ({covered} files); Review Changes Since Checkpoint")
+
+
+def _forget_closed() -> None:
+    """Unpin the checkpoints of windows closed since (main thread; no file I/O)."""
+    open_windows = {w.id() for w in sublime.windows()}
+    for window_id in [w for w in _points if w not in open_windows]:
+        _points.pop(window_id).unpin()
 
 
 def review(window: sublime.Window, reviews: WindowReviews) -> bool:
@@ -96,7 +139,7 @@ class SinceCheckpoint:
         return self._folders
 
     def changes(self) -> list[FileChange]:
-        after = self.after = self.point.checkpointer.take()
+        after = self.after = self.point.now()
         by = {_real(path): agent for path, agent in self.accepted}
         found = diff(self.point.before, after, self.point.checkpointer.store, dict.fromkeys(by, True), OUTSIDE)
         return [replace(c, by=by[c.path]) if c.path in by else c for c in found]

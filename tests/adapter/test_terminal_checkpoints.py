@@ -53,3 +53,88 @@ def test_review_changes_without_a_checkpoint_says_to_start_one(companion: Compan
     companion.ready(window)
     assert control.run_from_palette(window, "gemini_companion_review_checkpoint_changes")
     assert tab_of(window) is None
+
+
+def test_a_terminal_checkpoint_outlives_a_chats_pruning_and_reverts_to_its_exact_bytes(
+    companion: Companion, workspace: str
+) -> None:
+    original = b"terminal \x00\xff start\r\n"  # binary: Revert takes the whole file
+    path = os.path.join(workspace, "kept.bin")
+    with open(path, "wb") as handle:
+        handle.write(original)
+    window = control.new_window([workspace])
+    companion.load()
+    companion.ready(window)
+    assert control.run_from_palette(window, "gemini_companion_start_checkpoint")
+    points = pkg("sublime_editor.terminal_checkpoints")._points
+    control.pump_until(lambda: window.id() in points, CEILING, "the checkpoint")
+    # A chat in the same folders (the store its Sublime chat uses) runs more turns than are kept,
+    # each rewriting the file: its pruning is what once took the terminal checkpoint's content.
+    config = pkg("sublime_editor.chat_checkpoints").config(window)
+    turns = pkg("core.turns").Turns(config.cache_folder, window.folders(), config.limits)
+    keep = pkg("core.checkpoint_store").KEEP_CHECKPOINTS
+    for n in range(keep + 2):
+        write(workspace, "kept.bin", f"chat turn {n}\n")
+        turns.begin()
+        write(workspace, "kept.bin", f"chat turn {n} done\n")
+        turns.end("Scripted", {})
+    assert len(turns.store.point_ids()) > keep  # the chat's prompts are pinned too
+
+    assert control.run_from_palette(window, "gemini_companion_review_checkpoint_changes")
+    tab = control.pump_until(lambda: tab_of(window), CEILING, "the change-set tab")
+    wait_tab(tab, "- ")
+    rows = [line for line in text(tab).splitlines() if line.startswith("- ")]
+    assert rows == ["- modified  kept.bin  binary  by outside the agent  not reviewed"], rows
+    control.click_link(tab, "revert-all", "gemini_companion.change_set.header")
+    wait_tab(tab, "Reverted 1 file")
+    assert read(path) == original
+
+
+def test_a_replaced_terminal_checkpoint_is_no_longer_kept_from_pruning(companion: Companion, workspace: str) -> None:
+    write(workspace, "a.txt", "first checkpoint's\n")
+    window = control.new_window([workspace])
+    companion.load()
+    companion.ready(window)
+    points = pkg("sublime_editor.terminal_checkpoints")._points
+    assert control.run_from_palette(window, "gemini_companion_start_checkpoint")
+    first = control.pump_until(lambda: points.get(window.id()), CEILING, "the first checkpoint")
+    write(workspace, "a.txt", "second checkpoint's\n")
+    assert control.run_from_palette(window, "gemini_companion_start_checkpoint")
+    control.pump_until(lambda: points.get(window.id()) not in (None, first), CEILING, "the second checkpoint")
+    config = pkg("sublime_editor.chat_checkpoints").config(window)
+    turns = pkg("core.turns").Turns(config.cache_folder, window.folders(), config.limits)
+    for n in range(pkg("core.checkpoint_store").KEEP_CHECKPOINTS + 2):
+        write(workspace, "a.txt", f"chat turn {n}\n")
+        turns.begin()
+        turns.end("Scripted", {})
+    store = turns.store
+    kept = {store.read_blob(d) for d in os.listdir(store.blobs) if not d.startswith(".")}
+    assert b"second checkpoint's\n" in kept  # the window's checkpoint now
+    assert b"first checkpoint's\n" not in kept  # replaced: its content is not kept forever
+
+
+def test_a_closed_windows_terminal_checkpoint_is_let_go_at_the_next_start(companion: Companion, workspace: str) -> None:
+    write(workspace, "a.txt", "closed window's\n")
+    closing = control.new_window([workspace])
+    companion.load()
+    companion.ready(closing)
+    points = pkg("sublime_editor.terminal_checkpoints")._points
+    assert control.run_from_palette(closing, "gemini_companion_start_checkpoint")
+    control.pump_until(lambda: closing.id() in points, CEILING, "the first window's checkpoint")
+    config = pkg("sublime_editor.chat_checkpoints").config(closing)
+    control.close_window(closing)
+    write(workspace, "a.txt", "open window's\n")
+    window = control.new_window([workspace])
+    companion.ready(window)
+    assert control.run_from_palette(window, "gemini_companion_start_checkpoint")
+    control.pump_until(lambda: window.id() in points, CEILING, "the second window's checkpoint")
+    turns = pkg("core.turns").Turns(config.cache_folder, window.folders(), config.limits)
+    for n in range(pkg("core.checkpoint_store").KEEP_CHECKPOINTS + 2):
+        write(workspace, "a.txt", f"chat turn {n}\n")
+        turns.begin()
+        turns.end("Scripted", {})
+    store = turns.store
+    kept = {store.read_blob(d) for d in os.listdir(store.blobs) if not d.startswith(".")}
+    assert b"open window's\n" in kept
+    assert b"closed window's\n" not in kept
+    assert closing.id() not in points

@@ -1,0 +1,154 @@
+"""Pruning a workspace's checkpoints (companion/core/checkpoints.py `Checkpointer.prune`): a living
+chat pins the checkpoint before each of its prompts; past `keep` checkpoints, prune keeps those and
+their contents, and reads each pinned checkpoint once per Checkpointer, not at every prune. Another
+Checkpointer of the same store (a window's terminal checkpoint) pins through `checkpoint_pins`."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from companion.core import checkpoint_pins
+from companion.core.checkpoint_store import CheckpointStore
+from companion.core.checkpoints import Checkpointer
+from companion.core.turns import Turns
+
+
+def write(path: str, data: str) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(data)
+
+
+def test_a_living_chats_pinned_prompts_are_read_once_and_keep_their_contents(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = os.path.realpath(os.path.join(str(tmp_path), "ws"))
+    os.makedirs(ws)
+    path = os.path.join(ws, "a.txt")
+    turns = Turns(os.path.join(str(tmp_path), "cache"), [ws])
+    turns.checkpointer.keep = 3
+    loads: Counter[str] = Counter()
+    load_point = turns.store.load_point
+
+    def counted(point_id: str) -> dict[str, Any]:
+        loads[point_id] += 1
+        return load_point(point_id)
+
+    monkeypatch.setattr(turns.store, "load_point", counted)
+    for n in range(10):  # 10 prompts, each with a checkpoint before it and one at its end
+        write(path, f"version {n}\n")
+        turns.begin()
+        write(path, f"version {n} edited\n")
+        turns.end("Scripted", {})
+
+    assert len(turns.prompts) == 10
+    assert set(turns.prompts) <= set(turns.store.point_ids())  # every prompt still restorable
+    # The prompts older than the last 3 checkpoints (after 8, before 9, after 9), each read once, by
+    # the first prune that found it older; nothing else read (the rest this Checkpointer saved itself).
+    assert loads == Counter(turns.prompts[:-1])
+    kept = {turns.store.read_blob(d) for d in os.listdir(turns.store.blobs) if not d.startswith(".")}
+    assert {f"version {n}\n".encode() for n in range(10)} <= kept  # each prompt's content is kept
+
+
+def blobs(store: CheckpointStore) -> set[bytes]:
+    return {store.read_blob(d) for d in os.listdir(store.blobs) if not d.startswith(".")}
+
+
+def chat_turns(turns: Turns, path: str, count: int) -> None:
+    for n in range(count):
+        write(path, f"chat {n}\n")
+        turns.begin()
+        write(path, f"chat {n} done\n")
+        turns.end("Scripted", {})
+
+
+def test_a_checkpoint_pinned_by_another_checkpointer_of_the_store_keeps_its_contents_until_unpinned(
+    tmp_path: object,
+) -> None:
+    ws = os.path.realpath(os.path.join(str(tmp_path), "ws"))
+    os.makedirs(ws)
+    path = os.path.join(ws, "a.txt")
+    cache = os.path.join(str(tmp_path), "cache")
+    write(path, "the terminal's\n")
+    terminal = Checkpointer(CheckpointStore(cache, [ws]), [ws])  # a window's Start Checkpoint
+    checkpoint_pins.hold(terminal.store.root, "terminal")
+    point = terminal.take()
+    checkpoint_pins.pin(terminal.store.root, "terminal", point.id)
+    turns = Turns(cache, [ws])  # a chat in the same folders: the same store, its own Checkpointer
+    turns.checkpointer.keep = 3
+    try:
+        chat_turns(turns, path, 6)
+        assert point.id in turns.store.point_ids()
+        assert b"the terminal's\n" in blobs(turns.store)
+    finally:
+        checkpoint_pins.unpin(terminal.store.root, "terminal")
+    chat_turns(turns, path, 1)  # the next prune after the unpin lets it go
+    assert point.id not in turns.store.point_ids()
+    assert b"the terminal's\n" not in blobs(turns.store)
+
+
+def test_no_prune_while_a_checkpoint_of_the_store_is_being_taken(tmp_path: object) -> None:
+    ws = os.path.realpath(os.path.join(str(tmp_path), "ws"))
+    os.makedirs(ws)
+    path = os.path.join(ws, "a.txt")
+    turns = Turns(os.path.join(str(tmp_path), "cache"), [ws])
+    turns.checkpointer.keep = 3
+    checkpoint_pins.hold(turns.store.root, "taking")  # its contents may be in the store, not yet named
+    try:
+        chat_turns(turns, path, 4)
+        assert len(turns.store.point_ids()) == 8  # nothing pruned meanwhile
+    finally:
+        checkpoint_pins.unpin(turns.store.root, "taking")
+    chat_turns(turns, path, 1)
+    assert len(turns.store.point_ids()) == 3 + 4  # the last 3, and the older prompts the chat pins
+
+
+def test_a_hold_waits_for_a_prune_already_running_in_the_store(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Else the prune, having listed the blobs before the hold, deletes the new checkpoint's contents."""
+    ws = os.path.realpath(os.path.join(str(tmp_path), "ws"))
+    os.makedirs(ws)
+    turns = Turns(os.path.join(str(tmp_path), "cache"), [ws])
+    turns.checkpointer.keep = 1
+    chat_turns(turns, os.path.join(ws, "a.txt"), 2)
+    deleting, release, step = threading.Event(), threading.Event(), threading.Event()
+    order: list[str] = []
+    remove_unused = turns.store.remove_unused
+
+    def slow_remove(kept: Any, used: Any) -> None:
+        deleting.set()
+        release.wait()
+        remove_unused(kept, used)
+        order.append("pruned")
+
+    class Watched(threading.Condition):
+        def wait_for(self, predicate: Any, timeout: float | None = None) -> Any:
+            if not predicate():
+                order.append("hold waits")
+                step.set()
+            return super().wait_for(predicate, timeout)
+
+    monkeypatch.setattr(turns.store, "remove_unused", slow_remove)
+    monkeypatch.setattr(checkpoint_pins, "_changed", Watched())
+    pruning = threading.Thread(target=turns.checkpointer.prune, args=([],))
+    pruning.start()
+    deleting.wait()
+
+    def hold() -> None:
+        checkpoint_pins.hold(turns.store.root, "taking")
+        order.append("held")
+        step.set()
+
+    holding = threading.Thread(target=hold)
+    holding.start()
+    step.wait()  # the hold either waits or (wrongly) returned while the prune deletes
+    release.set()
+    pruning.join()
+    holding.join()
+    checkpoint_pins.unpin(turns.store.root, "taking")
+    assert order == ["hold waits", "pruned", "held"]
