@@ -30,7 +30,7 @@ import secrets
 import stat
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -218,8 +218,9 @@ class Scan:
         self.linked: list[Entry] = []  # covered files with other hard links (a watch misses writes through those)
 
     def folder(self, root: str) -> None:
-        if self.watch is not None:
+        if self.watch is not None:  # before the rules are read: a change after it is an event
             self.watch.rules_above(root)
+            self.watch.folder(root)
         ignore, repo_rel = self.exclusions.start(root)
         self._walk(root, "", ignore, repo_rel, first=True)
 
@@ -236,10 +237,13 @@ class Scan:
         except OSError:
             return  # the folder's own entry stays: its content is unknown, nothing is restored in it
         names = [item.name for item in found]
+        if self.watch is not None:
+            if ".git" in names and not first:
+                self.watch.repository(folder)  # before its info/exclude is read
+            if ".gitignore" in names:
+                self.watch.rule_file(os.path.join(folder, ".gitignore"))
         if not first:
             ignore, repo_rel = self.exclusions.entering(folder, names, ignore, repo_rel)
-            if self.watch is not None and ".git" in names:
-                self.watch.repository(folder)
         listing = self._listing(folder, found, names, rel, ignore, repo_rel)
         previous, entries, settled, most = self.previous, self.entries, self.settled, self.limits.max_files
         for index, is_dir, left_out in listing.items:
@@ -379,7 +383,10 @@ class Checkpointer:
     def take(self) -> Checkpoint:
         """A checkpoint of the folders now (the previous one when nothing changed)."""
         with self._taking:
-            return self._take()
+            point = self._take()
+        if not self._watching and self._watch is not None:
+            self.close()  # close() came while this was being taken
+        return point
 
     def _take(self) -> Checkpoint:
         previous = self.last or self.latest_saved()
@@ -387,8 +394,9 @@ class Checkpointer:
         confirmed, confirmed_ns = self._confirmed
         settled = (confirmed_ns if confirmed is previous else previous.taken_ns if previous else 0) - RACY_NS
         if previous is not None and self._still(previous, settled):
-            # Nothing changed since the scan that found `previous` began: its contents are confirmed now.
-            self._confirmed = (previous, taken_ns)
+            # Nothing changed since the scan that found `previous` began, as far as the system says
+            # (not confirmed: a write through a memory map raises no event; the next scan reads a
+            # file written within RACY_NS of that scan again).
             return previous
         watch = self._rewatch()
         roots = self._identities()  # before the watch: a folder swapped after this is an event or a new identity
@@ -405,12 +413,21 @@ class Checkpointer:
             self.store.save_point(point.id, point.payload())
             self._saw(point)
         self.last, self._confirmed = point, (point, taken_ns)
+        if watch is not None and watch.exhausted:
+            self._watching = False  # too many folders for the watch limits: scans from now on
         if watch is not None:
             watch.arm()
             self._watched = (point, roots, scan.linked)
         if not self._watching:
-            self._rewatch()  # closed meanwhile
+            self._rewatch()  # closed meanwhile, or given up
         return point
+
+    def amended(self, point: Checkpoint, entries: Mapping[str, Entry]) -> Checkpoint:
+        """A new checkpoint: `point` with `entries` in place of its own (their contents in the store)."""
+        amended = Checkpoint(new_id(), point.folders, point.taken_ns, {**point.entries, **entries})
+        self.store.save_point(amended.id, amended.payload())
+        self._saw(amended)
+        return amended
 
     def close(self) -> None:
         """Stop watching the folders (a chat that ends; idempotent, from any thread, never waits:

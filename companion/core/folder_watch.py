@@ -6,14 +6,17 @@ listing it, and the folders whose files decide what is covered (`.gitignore` fil
 workspace, a repository's `.git/info/exclude`) for those names only. Once armed, `quiet()` says
 whether anything happened in them since: a file written, created, deleted, renamed, its mode or
 times changed. Anything it cannot vouch for disarms it and the next checkpoint scans:
-- a folder it could not watch (the system's watch limit, a folder swapped for a link meanwhile), or
-  more than `MAX_FOLDERS` of them;
+- a folder it could not watch (a folder swapped for a link meanwhile), a rule file read through a
+  link; a folder it watches that is no longer the same folder (a file system mounted over it);
+- more than `MAX_FOLDERS` folders, or the user's watch limit reached: the watch is given up for
+  the chat, so the watches other programs need stay free;
 - a folder on a file system whose changes may come from elsewhere (NFS, SMB, FUSE, 9p as WSL's
   Windows drives): only the local file systems in `_LOCAL` are trusted;
 - the event queue overflowing.
-Not reported by the system, so not vouched for: a write through a memory map, and a file with more
-than one hard link written through a link outside the watched folders; `Checkpointer` looks at
-every file with several links itself.
+Not reported by the system: a write through a memory map, and a write through a hard link outside
+the watched folders. `Checkpointer` lstats every file that had several links at the last scan; a
+link made later, or a memory map, is caught at the turn's end (`Turns`: a file the turn did not
+change but that differs from the checkpoint before the prompt was changed before it, unseen).
 
 Linux only (inotify, through ctypes: nothing to install). Elsewhere `start()` gives None and every
 checkpoint scans, as before.
@@ -23,13 +26,17 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import errno
 import os
+import stat
 import struct
 import sys
 import weakref
 from collections.abc import Collection
 
-MAX_FOLDERS = 20_000  # kernel memory: about 1 KiB per watch; beyond this the scan is cheaper to keep
+# The user's watches (max_user_watches: 8192 on kernels before 5.11) are shared with Sublime and
+# every other program: a chat takes at most this many, and none once the limit is reached.
+MAX_FOLDERS = 4_000
 
 _IN_MODIFY = 0x00000002
 _IN_ATTRIB = 0x00000004
@@ -98,8 +105,10 @@ class FolderWatch:
         self._fd = fd
         self._close = weakref.finalize(self, os.close, fd)  # a chat dropped without close() frees it too
         self._names: dict[int, Collection[str] | None] = {}  # watch -> the names that matter (None: all)
-        self._local: dict[int, bool] = {}  # st_dev -> on a trusted file system
+        self._folders: dict[str, tuple[int, int]] = {}  # each folder the scan walked -> (st_dev, st_ino)
+        self._local: dict[int, bool] = {}  # st_dev -> on a trusted file system (this scan's)
         self.complete = True  # every folder asked for is watched
+        self.exhausted = False  # the watch limit (ours or the user's) was reached: give up watching
         self.armed = False
 
     def close(self) -> None:
@@ -108,17 +117,37 @@ class FolderWatch:
     def begin(self) -> None:
         """A full scan starts: what happened before it, the scan sees; forget it."""
         self._changed()
+        self._folders.clear()
+        self._local.clear()  # a device number can come back as another file system
         self.complete, self.armed = True, False
 
     def folder(self, path: str) -> None:
         """Watch `path`, a folder the scan is about to list: every change in it matters."""
-        if not self._add(path, None):
+        identity = self._add(path, None)
+        if identity is None:
             self.complete = False
+        else:
+            self._folders[path] = identity
 
     def names(self, path: str, names: Collection[str]) -> None:
         """Watch `path` (a folder above the workspace, or inside `.git`) for changes of `names`
-        only; one that does not exist now is no loss (its creation shows in its parent)."""
-        self._add(path, frozenset(names))
+        only. A path that does not exist, or is a file, is no loss: its becoming a folder shows in
+        its parent. One read through a link (the link's target is not watched) is."""
+        try:
+            st = os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        except OSError:
+            st = None
+        if st is not None and not stat.S_ISDIR(st.st_mode) and not stat.S_ISLNK(st.st_mode):
+            return
+        if self._add(path, frozenset(names)) is None or any(os.path.islink(os.path.join(path, n)) for n in names):
+            self.complete = False
+
+    def rule_file(self, path: str) -> None:
+        """`path` is a `.gitignore` in a watched folder: one that is a link reads a file elsewhere."""
+        if os.path.islink(path):
+            self.complete = False
 
     def rules_above(self, root: str) -> None:
         """Watch what decides the `.gitignore` rules in force at `root`: a `.git` or `.gitignore`
@@ -143,8 +172,9 @@ class FolderWatch:
         self.armed = self.complete and self._fd_open
 
     def quiet(self) -> bool:
-        """True when armed and nothing that matters happened in the watched folders since."""
-        if self.armed and self._changed():
+        """True when armed and nothing that matters happened in the watched folders since: no
+        event, and each folder still the one watched (a file system mounted over one raises none)."""
+        if self.armed and (self._changed() or not self._same_folders()):
             self.armed = False
         return self.armed
 
@@ -152,21 +182,34 @@ class FolderWatch:
     def _fd_open(self) -> bool:
         return self._close.alive
 
-    def _add(self, path: str, names: frozenset[str] | None) -> bool:
+    def _same_folders(self) -> bool:
+        for path, identity in self._folders.items():
+            try:
+                st = os.lstat(path)
+            except OSError:
+                return False
+            if (st.st_dev, st.st_ino) != identity:
+                return False
+        return True
+
+    def _add(self, path: str, names: frozenset[str] | None) -> tuple[int, int] | None:
+        """Watch `path`; its (st_dev, st_ino), or None when it cannot be watched."""
         if not self._fd_open or len(self._names) >= MAX_FOLDERS:
-            return False
+            self.exhausted = True
+            return None
         try:
-            local = self._is_local(os.lstat(path).st_dev, path)
+            st = os.lstat(path)
         except OSError:
-            return False
-        if not local:
-            return False
+            return None
+        if not self._is_local(st.st_dev, path):
+            return None
         wd = self._libc.inotify_add_watch(self._fd, os.fsencode(path), _CHANGES | _IN_ONLYDIR | _IN_DONT_FOLLOW)
-        if wd < 0:
-            return False  # gone, now a link, or the user's watch limit (max_user_watches)
+        if wd < 0:  # gone, now a link, or the user's watch limit (max_user_watches), shared with other programs
+            self.exhausted = self.exhausted or ctypes.get_errno() == errno.ENOSPC
+            return None
         known = self._names.get(wd, ())
         self._names[wd] = None if names is None or known is None else frozenset((*known, *names))
-        return True
+        return st.st_dev, st.st_ino
 
     def _is_local(self, dev: int, path: str) -> bool:
         local = self._local.get(dev)

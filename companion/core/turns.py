@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,10 @@ from .restore import RestoreFailed, RestoreRefused, current_entry, restore
 from .restore_plan import Conflict, RestorePlan, apply_plan, make_plan
 from .revert_note import reverted_note
 from .turn_writes import left_as_written
+
+# A file's ctime comes from the kernel's coarse clock (a few ms behind time.time_ns): a file whose
+# ctime is this much older than the prompt's checkpoint was not changed by the turn.
+CLOCK_SLACK_NS = 100_000_000
 
 
 class NoTurn(Exception):
@@ -56,6 +61,7 @@ class Turns:
         self.chat = secrets.token_hex(8)  # whose prompts and notes the record holds
         self.prompts: list[str] = []  # the checkpoint before each prompt of this chat, in order
         self._before: Checkpoint | None = None
+        self._begun_ns = 0
         self._running = False
         self._lock = threading.Lock()  # the record is read and rewritten whole
         # One checkpoint operation at a time: a restore (on a worker thread of the editor) and the
@@ -69,6 +75,7 @@ class Turns:
     def begin(self) -> Checkpoint:
         """The checkpoint before a prompt."""
         with self._work:
+            self._begun_ns = time.time_ns()
             self._before = self.checkpointer.take()
             self.prompts.append(self._before.id)
             self._running = True
@@ -84,6 +91,8 @@ class Turns:
     def _end(self, agent: str, writes: dict[str, bool], digests: Mapping[str, str]) -> list[FileChange]:
         before = self._before or self.checkpointer.take()
         after = self.checkpointer.take()
+        if self._before is not None:
+            before = self._unseen_before(before, after)
         writes = left_as_written(writes, digests, after)
         with self._lock:
             record = self.store.load_record() or {}
@@ -94,6 +103,28 @@ class Turns:
         pinned = (before.id, after.id, *self.prompts, *(point_id for _label, point_id in restores))
         self.checkpointer.prune(pinned=pinned)
         return diff(before, after, self.store, writes, agent)
+
+    def _unseen_before(self, before: Checkpoint, after: Checkpoint) -> Checkpoint:
+        """`before`, with what changed before the prompt unseen by the folders' watch (a write through
+        a memory map or through a hard link made outside: no event, folder_watch.py): a file the turn
+        did not change (its ctime older than the prompt) that now differs from `before` held at the
+        prompt what it holds now. Saved as a new checkpoint: `before` may be the last turn's end."""
+        since = self._begun_ns - CLOCK_SLACK_NS
+        unseen = {
+            path: entry
+            for path, entry in after.entries.items()
+            if entry.kind == "file"
+            and entry.covered
+            and entry.ctime_ns < since
+            and (old := before.entries.get(path)) is not None
+            and old.kind == "file"
+            and not entry.same_content(old)
+        }
+        if not unseen:
+            return before
+        amended = self.checkpointer.amended(before, unseen)
+        self.prompts = [amended.id if point_id == before.id else point_id for point_id in self.prompts]
+        return amended
 
     def last(self) -> LastTurn:
         record = self.store.load_record()

@@ -1,16 +1,20 @@
 """A chat's checkpoints with the folders watched (core/folder_watch.py): an unchanged workspace is
 not scanned again, and every change is still seen, whatever made it (hypothesis compares each
 watched checkpoint with a full scan into a store of its own); what the watch cannot vouch for (a
-file written through a hard link outside the folders, a file system that is not local, the watch
-limit) makes the next checkpoint scan. The watch is Linux's inotify: elsewhere there is none and
-every checkpoint scans, which the comparison tests check as well."""
+file with other hard links, rules read through a link, a file system that is not local, the watch
+limit) makes the next checkpoint scan; what raises no event at all (a write through a memory map,
+or through a hard link made after the scan) is caught at the turn's end and never reverted. The
+watch is Linux's inotify: elsewhere there is none and every checkpoint scans, which the comparison
+tests check as well. Proofs of the holes an independent review found are kept as these tests."""
 
 from __future__ import annotations
 
 import gc
+import mmap
 import os
 import shutil
 import sys
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,9 +23,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from companion.core import folder_watch
+from companion.core import checkpoints, folder_watch, patterns, turns
 from companion.core.checkpoint_store import CheckpointStore
 from companion.core.checkpoints import Checkpoint, Checkpointer
+from companion.core.turns import Turns
 from tests.core.test_checkpoints import write
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the watch is inotify (Linux)")
@@ -270,3 +275,143 @@ def test_a_folder_above_the_workspace_renamed_is_seen(tmp_path: Any) -> None:
         assert shape(checkpointer.take()) == shape(scanned(ws, os.path.join(str(tmp_path), "other")))
     finally:
         checkpointer.close()
+
+
+# -- what raises no event in the folders: caught at the turn's end --
+
+
+class UnseenChange:
+    """A change to ws/a.txt that raises no event in the folders' watch: a write through a hard link
+    made after the last scan, or through a memory map made before it (still open: closing a file
+    opened for writing is an event)."""
+
+    def __init__(self, ws: str, tmp_path: Any, how: str) -> None:
+        self.path, self.how = os.path.join(ws, "a.txt"), how
+        self.link = os.path.join(str(tmp_path), "outside-link.txt")
+        if how == "memory map":
+            self.handle = open(self.path, "r+b")  # noqa: SIM115 (open across the scan)
+            self.mapped = mmap.mmap(self.handle.fileno(), 0)
+
+    def make(self) -> bytes:
+        if self.how == "hard link":
+            os.link(self.path, self.link)  # after the scan: not among the files lstat-ed each time
+            with open(self.link, "r+b") as handle:
+                handle.write(b"USER")
+        else:
+            self.mapped[:4] = b"USER"
+            self.mapped.flush()
+        time.sleep(turns.CLOCK_SLACK_NS / 1e9 * 1.5)  # the user's change, a moment before the prompt
+        with open(self.path, "rb") as handle:
+            return handle.read()
+
+    def close(self) -> None:
+        if self.how == "memory map":
+            self.mapped.close()
+            self.handle.close()
+
+
+@posix_only
+@pytest.mark.parametrize("how", ["hard link", "memory map"])
+def test_a_change_the_watch_cannot_see_before_a_prompt_is_never_reverted(ws: str, tmp_path: Any, how: str) -> None:
+    chat = Turns(os.path.join(str(tmp_path), "cache"), [ws], watch=True)
+    unseen = UnseenChange(ws, tmp_path, how)
+    try:
+        first = chat.checkpointer.take()  # the chat's first checkpoint
+        users = unseen.make()
+        if sys.platform.startswith("linux"):  # watched: the prompt's checkpoint is the first, unaware
+            assert chat.begin() is first
+        else:
+            chat.begin()
+        write(os.path.join(ws, "b.txt"), "the agent's\n", old=False)  # the turn
+        found = chat.end("Agent", {os.path.join(ws, "b.txt"): True})
+        assert [c.path for c in found] == [os.path.join(ws, "b.txt")]
+        chat.revert(None)  # Revert All
+        with open(os.path.join(ws, "a.txt"), "rb") as handle:
+            assert handle.read() == users
+        with open(os.path.join(ws, "b.txt"), "rb") as handle:
+            assert handle.read() == b"b.txt\n"
+        # Restore checkpoint before the prompt gives the user's text too.
+        assert (
+            chat.last().before.entries[os.path.join(ws, "a.txt")].digest
+            == chat.last().after.entries[os.path.join(ws, "a.txt")].digest
+        )
+    finally:
+        unseen.close()
+        chat.close()
+
+
+# -- what the watch cannot vouch for: every checkpoint scans --
+
+
+@linux_only
+@pytest.mark.parametrize("link", [".gitignore", ".git/info"])
+def test_rules_read_through_a_link_are_not_vouched_for(ws: str, tmp_path: Any, scandirs: list[str], link: str) -> None:
+    elsewhere = os.path.join(str(tmp_path), "elsewhere")
+    write(os.path.join(elsewhere, "exclude"), "b.txt\n")
+    os.makedirs(os.path.join(ws, ".git"))
+    target = os.path.join(elsewhere, "exclude") if link == ".gitignore" else elsewhere
+    os.symlink(target, os.path.join(ws, link))
+    checkpointer = Checkpointer(CheckpointStore(os.path.join(str(tmp_path), "cache"), [ws]), [ws], watch=True)
+    try:
+        first = checkpointer.take()
+        assert os.path.join(ws, "b.txt") not in first.entries  # the rules apply
+        write(os.path.join(elsewhere, "exclude"), "c.txt\n")  # no event in the folders
+        scandirs.clear()
+        after = checkpointer.take()
+        assert scandirs
+        assert os.path.join(ws, "b.txt") in after.entries
+    finally:
+        checkpointer.close()
+
+
+@linux_only
+def test_the_folders_rules_changed_while_they_are_first_read_are_seen(
+    ws: str, watched: Checkpointer, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    os.makedirs(os.path.join(ws, ".git"))
+    real = patterns.Exclusions.start
+
+    def start_then_edit(self: patterns.Exclusions, folder: str) -> Any:
+        found = real(self, folder)
+        write(os.path.join(ws, ".gitignore"), "a.txt\n")  # just after the rules were read
+        monkeypatch.setattr(patterns.Exclusions, "start", real)
+        return found
+
+    monkeypatch.setattr(patterns.Exclusions, "start", start_then_edit)
+    first = watched.take()
+    assert os.path.join(ws, "a.txt") in first.entries
+    after = watched.take()
+    assert os.path.join(ws, "a.txt") not in after.entries
+
+
+@linux_only
+def test_past_the_watch_limit_the_chat_stops_watching_and_frees_its_watches(
+    ws: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, scandirs: list[str]
+) -> None:
+    monkeypatch.setattr(folder_watch, "MAX_FOLDERS", 2)  # 3 folders and the rules above
+    process = psutil.Process()
+    before = process.num_fds()
+    checkpointer = Checkpointer(CheckpointStore(os.path.join(str(tmp_path), "cache"), [ws]), [ws], watch=True)
+    first = checkpointer.take()
+    assert process.num_fds() == before  # the inotify instance is closed: its watches are free
+    scandirs.clear()
+    assert checkpointer.take() is first
+    assert scandirs
+
+
+@linux_only
+def test_a_chat_closed_while_its_checkpoint_is_taken_frees_its_watch(
+    ws: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    process = psutil.Process()
+    before = process.num_fds()
+    checkpointer = Checkpointer(CheckpointStore(os.path.join(str(tmp_path), "cache"), [ws]), [ws], watch=True)
+    real = checkpoints.Scan.folder
+
+    def closed_meanwhile(scan: checkpoints.Scan, root: str) -> None:
+        real(scan, root)
+        checkpointer.close()  # the loop thread, while this take holds the lock
+
+    monkeypatch.setattr(checkpoints.Scan, "folder", closed_meanwhile)
+    checkpointer.take()
+    assert process.num_fds() == before
