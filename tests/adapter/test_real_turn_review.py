@@ -37,28 +37,29 @@ from tests.sublime_fake import control, sublime
 
 # Two hunks in reviewed_1.txt: its first and its last line (the test reverts the first).
 BEFORE = {
-    "reviewed_1.txt": b"one\ntwo\nthree\nfour\nfive\nsix\nseven\n",
+    "reviewed_1.txt": b"one\r\ntwo\r\nthree\r\nfour\r\nfive\r\nsix\r\nseven\r\n",
     "reviewed_2.txt": "alpha\nbeta \u2713\ngamma\n".encode(),
     "auto.txt": b"first\nsecond\n",
     "shell.txt": b"kept\n",
     "untouched.txt": b"never changed\n",
 }
 AFTER = {
-    "reviewed_1.txt": b"ONE, the agent's\ntwo\nthree\nfour\nfive\nsix\nSEVEN, the agent's\n",
+    "reviewed_1.txt": b"ONE, the agent's\r\ntwo\r\nthree\r\nfour\r\nfive\r\nsix\r\nSEVEN, the agent's\r\n",
     "reviewed_2.txt": "alpha\nBETA \u2713, reviewed\ngamma\n".encode(),
     "reviewed_3.txt": b"a new file\nof two lines\n",
     "auto.txt": b"first\nSECOND, written without asking\n",
     "shell.txt": b"kept\nappended by the shell\n",
     "untouched.txt": b"never changed\n",
 }
-HUNK_REVERTED = b"one\ntwo\nthree\nfour\nfive\nsix\nSEVEN, the agent's\n"
+HUNK_REVERTED = b"one\r\ntwo\r\nthree\r\nfour\r\nfive\r\nsix\r\nSEVEN, the agent's\r\n"
 USERS_DISK_TEXT = AFTER["auto.txt"] + b"the user's own line, saved after the turn\n"
 TYPED = "typed, never saved "
 NEXT_PROMPT = "What changed?"
 
 
-def words(name: str) -> str:
-    return AFTER[name].decode("utf-8")
+def words(name: str, files: dict[str, bytes] = AFTER) -> str:
+    """A file's text as the model writes it and Sublime shows it (LF line breaks)."""
+    return files[name].decode("utf-8").replace("\r\n", "\n")
 
 
 @pytest.fixture
@@ -127,10 +128,10 @@ def revert_one_hunk_and_apply(window: sublime.Window, tab: sublime.View, workspa
     through its key binding; Apply."""
     proposal = open_review(window, tab, "reviewed_1.txt")
     assert text(proposal) == words("reviewed_1.txt")
-    assert control.reference_document(proposal) == BEFORE["reviewed_1.txt"].decode()  # the checkpoint
+    assert control.reference_document(proposal) == words("reviewed_1.txt", BEFORE)  # the checkpoint
     control.select(proposal, 2)  # inside "ONE, the agent's"
     assert control.press_keys(proposal, "ctrl+alt+z") == "revert_modification"
-    assert text(proposal) == HUNK_REVERTED.decode()
+    assert text(proposal) == HUNK_REVERTED.decode().replace("\r\n", "\n")
     control.click_link(proposal, "apply", BANNER)
     wait_tab(tab, "Applied reviewed_1.txt")
     assert tree(workspace) == {**AFTER, "reviewed_1.txt": HUNK_REVERTED}
@@ -211,6 +212,7 @@ def one_turn(
     wait_turn(chat)
     tab = control.pump_until(lambda: tab_of(window), CEILING, "the change-set tab")
     control.pump_until(lambda: len(rows(tab)) == 5 or None, CEILING, "the change set in the tab")
+    assert window.active_view() == chat  # the tab opens beside the chat; the prompt keeps the focus
     return window, chat, tab
 
 
@@ -238,6 +240,7 @@ def test_real_gemini_turn_reviewed_in_the_tab_one_hunk_reverted_and_the_checkpoi
         allow_once(chat, SHELL_COMMAND, "Allow")
 
     window, chat, tab = one_turn(companion, workspace, agent, play)
+    assert "## Gemini CLI\n\nDone." in text(chat)
     assert_the_tab_lists_the_turn(tab, "Gemini CLI")
     revert_one_hunk_and_apply(window, tab, workspace)
     edit_then_restore(window, chat, workspace)
@@ -277,7 +280,7 @@ def claude_agent(tmp_path: Any, workspace: str, model: ScriptedModel) -> dict[st
 
 def whole_edit(workspace: str, name: str) -> tuple[str, dict[str, Any]]:
     """Claude's Edit of the whole file (reviewed_1.txt's two hunks in one edit)."""
-    old, new = BEFORE[name].decode(), words(name)
+    old, new = words(name, BEFORE), words(name)
     return "Edit", {"file_path": path_of(workspace, name), "old_string": old, "new_string": new, "replace_all": False}
 
 
@@ -305,6 +308,7 @@ def test_real_claude_turn_reviewed_in_the_tab_one_hunk_reverted_and_the_checkpoi
             allow_once(chat, SHELL_COMMAND, "Yes")
 
         window, chat, tab = one_turn(companion, workspace, agent, play)
+        assert "## Claude\n\nDone." in text(chat)
         assert_the_tab_lists_the_turn(tab, "Claude")
         revert_one_hunk_and_apply(window, tab, workspace)
         edit_then_restore(window, chat, workspace)
