@@ -11,13 +11,18 @@ c. the user edits one of the agent's files on disk and another in an unsaved buf
    "Restore checkpoint" under the prompt: the plan shows both as conflicts with both texts; Keep mine
    keeps the user's disk text byte-exact and the buffer as typed (unsaved), every other file is
    byte-identical to before the prompt (the added file removed);
-d. the next prompt carries the note of what was reverted: asserted on what the agent sent its model
-   (Gemini's own session recording; the Messages API stand-in's requests).
+d. the next prompt carries the notes of what was reverted: asserted on what the agent sent its model
+   (Gemini's own session recording; the Messages API stand-in's requests). In that turn the agent
+   (writing without asking now) rewrites a restored file: prompt 2's change set is that file alone,
+   and "Restore checkpoint" under prompt 2 gives back exactly the restored workspace.
+
+reviewed_1.txt has CRLF line breaks: both agents keep them, and so does the hunk revert's Apply.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -55,6 +60,7 @@ HUNK_REVERTED = b"one\r\ntwo\r\nthree\r\nfour\r\nfive\r\nsix\r\nSEVEN, the agent
 USERS_DISK_TEXT = AFTER["auto.txt"] + b"the user's own line, saved after the turn\n"
 TYPED = "typed, never saved "
 NEXT_PROMPT = "What changed?"
+AGAIN = "written again in the next turn\n"
 
 
 def words(name: str, files: dict[str, bytes] = AFTER) -> str:
@@ -200,6 +206,35 @@ def assert_told(texts: list[str], workspace: str) -> None:
     assert texts[at - 2 : at + 1] == [hunk, restore, NEXT_PROMPT], texts
 
 
+def next_turn_then_restore(
+    window: sublime.Window, chat: sublime.View, workspace: str, agent: str, told: Callable[[], list[str]]
+) -> None:
+    """d. The next prompt, which tells the agent what was reverted; the agent (now writing without
+    asking: Gemini's autoEdit, Claude's acceptEdits) rewrites reviewed_1.txt. Prompt 2's checkpoint
+    is the workspace after the restore: its change set is that one file, and "Restore checkpoint"
+    under prompt 2 brings back exactly the restored workspace, the user's kept texts with it."""
+    restored = tree(workspace)
+    control.focus(chat)
+    send(chat, NEXT_PROMPT)
+    wait_turn(chat)
+    assert_told(told(), workspace)
+    assert "Noted." in text(chat)
+    tab = control.pump_until(lambda: tab_of(window), CEILING, "the change-set tab")
+    wait_tab(tab, "1 file (1 modified)")
+    assert rows(tab) == [f"- modified  reviewed_1.txt  +1 -7  by {agent}  not reviewed"], text(tab)
+    assert tree(workspace) != restored
+    control.click_link(chat, "restore", CARD_KEY + "restore-2")
+    confirm = next_panel()  # no conflict: the user's texts were not changed after prompt 2
+    assert confirm["items"][0][0] == "Restore prompt 2", confirm
+    control.choose_quick_panel(0)
+    control.pump_until(
+        lambda: any(m.startswith("Gemini Companion: Restored prompt 2") for m in control.status_messages()),
+        CEILING,
+        "the restore of prompt 2",
+    )
+    assert tree(workspace) == restored
+
+
 def one_turn(
     companion: Companion, workspace: str, agent: dict[str, Any], play: Callable[[sublime.Window, sublime.View], None]
 ) -> tuple[sublime.Window, sublime.View, sublime.View]:
@@ -230,7 +265,8 @@ def test_real_gemini_turn_reviewed_in_the_tab_one_hunk_reverted_and_the_checkpoi
         [write_file_call(path_of(workspace, "auto.txt"), words("auto.txt"))],
         [shell_call(SHELL_COMMAND)],
         [{"text": "Done."}],
-        [{"text": "Noted."}],  # the next prompt's answer
+        [write_file_call(path_of(workspace, "reviewed_1.txt"), AGAIN)],  # the next prompt's turn
+        [{"text": "Noted."}],
     )
 
     def play(window: sublime.Window, chat: sublime.View) -> None:
@@ -245,15 +281,29 @@ def test_real_gemini_turn_reviewed_in_the_tab_one_hunk_reverted_and_the_checkpoi
     revert_one_hunk_and_apply(window, tab, workspace)
     edit_then_restore(window, chat, workspace)
 
-    control.focus(chat)
-    send(chat, NEXT_PROMPT)
-    wait_turn(chat)
     home = os.path.join(str(tmp_path), "gemini-home")
-    assert_told(gemini_user_texts(home), workspace)
-    assert "Noted." in text(chat)
+    next_turn_then_restore(window, chat, workspace, "Gemini CLI", lambda: gemini_user_texts(home))
 
 
 # -- claude-agent-acp --
+
+
+class TwoPrompts(ScriptedModel):
+    """The scripted model of the first prompt, then `again`'s tools in order after NEXT_PROMPT."""
+
+    def __init__(self, steps: list[tuple[str, dict[str, Any]]], again: list[tuple[str, dict[str, Any]]]) -> None:
+        super().__init__(steps)
+        self.again = again
+
+    def _turn(self, request: dict[str, Any]) -> list[dict[str, Any]]:
+        sent = json.dumps(request.get("messages", []))
+        if NEXT_PROMPT not in sent:
+            return super()._turn(request)
+        answered = sum(f'"tool_use_id": "toolu_again_{i}"' in sent for i in range(len(self.again)))
+        if request.get("tools") and answered < len(self.again):
+            name, tool_input = self.again[answered]
+            return [{"type": "tool_use", "id": f"toolu_again_{answered}", "name": name, "input": tool_input}]
+        return [{"type": "text", "text": "Noted."}]
 
 
 def claude_agent(tmp_path: Any, workspace: str, model: ScriptedModel) -> dict[str, Any]:
@@ -278,9 +328,9 @@ def claude_agent(tmp_path: Any, workspace: str, model: ScriptedModel) -> dict[st
     return {"name": "Claude", "command": claude_agent_program(), "env": env}
 
 
-def whole_edit(workspace: str, name: str) -> tuple[str, dict[str, Any]]:
-    """Claude's Edit of the whole file (reviewed_1.txt's two hunks in one edit)."""
-    old, new = words(name, BEFORE), words(name)
+def whole_edit(workspace: str, name: str, new: str | None = None) -> tuple[str, dict[str, Any]]:
+    """Claude's Edit of the whole file from its text before the prompt (to AFTER's, or `new`)."""
+    old, new = words(name, BEFORE), words(name) if new is None else new
     return "Edit", {"file_path": path_of(workspace, name), "old_string": old, "new_string": new, "replace_all": False}
 
 
@@ -292,7 +342,10 @@ def test_real_claude_turn_reviewed_in_the_tab_one_hunk_reverted_and_the_checkpoi
     steps.append(("Write", {"file_path": path_of(workspace, "reviewed_3.txt"), "content": words("reviewed_3.txt")}))
     steps.append(whole_edit(workspace, "auto.txt"))
     steps.append(("Bash", {"command": SHELL_COMMAND, "description": "Append a line to shell.txt"}))
-    with ScriptedModel(steps) as model:
+    again = [
+        whole_edit(workspace, "reviewed_1.txt", AGAIN),
+    ]
+    with TwoPrompts(steps, again) as model:
         agent = claude_agent(tmp_path, workspace, model)
 
         def play(window: sublime.Window, chat: sublime.View) -> None:
@@ -313,7 +366,4 @@ def test_real_claude_turn_reviewed_in_the_tab_one_hunk_reverted_and_the_checkpoi
         revert_one_hunk_and_apply(window, tab, workspace)
         edit_then_restore(window, chat, workspace)
 
-        control.focus(chat)
-        send(chat, NEXT_PROMPT)
-        wait_turn(chat)
-        assert_told(model_messages_text(model), workspace)
+        next_turn_then_restore(window, chat, workspace, "Claude", lambda: model_messages_text(model))
