@@ -25,7 +25,7 @@ import html
 import json
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -69,12 +69,12 @@ def words(name: str, files: dict[str, bytes] = AFTER) -> str:
 
 
 @pytest.fixture
-def real_workspace(workspace: str) -> Iterator[str]:
+def real_workspace(workspace: str) -> str:
     """The workspace before the prompt, by its real path (the agents and the plan name files by it)."""
     folder = os.path.realpath(workspace)
     for name, content in BEFORE.items():
         put(os.path.join(folder, name), content)
-    yield folder
+    return folder
 
 
 def path_of(workspace: str, name: str) -> str:
@@ -104,7 +104,7 @@ def allow_once(chat: sublime.View, title: str, allow: str) -> None:
     (card,) = control.pump_until(
         lambda: [p for p in control.phantoms(chat) if "asks" in p["content"] and title in html.unescape(p["content"])],
         CEILING,
-        f"the permission card of {title}: {[p['content'] for p in control.phantoms(chat)]}",
+        f"the permission card of {title}",
     )
     found = re.findall(r'<a href="(option-\d+)">([^<]*)</a>', card["content"])
     links = {html.unescape(name): href for href, name in found}
@@ -192,10 +192,8 @@ def assert_told(texts: list[str], workspace: str) -> None:
     r1, r2, r3, auto, shell = (
         path_of(workspace, n) for n in ("reviewed_1.txt", "reviewed_2.txt", "reviewed_3.txt", "auto.txt", "shell.txt")
     )
-    start, end = (
-        "[Note from the editor: the user changed files back since your last turn; ",
-        (" Read them again before building on your earlier changes.]"),
-    )
+    start = "[Note from the editor: the user changed files back since your last turn; "
+    end = " Read them again before building on your earlier changes.]"
     hunk = f"{start}In {r1}, lines 1 of your version were reverted; the rest of your change stays.{end}"
     restore = (
         f"{start}these files were restored to how they were before prompt 1: {r1}, {r3}, {shell}. "
@@ -207,13 +205,18 @@ def assert_told(texts: list[str], workspace: str) -> None:
 
 
 def next_turn_then_restore(
-    window: sublime.Window, chat: sublime.View, workspace: str, agent: str, told: Callable[[], list[str]]
+    window: sublime.Window,
+    chat: sublime.View,
+    workspace: str,
+    agent: str,
+    told: Callable[[], list[str]],
+    buffer: sublime.View,
 ) -> None:
     """d. The next prompt, which tells the agent what was reverted; the agent (now writing without
     asking: Gemini's autoEdit, Claude's acceptEdits) rewrites reviewed_1.txt. Prompt 2's checkpoint
     is the workspace after the restore: its change set is that one file, and "Restore checkpoint"
     under prompt 2 brings back exactly the restored workspace, the user's kept texts with it."""
-    restored = tree(workspace)
+    restored, typed = tree(workspace), text(buffer)
     control.focus(chat)
     send(chat, NEXT_PROMPT)
     wait_turn(chat)
@@ -222,7 +225,7 @@ def next_turn_then_restore(
     tab = control.pump_until(lambda: tab_of(window), CEILING, "the change-set tab")
     wait_tab(tab, "1 file (1 modified)")
     assert rows(tab) == [f"- modified  reviewed_1.txt  +1 -7  by {agent}  not reviewed"], text(tab)
-    assert tree(workspace) != restored
+    assert tree(workspace) == {**restored, "reviewed_1.txt": AGAIN.encode().replace(b"\n", b"\r\n")}  # CRLF kept
     control.click_link(chat, "restore", CARD_KEY + "restore-2")
     confirm = next_panel()  # no conflict: the user's texts were not changed after prompt 2
     assert confirm["items"][0][0] == "Restore prompt 2", confirm
@@ -233,6 +236,7 @@ def next_turn_then_restore(
         "the restore of prompt 2",
     )
     assert tree(workspace) == restored
+    assert text(buffer) == typed and buffer.is_dirty()
 
 
 def one_turn(
@@ -279,10 +283,10 @@ def test_real_gemini_turn_reviewed_in_the_tab_one_hunk_reverted_and_the_checkpoi
     assert "## Gemini CLI\n\nDone." in text(chat)
     assert_the_tab_lists_the_turn(tab, "Gemini CLI")
     revert_one_hunk_and_apply(window, tab, workspace)
-    edit_then_restore(window, chat, workspace)
+    buffer = edit_then_restore(window, chat, workspace)
 
     home = os.path.join(str(tmp_path), "gemini-home")
-    next_turn_then_restore(window, chat, workspace, "Gemini CLI", lambda: gemini_user_texts(home))
+    next_turn_then_restore(window, chat, workspace, "Gemini CLI", lambda: gemini_user_texts(home), buffer)
 
 
 # -- claude-agent-acp --
@@ -342,10 +346,7 @@ def test_real_claude_turn_reviewed_in_the_tab_one_hunk_reverted_and_the_checkpoi
     steps.append(("Write", {"file_path": path_of(workspace, "reviewed_3.txt"), "content": words("reviewed_3.txt")}))
     steps.append(whole_edit(workspace, "auto.txt"))
     steps.append(("Bash", {"command": SHELL_COMMAND, "description": "Append a line to shell.txt"}))
-    again = [
-        whole_edit(workspace, "reviewed_1.txt", AGAIN),
-    ]
-    with TwoPrompts(steps, again) as model:
+    with TwoPrompts(steps, [whole_edit(workspace, "reviewed_1.txt", AGAIN)]) as model:
         agent = claude_agent(tmp_path, workspace, model)
 
         def play(window: sublime.Window, chat: sublime.View) -> None:
@@ -364,6 +365,6 @@ def test_real_claude_turn_reviewed_in_the_tab_one_hunk_reverted_and_the_checkpoi
         assert "## Claude\n\nDone." in text(chat)
         assert_the_tab_lists_the_turn(tab, "Claude")
         revert_one_hunk_and_apply(window, tab, workspace)
-        edit_then_restore(window, chat, workspace)
+        buffer = edit_then_restore(window, chat, workspace)
 
-        next_turn_then_restore(window, chat, workspace, "Claude", lambda: model_messages_text(model))
+        next_turn_then_restore(window, chat, workspace, "Claude", lambda: model_messages_text(model), buffer)
