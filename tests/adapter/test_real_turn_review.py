@@ -30,13 +30,12 @@ from typing import Any
 
 import pytest
 
-from tests.acp.conftest import claude_agent_program, gemini_user_texts, model_messages_text
+from tests.acp.conftest import claude_agent_program, claude_offline_env, gemini_user_texts, model_messages_text
 from tests.acp.test_real_turn_changes import SHELL_COMMAND, ScriptedModel, shell_call, tree
 from tests.adapter.conftest import Companion
 from tests.adapter.test_change_set import BANNER, open_review, put, tab_of, wait_tab
 from tests.adapter.test_chat import CEILING, real_gemini, send, setup, start_chat, text, wait_turn
 from tests.adapter.test_checkpoint_restore import CARD_KEY, next_panel, plan_tab
-from tests.conformance.claude_harness import API_KEY, make_config
 from tests.conformance.harness import write_file_call
 from tests.sublime_fake import control, sublime
 
@@ -215,7 +214,8 @@ def next_turn_then_restore(
     """d. The next prompt, which tells the agent what was reverted; the agent (now writing without
     asking: Gemini's autoEdit, Claude's acceptEdits) rewrites reviewed_1.txt. Prompt 2's checkpoint
     is the workspace after the restore: its change set is that one file, and "Restore checkpoint"
-    under prompt 2 brings back exactly the restored workspace, the user's kept texts with it."""
+    under prompt 2 brings back exactly the restored workspace, the user's kept texts with it; "Undo
+    restore" under that restore brings back the agent's rewrite."""
     restored, typed = tree(workspace), text(buffer)
     control.focus(chat)
     send(chat, NEXT_PROMPT)
@@ -225,7 +225,8 @@ def next_turn_then_restore(
     tab = control.pump_until(lambda: tab_of(window), CEILING, "the change-set tab")
     wait_tab(tab, "1 file (1 modified)")
     assert rows(tab) == [f"- modified  reviewed_1.txt  +1 -7  by {agent}  not reviewed"], text(tab)
-    assert tree(workspace) == {**restored, "reviewed_1.txt": AGAIN.encode().replace(b"\n", b"\r\n")}  # CRLF kept
+    again = {**restored, "reviewed_1.txt": AGAIN.encode().replace(b"\n", b"\r\n")}  # CRLF kept
+    assert tree(workspace) == again
     control.click_link(chat, "restore", CARD_KEY + "restore-2")
     confirm = next_panel()  # no conflict: the user's texts were not changed after prompt 2
     assert confirm["items"][0][0] == "Restore prompt 2", confirm
@@ -238,12 +239,37 @@ def next_turn_then_restore(
     assert tree(workspace) == restored
     assert text(buffer) == typed and buffer.is_dirty()
 
+    # The restore undoes from the link under it in the chat (the user never types a chat's id).
+    control.click_link(chat, "undo", CARD_KEY + "undo-restore")
+    assert next_panel()["items"][0][0] == "Restore before restore to prompt 2"
+    control.choose_quick_panel(0)
+    control.pump_until(
+        lambda: any("Restored before restore to prompt 2" in m for m in control.status_messages()),
+        CEILING,
+        "the undo of the restore",
+    )
+    assert tree(workspace) == again
+    assert text(buffer) == typed and buffer.is_dirty()
+
+
+Turn = tuple[sublime.Window, sublime.View, sublime.View, str]  # window, chat, change-set tab, agent's name
+
+
+def review_restore_and_go_on(turn: Turn, workspace: str, told: Callable[[], list[str]]) -> None:
+    """a. to d., after the first turn."""
+    window, chat, tab, agent = turn
+    assert f"## {agent}\n\nDone." in text(chat)
+    assert_the_tab_lists_the_turn(tab, agent)
+    revert_one_hunk_and_apply(window, tab, workspace)
+    buffer = edit_then_restore(window, chat, workspace)
+    next_turn_then_restore(window, chat, workspace, agent, told, buffer)
+
 
 def one_turn(
     companion: Companion, workspace: str, agent: dict[str, Any], play: Callable[[sublime.Window, sublime.View], None]
-) -> tuple[sublime.Window, sublime.View, sublime.View]:
+) -> Turn:
     """The chat's first prompt, `play` answering the agent's reviews and permissions; returns the
-    window, the chat and the change-set tab the turn's end opens."""
+    window, the chat, the change-set tab the turn's end opens and the agent's name."""
     window = setup(companion, workspace, [agent])
     chat = start_chat(companion, window, agent["name"])
     send(chat, "Edit the five files.")
@@ -252,7 +278,7 @@ def one_turn(
     tab = control.pump_until(lambda: tab_of(window), CEILING, "the change-set tab")
     control.pump_until(lambda: len(rows(tab)) == 5 or None, CEILING, "the change set in the tab")
     assert window.active_view() == chat  # the tab opens beside the chat; the prompt keeps the focus
-    return window, chat, tab
+    return window, chat, tab, agent["name"]
 
 
 # -- Gemini CLI --
@@ -279,14 +305,8 @@ def test_real_gemini_turn_reviewed_in_the_tab_one_hunk_reverted_and_the_checkpoi
             control.click_link(next_review(window, seen), link, BANNER)
         allow_once(chat, SHELL_COMMAND, "Allow")
 
-    window, chat, tab = one_turn(companion, workspace, agent, play)
-    assert "## Gemini CLI\n\nDone." in text(chat)
-    assert_the_tab_lists_the_turn(tab, "Gemini CLI")
-    revert_one_hunk_and_apply(window, tab, workspace)
-    buffer = edit_then_restore(window, chat, workspace)
-
     home = os.path.join(str(tmp_path), "gemini-home")
-    next_turn_then_restore(window, chat, workspace, "Gemini CLI", lambda: gemini_user_texts(home), buffer)
+    review_restore_and_go_on(one_turn(companion, workspace, agent, play), workspace, lambda: gemini_user_texts(home))
 
 
 # -- claude-agent-acp --
@@ -311,24 +331,9 @@ class TwoPrompts(ScriptedModel):
 
 
 def claude_agent(tmp_path: Any, workspace: str, model: ScriptedModel) -> dict[str, Any]:
-    """claude-agent-acp 0.101.0 offline as an entry of the `agents` setting (tests/acp/conftest.py's
-    `claude_factory` environment: a scratch home and config, a dummy key, the stand-in's URL)."""
-    root = str(tmp_path)
-    home, tmpdir = os.path.join(root, "claude-home"), os.path.join(root, "claude-tmp")
-    os.makedirs(home)
-    os.makedirs(tmpdir)
-    env = {
-        "HOME": home,
-        "TMPDIR": tmpdir,
-        "CLAUDE_CONFIG_DIR": make_config(os.path.join(root, "claude-config"), workspace),
-        "ANTHROPIC_BASE_URL": model.url,
-        "ANTHROPIC_API_KEY": API_KEY,
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
-    }
+    """claude-agent-acp 0.101.0 offline as an entry of the `agents` setting, with the environment
+    tests/acp/conftest.py's `claude_factory` gives it."""
+    env = claude_offline_env(os.path.join(str(tmp_path), "claude"), workspace, model.url)
     return {"name": "Claude", "command": claude_agent_program(), "env": env}
 
 
@@ -361,10 +366,6 @@ def test_real_claude_turn_reviewed_in_the_tab_one_hunk_reverted_and_the_checkpoi
                 control.click_link(proposal, "accept", BANNER)
             allow_once(chat, SHELL_COMMAND, "Yes")
 
-        window, chat, tab = one_turn(companion, workspace, agent, play)
-        assert "## Claude\n\nDone." in text(chat)
-        assert_the_tab_lists_the_turn(tab, "Claude")
-        revert_one_hunk_and_apply(window, tab, workspace)
-        buffer = edit_then_restore(window, chat, workspace)
-
-        next_turn_then_restore(window, chat, workspace, "Claude", lambda: model_messages_text(model), buffer)
+        review_restore_and_go_on(
+            one_turn(companion, workspace, agent, play), workspace, lambda: model_messages_text(model)
+        )
