@@ -8,11 +8,13 @@ Keep mine / Take the checkpoint for each; nothing is written until the last answ
 confirmation. After the restore a clean open buffer is reloaded from its file (`revert`), a dirty one
 the user took the checkpoint for gets the checkpoint's text as one undoable edit, and one the user
 kept is not touched. The restore is undoable: the command with `undo` restores the checkpoint taken
-just before it ("before restore to prompt N").
+just before it ("before restore to prompt N"), which the "Undo restore" link a restore leaves at the
+end of its chat runs.
 """
 
 from __future__ import annotations
 
+import html
 import logging
 import os
 import threading
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("gemini_companion")
 T = TypeVar("T")
 TAB_SETTING = "gemini_companion.restore_plan"
+COMMAND = "gemini_companion_restore_checkpoint"
+UNDO_CARD = "undo-restore"
 PREFIX = "Gemini Companion: "
 
 
@@ -48,7 +52,7 @@ class GeminiCompanionRestoreCheckpointCommand(sublime_plugin.WindowCommand):
         if found.busy:
             sublime.status_message(PREFIX + "a turn is running; restore when it ends (or press Escape to cancel it).")
             return
-        restore = Restore(self.window, turns, _open_buffers(self.window))
+        restore = Restore(self.window, turns, _open_buffers(self.window), chat=found)
         _in_thread(lambda: restore.plan(prompt, undo), restore.planned)
 
 
@@ -74,6 +78,7 @@ class Restore:
     real: dict[str, str] = field(default_factory=dict[str, str])  # real path (as the plan names it) -> file name
     take: list[str] = field(default_factory=list[str])
     tab: sublime.View | None = None
+    chat: chat_sessions.Chat | None = None  # where "Undo restore" goes
 
     def __post_init__(self) -> None:
         for name, view in self.views.items():
@@ -178,8 +183,22 @@ class Restore:
             _update_buffer(view, change.change, conflicts.get(change.path))
         message = f"Restored {plan.label} (undo: Restore checkpoint '{undo.label}')"
         sublime.status_message(PREFIX + message)
+        self._offer_undo(undo)
         if self.tab is not None and self.tab.is_valid():
             _set_text(self.tab, _text_of(self.tab) + f"\n**{message}.**\n")
+
+    def _offer_undo(self, undo: Point) -> None:
+        """ "Undo restore" at the end of the chat (the command needs the chat's id, which nobody types);
+        one link, for the newest restore, which is the one `undo` restores."""
+        chat = self.chat
+        if chat is None or chat.ended or not chat.panel.view.is_valid():
+            return
+        args = {"chat": chat.id, "undo": True}
+        window = self.window
+        chat.panel.remove_card(UNDO_CARD)
+        label = html.escape(undo.label)
+        link = f'<a href="undo">Undo restore</a> <span class="dim">(restores checkpoint \'{label}\')</span>'
+        chat.panel.card(UNDO_CARD, link, {"undo": lambda: window.run_command(COMMAND, args)})
 
     def _cancelled(self) -> None:
         sublime.status_message(PREFIX + "restore cancelled; nothing was written.")

@@ -212,33 +212,39 @@ def claude_agent_program() -> str:
     return path
 
 
+def claude_offline_env(root: str, workspace: str, model_url: str) -> dict[str, str]:
+    """claude-agent-acp's environment offline: a scratch home, TMPDIR and config folder under `root`
+    (the workspace trusted), a dummy key, the Messages API stand-in at `model_url`."""
+    home = os.path.join(root, "home")
+    tmpdir = os.path.join(root, "tmp")
+    os.makedirs(home, exist_ok=True)
+    os.makedirs(tmpdir, exist_ok=True)
+    env = _base_env(home, tmpdir)
+    env.update(
+        {
+            "CLAUDE_CONFIG_DIR": make_config(os.path.join(root, "claude-config"), workspace),
+            "ANTHROPIC_BASE_URL": model_url,
+            "ANTHROPIC_API_KEY": API_KEY,
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
+        }
+    )
+    return env
+
+
 @pytest.fixture
 def claude_factory(tmp_path: str, workspace: str) -> Iterator[Any]:
     """`make(tool_name, tool_input)` -> AgentSetup: claude-agent-acp whose model asks for that tool once."""
     stand_ins: list[ModelStandIn] = []
 
     def make(tool_name: str, tool_input: dict[str, Any]) -> AgentSetup:
-        root = str(tmp_path)
-        home = os.path.join(root, "home")
-        tmpdir = os.path.join(root, "tmp")
-        os.makedirs(home, exist_ok=True)
-        os.makedirs(tmpdir, exist_ok=True)
         model = ModelStandIn(tool_name, tool_input).__enter__()
         stand_ins.append(model)
-        env = _base_env(home, tmpdir)
-        env.update(
-            {
-                "CLAUDE_CONFIG_DIR": make_config(os.path.join(root, "claude-config"), workspace),
-                "ANTHROPIC_BASE_URL": model.url,
-                "ANTHROPIC_API_KEY": API_KEY,
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-                "DISABLE_AUTOUPDATER": "1",
-                "DISABLE_TELEMETRY": "1",
-                "DISABLE_ERROR_REPORTING": "1",
-                "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
-            }
-        )
-        return AgentSetup([claude_agent_program()], env, home, model=model)
+        env = claude_offline_env(str(tmp_path), workspace, model.url)
+        return AgentSetup([claude_agent_program()], env, env["HOME"], model=model)
 
     yield make
     for model in stand_ins:
