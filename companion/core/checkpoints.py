@@ -374,6 +374,7 @@ class Checkpointer:
         self._newest: dict[str, str] = {}  # digest -> the newest of them that refers to it
         self._pinned: dict[str, frozenset[str]] = {}  # a pinned older checkpoint -> its digests (read once)
         self._watching = watch
+        self.quick = False  # the last take returned on the watch's word alone, without a scan
         self._taking = threading.Lock()  # close() never pulls the watch from under a take
         self._watch: FolderWatch | None = None
         # What the watch vouches for, the folders' identities then, and its files with other hard
@@ -393,7 +394,8 @@ class Checkpointer:
         taken_ns = time.time_ns()
         confirmed, confirmed_ns = self._confirmed
         settled = (confirmed_ns if confirmed is previous else previous.taken_ns if previous else 0) - RACY_NS
-        if previous is not None and self._still(previous, settled):
+        self.quick = previous is not None and self._still(previous, settled)
+        if previous is not None and self.quick:
             # Nothing changed since the scan that found `previous` began, as far as the system says
             # (not confirmed: a write through a memory map raises no event; the next scan reads a
             # file written within RACY_NS of that scan again).

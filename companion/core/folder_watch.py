@@ -141,13 +141,27 @@ class FolderWatch:
             st = None
         if st is not None and not stat.S_ISDIR(st.st_mode) and not stat.S_ISLNK(st.st_mode):
             return
-        if self._add(path, frozenset(names)) is None or any(os.path.islink(os.path.join(path, n)) for n in names):
+        identity = self._add(path, frozenset(names))
+        if identity is None or not all(self._plain(os.path.join(path, name)) for name in names):
             self.complete = False
+        else:
+            self._folders[path] = identity  # a file system mounted over it raises no event either
 
     def rule_file(self, path: str) -> None:
-        """`path` is a `.gitignore` in a watched folder: one that is a link reads a file elsewhere."""
-        if os.path.islink(path):
+        """`path` is a `.gitignore` in a watched folder: one read through a link, or with another
+        hard link, can change with no event here."""
+        if not self._plain(path):
             self.complete = False
+
+    @staticmethod
+    def _plain(path: str) -> bool:
+        """Whether `path` is missing, a folder, or a file no other name can change (no symbolic
+        link, no other hard link)."""
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return True
+        return not stat.S_ISLNK(st.st_mode) and (stat.S_ISDIR(st.st_mode) or st.st_nlink == 1)
 
     def rules_above(self, root: str) -> None:
         """Watch what decides the `.gitignore` rules in force at `root`: a `.git` or `.gitignore`

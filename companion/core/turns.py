@@ -27,8 +27,10 @@ from .revert_note import reverted_note
 from .turn_writes import left_as_written
 
 # A file's ctime comes from the kernel's coarse clock (a few ms behind time.time_ns): a file whose
-# ctime is this much older than the prompt's checkpoint was not changed by the turn.
+# ctime is this much older than the prompt's checkpoint was not changed by the turn (a second more
+# where the file system keeps whole seconds).
 CLOCK_SLACK_NS = 100_000_000
+_SECOND_NS = 1_000_000_000
 
 
 class NoTurn(Exception):
@@ -61,7 +63,7 @@ class Turns:
         self.chat = secrets.token_hex(8)  # whose prompts and notes the record holds
         self.prompts: list[str] = []  # the checkpoint before each prompt of this chat, in order
         self._before: Checkpoint | None = None
-        self._begun_ns = 0
+        self._begun = (0, 0, False)  # the prompt's checkpoint: (wall clock, monotonic clock, from the watch alone)
         self._running = False
         self._lock = threading.Lock()  # the record is read and rewritten whole
         # One checkpoint operation at a time: a restore (on a worker thread of the editor) and the
@@ -75,8 +77,9 @@ class Turns:
     def begin(self) -> Checkpoint:
         """The checkpoint before a prompt."""
         with self._work:
-            self._begun_ns = time.time_ns()
+            wall, monotonic = time.time_ns(), time.monotonic_ns()
             self._before = self.checkpointer.take()
+            self._begun = (wall, monotonic, self.checkpointer.quick)
             self.prompts.append(self._before.id)
             self._running = True
             return self._before
@@ -106,18 +109,23 @@ class Turns:
 
     def _unseen_before(self, before: Checkpoint, after: Checkpoint) -> Checkpoint:
         """`before`, with what changed before the prompt unseen by the folders' watch (a write through
-        a memory map or through a hard link made outside: no event, folder_watch.py): a file the turn
-        did not change (its ctime older than the prompt) that now differs from `before` held at the
-        prompt what it holds now. Saved as a new checkpoint: `before` may be the last turn's end."""
-        since = self._begun_ns - CLOCK_SLACK_NS
+        a memory map or through a hard link made outside: no event, folder_watch.py), when the watch
+        alone vouched for it: a file changed in place (the same inode) whose ctime is older than the
+        prompt held at the prompt what it holds now. Not after a scan (nothing is unseen; on Windows
+        st_ctime is the creation time), nor when the wall clock was stepped during the turn. Saved as
+        a new checkpoint: `before` may be the last turn's end."""
+        wall, monotonic, quick = self._begun
+        if not quick or abs((time.time_ns() - time.monotonic_ns()) - (wall - monotonic)) > CLOCK_SLACK_NS:
+            return before
         unseen = {
             path: entry
             for path, entry in after.entries.items()
             if entry.kind == "file"
             and entry.covered
-            and entry.ctime_ns < since
+            and entry.ctime_ns < wall - CLOCK_SLACK_NS - (_SECOND_NS if entry.ctime_ns % _SECOND_NS == 0 else 0)
             and (old := before.entries.get(path)) is not None
             and old.kind == "file"
+            and entry.ino == old.ino != 0  # in place: a folder moved over it keeps its files' ctimes
             and not entry.same_content(old)
         }
         if not unseen:

@@ -415,3 +415,70 @@ def test_a_chat_closed_while_its_checkpoint_is_taken_frees_its_watch(
     monkeypatch.setattr(checkpoints.Scan, "folder", closed_meanwhile)
     checkpointer.take()
     assert process.num_fds() == before
+
+
+@posix_only
+def test_a_folder_the_agent_moves_over_another_is_its_change_and_reverts(ws: str, tmp_path: Any) -> None:
+    """Files in a moved folder keep their old ctimes: the turn's change, not an unseen one."""
+    lib, v2 = os.path.join(ws, "lib"), os.path.join(ws, "lib_v2")
+    write(os.path.join(lib, "x.py"), "print('v1')\n")
+    write(os.path.join(v2, "x.py"), "print('v2')\n")
+    chat = Turns(os.path.join(str(tmp_path), "cache"), [ws], watch=True)
+    try:
+        chat.checkpointer.take()
+        time.sleep(turns.CLOCK_SLACK_NS / 1e9 * 1.5)  # the files are older than the prompt
+        chat.begin()
+        shutil.rmtree(lib)  # the agent: rm -rf lib && mv lib_v2 lib
+        os.rename(v2, lib)
+        found = {c.path: c.change for c in chat.end("Agent", {})}
+        assert found == {os.path.join(lib, "x.py"): "modified", os.path.join(v2, "x.py"): "deleted"}
+        chat.revert(None)
+        with open(os.path.join(lib, "x.py"), "rb") as handle:
+            assert handle.read() == b"print('v1')\n"
+    finally:
+        chat.close()
+
+
+@posix_only
+def test_a_wall_clock_stepped_during_the_turn_hides_no_agent_change(
+    ws: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wall clock 2 s fast at the prompt (then stepped back): the agent's edit, with a ctime
+    "before" the prompt, is still the turn's."""
+    chat = Turns(os.path.join(str(tmp_path), "cache"), [ws], watch=True)
+    try:
+        chat.checkpointer.take()
+        real = time.time_ns
+        monkeypatch.setattr(turns.time, "time_ns", lambda: real() + 2_000_000_000)
+        chat.begin()
+        monkeypatch.setattr(turns.time, "time_ns", real)
+        path = os.path.join(ws, "a.txt")
+        with open(path, "r+b") as handle:  # in place: the same inode
+            handle.write(b"AGENT")
+        assert [c.path for c in chat.end("Agent", {path: True})] == [path]
+        chat.revert(None)
+        with open(path, "rb") as handle:
+            assert handle.read() == b"a.txt\n"
+    finally:
+        chat.close()
+
+
+@linux_only
+def test_a_rule_file_with_another_hard_link_is_not_vouched_for(tmp_path: Any, scandirs: list[str]) -> None:
+    repo = os.path.realpath(os.path.join(str(tmp_path), "repo"))
+    os.makedirs(os.path.join(repo, ".git"))
+    ws = tree(os.path.join(repo, "ws"))
+    write(os.path.join(repo, ".gitignore"), "b.txt\n")
+    other = os.path.join(str(tmp_path), "shared-ignore")
+    os.link(os.path.join(repo, ".gitignore"), other)
+    checkpointer = Checkpointer(CheckpointStore(os.path.join(str(tmp_path), "cache"), [ws]), [ws], watch=True)
+    try:
+        assert os.path.join(ws, "b.txt") not in checkpointer.take().entries
+        with open(other, "w") as handle:  # through the other link: no event in the rules' folder
+            handle.write("c.txt\n")
+        scandirs.clear()
+        after = checkpointer.take()
+        assert scandirs
+        assert os.path.join(ws, "b.txt") in after.entries
+    finally:
+        checkpointer.close()
