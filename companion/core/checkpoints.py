@@ -381,20 +381,21 @@ class Checkpointer:
         # links (which it cannot vouch for).
         self._watched: tuple[Checkpoint | None, list[tuple[int, int] | None], list[Entry]] = (None, [], [])
 
-    def take(self) -> Checkpoint:
-        """A checkpoint of the folders now (the previous one when nothing changed)."""
+    def take(self, full: bool = False) -> Checkpoint:
+        """A checkpoint of the folders now (the previous one when nothing changed). `full`: look at
+        every file even when the watch says nothing changed."""
         with self._taking:
-            point = self._take()
+            point = self._take(full)
         if not self._watching and self._watch is not None:
             self.close()  # close() came while this was being taken
         return point
 
-    def _take(self) -> Checkpoint:
+    def _take(self, full: bool) -> Checkpoint:
         previous = self.last or self.latest_saved()
         taken_ns = time.time_ns()
         confirmed, confirmed_ns = self._confirmed
         settled = (confirmed_ns if confirmed is previous else previous.taken_ns if previous else 0) - RACY_NS
-        self.quick = previous is not None and self._still(previous, settled)
+        self.quick = previous is not None and not full and self._still(previous, settled)
         if previous is not None and self.quick:
             # Nothing changed since the scan that found `previous` began, as far as the system says
             # (not confirmed: a write through a memory map raises no event; the next scan reads a

@@ -15,8 +15,9 @@ times changed. Anything it cannot vouch for disarms it and the next checkpoint s
 - the event queue overflowing.
 Not reported by the system: a write through a memory map, and a write through a hard link outside
 the watched folders. `Checkpointer` lstats every file that had several links at the last scan; a
-link made later, or a memory map, is caught at the turn's end (`Turns`: a file the turn did not
-change but that differs from the checkpoint before the prompt was changed before it, unseen).
+link made later, or a memory map, is caught by the scan `Turns.begin` starts beside a turn whose
+prompt left on the watch's word (a file changed in place, its ctime older than the prompt, held
+that at the prompt; `Turns._unseen_before`).
 
 Linux only (inotify, through ctypes: nothing to install). Elsewhere `start()` gives None and every
 checkpoint scans, as before.

@@ -65,6 +65,8 @@ class Turns:
         self._before: Checkpoint | None = None
         self._begun = (0, 0, False)  # the prompt's checkpoint: (wall clock, monotonic clock, from the watch alone)
         self._running = False
+        self._checking: threading.Thread | None = None
+        self._early: Checkpoint | None = None  # that scan's checkpoint
         self._lock = threading.Lock()  # the record is read and rewritten whole
         # One checkpoint operation at a time: a restore (on a worker thread of the editor) and the
         # next prompt's checkpoint never interleave, nor write the workspace under each other.
@@ -82,7 +84,29 @@ class Turns:
             self._begun = (wall, monotonic, self.checkpointer.quick)
             self.prompts.append(self._before.id)
             self._running = True
+            self._early = None
+            if self.checkpointer.quick:
+                self._check_early()
             return self._before
+
+    def _check_early(self) -> None:
+        """The prompt left on the watch's word: scan now, beside the turn, so that a change the watch
+        could not see is found before the agent has likely touched the file (`_unseen_before`)."""
+
+        def scan() -> None:
+            try:
+                self._early = self.checkpointer.take(full=True)
+            except Exception:  # the turn's end scans again, and says what fails
+                self._early = None
+
+        self._checking = threading.Thread(target=scan, name="gemini-companion-checkpoint-check", daemon=True)
+        self._checking.start()
+
+    def checked(self) -> None:
+        """Wait for the scan `begin` started beside the turn, if any."""
+        checking, self._checking = self._checking, None
+        if checking is not None:
+            checking.join()
 
     def end(self, agent: str, writes: dict[str, bool], digests: Mapping[str, str] | None = None) -> list[FileChange]:
         """Record the turn's end state and return its change set. `digests` (TurnWrites.take_turn):
@@ -92,10 +116,13 @@ class Turns:
             return self._end(agent, writes, digests or {})
 
     def _end(self, agent: str, writes: dict[str, bool], digests: Mapping[str, str]) -> list[FileChange]:
+        self.checked()
         before = self._before or self.checkpointer.take()
         after = self.checkpointer.take()
         if self._before is not None:
-            before = self._unseen_before(before, after)
+            for found in (self._early, after):  # the early scan's contents first: what the agent did not touch yet
+                if found is not None:
+                    before = self._unseen_before(before, found)
         writes = left_as_written(writes, digests, after)
         with self._lock:
             record = self.store.load_record() or {}

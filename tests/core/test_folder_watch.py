@@ -482,3 +482,28 @@ def test_a_rule_file_with_another_hard_link_is_not_vouched_for(tmp_path: Any, sc
         assert os.path.join(ws, "b.txt") in after.entries
     finally:
         checkpointer.close()
+
+
+@posix_only
+@pytest.mark.parametrize("how", ["hard link", "memory map"])
+def test_a_change_the_watch_cannot_see_then_the_agents_edit_of_that_file_reverts_to_the_users(
+    ws: str, tmp_path: Any, how: str
+) -> None:
+    """The prompt leaves on the watch's word; the scan it starts beside the turn finds the unseen
+    change before the agent edits the file, so a revert gives back the user's text, not the older one."""
+    chat = Turns(os.path.join(str(tmp_path), "cache"), [ws], watch=True)
+    unseen = UnseenChange(ws, tmp_path, how)
+    try:
+        chat.checkpointer.take()
+        users = unseen.make()
+        chat.begin()
+        chat.checked()  # the agent's first edit comes after its model answers: after this scan, here
+        path = os.path.join(ws, "a.txt")
+        write(path, "the agent's\n", old=False)
+        assert [c.path for c in chat.end("Agent", {path: True})] == [path]
+        chat.revert(None)
+        with open(path, "rb") as handle:
+            assert handle.read() == users
+    finally:
+        unseen.close()
+        chat.close()
