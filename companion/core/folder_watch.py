@@ -26,8 +26,8 @@ checkpoint scans, as before.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
+import functools
 import os
 import stat
 import struct
@@ -261,22 +261,27 @@ class FolderWatch:
         return matters
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL | None:
+    """The C library's inotify and statfs, once per process: from the symbols already loaded (every
+    Python on Linux links the C library), so no `ldconfig` is run as ctypes.util.find_library does."""
     if not sys.platform.startswith("linux"):
         return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        for name, args in (
-            ("inotify_init1", [ctypes.c_int]),
-            ("inotify_add_watch", [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]),
-            ("statfs", [ctypes.c_char_p, ctypes.c_void_p]),
-        ):
-            function = getattr(libc, name)
-            function.argtypes = args
-            function.restype = ctypes.c_int
-    except (OSError, AttributeError):
-        return None
-    return libc
+    for name in (None, "libc.so.6"):
+        try:
+            libc = ctypes.CDLL(name, use_errno=True)
+            for function_name, args in (
+                ("inotify_init1", [ctypes.c_int]),
+                ("inotify_add_watch", [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]),
+                ("statfs", [ctypes.c_char_p, ctypes.c_void_p]),
+            ):
+                function = getattr(libc, function_name)
+                function.argtypes = args
+                function.restype = ctypes.c_int
+            return libc
+        except (OSError, AttributeError):
+            continue
+    return None
 
 
 def _fs_type(libc: ctypes.CDLL, path: str) -> int:
