@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import secrets
 import threading
-import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from time import monotonic_ns, time_ns
 from typing import Any
 
 from .change_set import FileChange, changed_paths, diff
@@ -79,7 +79,7 @@ class Turns:
     def begin(self) -> Checkpoint:
         """The checkpoint before a prompt."""
         with self._work:
-            wall, monotonic = time.time_ns(), time.monotonic_ns()
+            wall, monotonic = time_ns(), monotonic_ns()
             self._before = self.checkpointer.take()
             self._begun = (wall, monotonic, self.checkpointer.quick)
             self.prompts.append(self._before.id)
@@ -142,7 +142,7 @@ class Turns:
         st_ctime is the creation time), nor when the wall clock was stepped during the turn. Saved as
         a new checkpoint: `before` may be the last turn's end."""
         wall, monotonic, quick = self._begun
-        if not quick or abs((time.time_ns() - time.monotonic_ns()) - (wall - monotonic)) > CLOCK_SLACK_NS:
+        if not quick or abs((time_ns() - monotonic_ns()) - (wall - monotonic)) > CLOCK_SLACK_NS:
             return before
         unseen = {
             path: entry

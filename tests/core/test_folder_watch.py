@@ -448,10 +448,10 @@ def test_a_wall_clock_stepped_during_the_turn_hides_no_agent_change(
     chat = Turns(os.path.join(str(tmp_path), "cache"), [ws], watch=True)
     try:
         chat.checkpointer.take()
-        real = time.time_ns
-        monkeypatch.setattr(turns.time, "time_ns", lambda: real() + 2_000_000_000)
+        real = time.time_ns  # the turn's view of the clock only: the scan beside the turn keeps the real one
+        monkeypatch.setattr(turns, "time_ns", lambda: real() + 2_000_000_000)
         chat.begin()
-        monkeypatch.setattr(turns.time, "time_ns", real)
+        monkeypatch.setattr(turns, "time_ns", real)
         path = os.path.join(ws, "a.txt")
         with open(path, "r+b") as handle:  # in place: the same inode
             handle.write(b"AGENT")
