@@ -377,9 +377,8 @@ class Checkpointer:
         self.quick = False  # the last take returned on the watch's word alone, without a scan
         self._taking = threading.Lock()  # close() never pulls the watch from under a take
         self._watch: FolderWatch | None = None
-        # What the watch vouches for, the folders' identities then, and its files with other hard
-        # links (which it cannot vouch for).
-        self._watched: tuple[Checkpoint | None, list[tuple[int, int] | None], list[Entry]] = (None, [], [])
+        # What the watch vouches for, and its files with other hard links (which it cannot).
+        self._watched: tuple[Checkpoint | None, list[Entry]] = (None, [])
 
     def take(self, full: bool = False) -> Checkpoint:
         """A checkpoint of the folders now (the previous one when nothing changed). `full`: look at
@@ -402,7 +401,6 @@ class Checkpointer:
             # file written within RACY_NS of that scan again).
             return previous
         watch = self._rewatch()
-        roots = self._identities()  # before the watch: a folder swapped after this is an event or a new identity
         scan = Scan(self.store, self.limits, previous, settled, self._listings, watch)
         for folder in self.folders:
             scan.folder(folder)
@@ -420,7 +418,7 @@ class Checkpointer:
             self._watching = False  # too many folders for the watch limits: scans from now on
         if watch is not None:
             watch.arm()
-            self._watched = (point, roots, scan.linked)
+            self._watched = (point, scan.linked)
         if not self._watching:
             self._rewatch()  # closed meanwhile, or given up
         return point
@@ -445,11 +443,9 @@ class Checkpointer:
     def _still(self, previous: Checkpoint, settled: int) -> bool:
         """Whether the watch vouches that nothing changed since `previous` was taken (and a file
         with other hard links, which it cannot vouch for, still has the lstat it had then)."""
-        watched, roots, linked = self._watched
+        watched, linked = self._watched
         if self._watch is None or watched is not previous or not self._watch.quiet():
-            return False
-        if self._identities() != roots:  # a folder above one was renamed or swapped: no event in it
-            return False
+            return False  # quiet() also lstats each watched folder, the workspace folders included
         for entry in linked:
             try:
                 st = os.lstat(entry.path)
@@ -462,7 +458,7 @@ class Checkpointer:
 
     def _rewatch(self) -> FolderWatch | None:
         """The watch, told that a full scan begins (made on the first; closed once closed)."""
-        self._watched = (None, [], [])
+        self._watched = (None, [])
         if not self._watching:
             if self._watch is not None:
                 self._watch.close()
@@ -472,16 +468,6 @@ class Checkpointer:
         if self._watch is not None:
             self._watch.begin()
         return self._watch
-
-    def _identities(self) -> list[tuple[int, int] | None]:
-        identities: list[tuple[int, int] | None] = []
-        for folder in self.folders:
-            try:
-                st = os.lstat(folder)
-                identities.append((st.st_dev, st.st_ino))
-            except OSError:
-                identities.append(None)
-        return identities
 
     def latest_saved(self) -> Checkpoint | None:
         for point_id in reversed(self.store.point_ids()):
