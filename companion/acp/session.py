@@ -49,7 +49,7 @@ from ..core.turn_writes import TurnWrites, written_digest
 from . import process, updates
 from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
 from .edits import NotRebuildable, edit_path, is_edit, proposed_text
-from .file_changes import FileChange, file_changes
+from .file_changes import FileChange, file_changes, location_paths
 from .files import READ_LIMIT_BYTES, AgentFiles, FsRefused
 from .modes import Kind, asking_mode, starting_mode
 from .modes import kind as mode_kind
@@ -510,9 +510,17 @@ class ChatSession:
             )
             self.unchecked.refused.add(what)
             return reject
+        path = edit_path(call)
+        named = [p for c in changes for p in (c.path, c.target)] if changes else [path] if path else []
+        unchanged = await self._unchanged_locations(call, named)
+        if unchanged:  # reviewing the others would let one review stand for files it does not show
+            what = ", ".join(unchanged)
+            message = f"it names {what} but carries no change for it; nothing of it was reviewed"
+            self.view.notice(f"Rejected {self.spec.name}'s edit of {path or what}: {message}.", "warning")
+            self.unchecked.refused.add(what)
+            return reject
         if changes:  # several files, a rename or a patch: each file reviewed, all or nothing
             return await self._decide_files(call, changes, choices, reject)
-        path = edit_path(call)
         if path is None:
             message = f"Rejected an edit by {self.spec.name}: it names no file, so it cannot be reviewed."
             self.view.notice(message, "warning")
@@ -547,6 +555,25 @@ class ChatSession:
         if decision.always and always:
             self._allowed_always(always)
         return allow
+
+    async def _unchanged_locations(self, call: dict[str, Any], named: list[str]) -> list[str]:
+        """The files the call's `locations` name that are none of `named` (the files it changes),
+        compared as real paths; a location outside the workspace is one of them."""
+        found = location_paths(call)
+        if all(p in named for p in found):
+            return []
+        real = set()
+        for path in named:
+            with contextlib.suppress(FsRefused):
+                real.add((await self.files.resolve(path)).path)
+        unchanged = []
+        for path in found:
+            try:
+                if (await self.files.resolve(path)).path not in real:
+                    unchanged.append(path)
+            except FsRefused:
+                unchanged.append(path)
+        return unchanged
 
     async def _decide_files(
         self, call: dict[str, Any], changes: list[FileChange], choices: list[Choice], reject: str | None
