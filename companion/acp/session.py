@@ -268,7 +268,7 @@ class ChatSession:
         asking = asking_mode(self.modes, self.seen)
         if asking is not None and asking.id != self.mode:
             self.view.offer_mode(text, asking)
-        elif asking is None and self.modes:
+        elif asking is None and self.modes and asking_mode(self.modes) is None:  # else: said to ask, did not
             hint = 'to review its edits, set its "mode" in the setting "agents" (or --mode) to one that asks'
             self.view.notice(f"{text} None of {self.spec.name}'s modes is known to ask; {hint}.", "warning")
         else:
