@@ -3,7 +3,7 @@ several files is reviewed file by file (never one review for several), and a ren
 
 Where an agent says which files a call touches (no SDK import; the call as the SDK dumps it):
 - several `diff` blocks with different paths: one change per path, its blocks only;
-- a patch in `rawInput` (any string argument that is one): Codex's apply_patch format
+- a patch in `rawInput` (an argument named for one, `_PATCH_KEYS`): Codex's apply_patch format
   (`*** Begin Patch`, `*** Update File:` / `*** Add File:` / `*** Delete File:`, `*** Move to:`,
   `@@` hunks of ` `/`-`/`+` lines) or a unified diff with `---`/`+++` headers (`/dev/null` for
   a new or deleted file, a different `+++` path for a rename);
@@ -23,6 +23,9 @@ from typing import Any
 
 from .edits import NotRebuildable, _normalised, diff_blocks, proposed_text
 
+# Where agents put a patch: Codex's freeform `input` and `command: ["apply_patch", PATCH]`,
+# opencode's `patchText`, others' `patch` / `diff`.
+_PATCH_KEYS = ("input", "patch", "patchtext", "diff", "unifieddiff", "command", "args", "cmd")
 _SOURCE_KEYS = ("source", "from", "oldpath", "sourcepath", "src", "frompath")
 _TARGET_KEYS = ("destination", "to", "newpath", "targetpath", "dest", "dst", "topath", "target")
 
@@ -113,8 +116,10 @@ def _move(tool_call: dict[str, Any]) -> FileChange:
 
 
 def _patch_of(tool_call: dict[str, Any]) -> str | None:
+    """The patch the tool applies, from an argument named for one (a file's `content` that holds a
+    diff is a file's text, never a patch to apply)."""
     raw = tool_call.get("rawInput")
-    values = list(raw.values()) if isinstance(raw, dict) else [raw]
+    values = [v for k, v in _normalised(raw).items() if k in _PATCH_KEYS] if isinstance(raw, dict) else [raw]
     for value in values:
         if isinstance(value, list):  # apply_patch's `command: ["apply_patch", PATCH]`
             value = next((v for v in value if isinstance(v, str) and _is_patch(v)), None)

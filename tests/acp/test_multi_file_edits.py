@@ -214,3 +214,14 @@ async def test_a_location_naming_the_edited_file_another_way_is_the_same_file(wo
     _view, editor, _ = await run(workspace, tmp_path, [{"ask": ask}, *writes_itself(paths[:1])])
     assert [(r.file_path, r.part) for r in reviews(editor)] == [(paths[0], None)]
     assert records(tmp_path) == [ALLOWED] and bytes_of(paths[0]) == b"a two\n"
+
+
+async def test_a_new_file_whose_text_is_a_diff_is_one_file_not_a_patch(workspace: str, tmp_path: Any) -> None:
+    path = os.path.join(workspace, "fix.patch")
+    text = "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a one\n+a two\n--- a/b.txt\n+++ b/b.txt\n"
+    raw = {"file_path": path, "content": text}
+    diff = {"type": "diff", "path": path, "oldText": None, "newText": text}
+    ask = {"toolCallId": "t1", "kind": "edit", "rawInput": raw, "content": [diff]}
+    _view, editor, _ = await run(workspace, tmp_path, [{"ask": ask}, {"write": path, "content": text}])
+    assert [(r.file_path, r.proposal, r.part) for r in reviews(editor)] == [(path, text, None)]
+    assert records(tmp_path) == [ALLOWED, {"write": "ok"}] and bytes_of(path) == text.encode()
