@@ -126,3 +126,17 @@ def test_an_edit_of_three_files_is_reviewed_one_after_another_and_one_reject_ref
         with open(path, encoding="utf-8") as handle:
             assert handle.read() == f"{name} one\n"  # the agent's reject option: nothing written
     assert f"You rejected {paths[1]}, so Script's whole edit of 3 files was rejected" in text(view)
+
+
+def test_an_agent_that_ends_its_turn_cancelled_on_reject_is_said_to_have_stopped(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    path = crlf_file(workspace)
+    diff = {"type": "diff", "path": path, "oldText": "one\r\ntwo\r\n", "newText": "one\r\n2\r\n"}
+    steps = [{"ask": {"toolCallId": "t1", "kind": "edit", "content": [diff]}}, {"stop_if_rejected": "cancelled"}]
+    window = setup(companion, workspace, [edit_agent(tmp_path, steps)])
+    view = start_chat(companion, window)
+    send(view, "edit")
+    control.click_link(review_proposal(window), "reject", "gemini_companion.banner")
+    wait_turn(view)
+    assert "Script stopped its turn after you rejected its edit." in text(view)
