@@ -40,6 +40,7 @@ class AcceptedEdit:
     proposal: str  # what the agent proposed
     final: str  # what the user accepted (their edits included)
     disk: DiskText | None = None  # the file on disk when the user decided (to refuse a stale write)
+    renamed_from: str | None = None  # a rename's source (real path): the agent removes it, as accepted
 
     @property
     def edited(self) -> bool:

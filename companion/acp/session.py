@@ -627,8 +627,9 @@ class ChatSession:
             )
             return None
         edited = False
-        for (_, target, _, disk, proposal), decision in zip(prepared, decisions, strict=False):
-            edit = AcceptedEdit(call["toolCallId"], target.path, proposal, decision.content or proposal, disk)
+        for (renamed_from, target, _, disk, proposal), decision in zip(prepared, decisions, strict=False):
+            final = decision.content or proposal
+            edit = AcceptedEdit(call["toolCallId"], target.path, proposal, final, disk, renamed_from)
             self.gate.on_accepted(edit)
             edited = edited or edit.edited
         self._mark_decided(call, "accepted with your edits" if edited else "accepted")
@@ -734,6 +735,8 @@ class ChatSession:
             if accepted.edited:  # the agent wrote its own proposal (Claude): now the user's version
                 await self._write_users_version(accepted)
             await self._wrote(accepted.path, reviewed=True)  # the agent wrote what the user accepted
+            if accepted.renamed_from is not None:  # the rename's source is gone, as the user accepted
+                self.writes.record(accepted.renamed_from, reviewed=True)
         if taken:
             return
         if call.decision == "rejected":

@@ -43,10 +43,13 @@ async def run(
     return view, editor, stop
 
 
-def chat(workspace: str, tmp_path: Any, steps: list[dict[str, Any]], *args: str, answers: str = "") -> Any:
+def chat(
+    workspace: str, tmp_path: Any, steps: list[dict[str, Any]], *args: str, answers: str = "", env: Any = None
+) -> Any:
     argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace, "--prompt", "edit", *args]
     argv += ["--", sys.executable, AGENT, script(tmp_path, steps)]
-    env = {**os.environ, "PYTHONPATH": ROOT, "EDIT_AGENT_RECORD": os.path.join(str(tmp_path), "record.jsonl")}
+    record = os.path.join(str(tmp_path), "record.jsonl")
+    env = {**os.environ, "PYTHONPATH": ROOT, "EDIT_AGENT_RECORD": record, **(env or {})}
     return subprocess.run(argv, cwd=ROOT, env=env, input=answers, capture_output=True, text=True, timeout=CEILING)
 
 
@@ -225,3 +228,24 @@ async def test_a_new_file_whose_text_is_a_diff_is_one_file_not_a_patch(workspace
     _view, editor, _ = await run(workspace, tmp_path, [{"ask": ask}, {"write": path, "content": text}])
     assert [(r.file_path, r.proposal, r.part) for r in reviews(editor)] == [(path, text, None)]
     assert records(tmp_path) == [ALLOWED, {"write": "ok"}] and bytes_of(path) == text.encode()
+
+
+def test_an_accepted_rename_is_the_agents_reviewed_change_in_the_change_set(workspace: str, tmp_path: Any) -> None:
+    old = file_with(workspace, b"one\ntwo\n", "old.txt")
+    new = os.path.join(workspace, "new.txt")
+    diff = {"type": "diff", "path": new, "oldText": "one\ntwo\n", "newText": "one\n2\n"}
+    call = {"toolCallId": "t1", "kind": "move", "content": [diff], "locations": [{"path": old}, {"path": new}]}
+    done = {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"}
+    steps = [
+        {"update": {"sessionUpdate": "tool_call", "title": "Move", **call}},
+        {"ask": {"toolCallId": "t1"}},
+        {"rename": [old, new]},
+        {"disk": new, "content": "one\n2\n"},
+        {"update": done},
+    ]
+    env_cache = {"GEMINI_COMPANION_CACHE": os.path.join(str(tmp_path), "cache")}
+    result = chat(workspace, tmp_path, steps, "--diff-policy", "accept", "--checkpoints", env=env_cache)
+    assert result.returncode == 0, result.stdout + result.stderr
+    agent = os.path.basename(sys.executable)
+    assert f"  deleted  {old}  +0 -2  by {agent}  reviewed" in result.stdout, result.stdout
+    assert f"  added  {new}  +2 -0  by {agent}  reviewed" in result.stdout, result.stdout
