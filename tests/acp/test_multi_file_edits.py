@@ -249,3 +249,19 @@ def test_an_accepted_rename_is_the_agents_reviewed_change_in_the_change_set(work
     agent = os.path.basename(sys.executable)
     assert f"  deleted  {old}  +0 -2  by {agent}  reviewed" in result.stdout, result.stdout
     assert f"  added  {new}  +2 -0  by {agent}  reviewed" in result.stdout, result.stdout
+
+
+async def test_one_file_whose_text_cannot_be_built_refuses_the_whole_edit_before_any_review(
+    workspace: str, tmp_path: Any
+) -> None:
+    paths = three_files(workspace)
+    blocks = whole_file_diffs(paths)
+    blocks[1] = {"type": "diff", "path": paths[1], "oldText": "not in b\n", "newText": "b two\n"}
+    ask = {"toolCallId": "t1", "kind": "edit", "content": blocks}
+    view, editor, _ = await run(workspace, tmp_path, [{"ask": ask}, *writes_itself(paths)])
+    assert reviews(editor) == [] and records(tmp_path) == [REJECTED]
+    assert [bytes_of(p) for p in paths] == [b"a one\n", b"b one\n", b"c one\n"]
+    assert (
+        f"Rejected Edits's edit of 3 files ({', '.join(paths)}): {paths[1]}: the text it replaces is not in the "
+        "file as it is now; nothing of it was reviewed."
+    ) in view.notices
