@@ -137,7 +137,16 @@ class HeadlessEditor:
 
 
 def _question(review: Review) -> str:
-    return f"Apply this change to {visible(review.file_path)}? [y]es / [n]o: "
+    return f"Apply this change to {visible(review.file_path)}{visible(what_else(review))}? [y]es / [n]o: "
+
+
+def what_else(review: Review) -> str:
+    """What the file's review is part of, in parentheses: a rename, one file of several (the edit
+    is allowed only when every file is accepted); "" for a plain one-file review."""
+    notes = [f"rename {review.renamed_from} → {review.file_path}"] if review.renamed_from else []
+    if review.part is not None:
+        notes.append(f"file {review.part[0]} of {review.part[1]} of one edit: all must be accepted")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def unified_diff(file_path: str, proposal: str, disk: DiskText | None = None) -> str:

@@ -41,7 +41,8 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_UNREVIEWED, EXIT_REFUSED = 3, 4  # an edit was applied without review / refused before review
 _SEVERITY = (EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_REFUSED, EXIT_UNREVIEWED)  # the last one wins
 EXIT_HELP = """exit status:
-  0  the chat ended normally (--prompt: with end_turn); every edit went through the review or policy
+  0  the chat ended normally (--prompt: with end_turn, or `cancelled` by the agent right after you
+     rejected its edit); every edit went through the review or policy
   1  the chat failed: one `error:` line on stderr says why
   2  the command line is wrong
   3  an edit was applied without review (the agent wrote without asking)
@@ -298,7 +299,7 @@ class TurnChanges:
 async def _one_turn(session: ChatSession, interrupts: _Interrupts, changes: TurnChanges, prompt: str) -> int:
     stop = await changes.turn(session, interrupts, prompt)
     print(flush=True)
-    if stop == "end_turn":
+    if stop == "end_turn" or session.stopped_after_rejection(stop):  # the view said the agent stopped
         return _checked(session, EXIT_OK)
     print(f"error: the turn ended with {one_line(stop)!r} instead of end_turn.", file=sys.stderr, flush=True)
     return _checked(session, EXIT_FAILED)
