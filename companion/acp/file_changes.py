@@ -10,8 +10,8 @@ Where an agent says which files a call touches (no SDK import; the call as the S
 - kind `move`: the source from `rawInput` (`source`, `from`, `old_path`, …) or the first
   location, the target from the diff's path, `rawInput` (`destination`, `to`, `new_path`, …) or
   the second location; a diff of the source's text is the content change;
-- `locations`: files the call names besides those; a change whose new text the call does not
-  carry cannot be reviewed, so the whole call is refused (session.py), never a subset.
+- `locations` (`location_paths`): files the call says it affects; one it carries no change for
+  cannot be reviewed, so session.py refuses the whole call, never reviewing a subset.
 `file_changes` returns [] for the ordinary call (one file, no rename, no patch): edits.py decides it.
 """
 
@@ -65,8 +65,8 @@ class FileChange:
 
 
 def file_changes(tool_call: dict[str, Any], kind: str | None = None) -> list[FileChange]:
-    """Each file the call changes, or [] for an ordinary one-file edit. NotRebuildable when the
-    call names files it carries no change for, or its patch cannot be read."""
+    """Each file the call changes, or [] for an ordinary one-file edit. NotRebuildable when its
+    patch cannot be read or a move does not say from where to where."""
     kind = kind or tool_call.get("kind")
     patch = _patch_of(tool_call)
     if patch is not None:
@@ -75,18 +75,14 @@ def file_changes(tool_call: dict[str, Any], kind: str | None = None) -> list[Fil
         changes = [_move(tool_call)]
     else:
         changes = _by_diff_path(tool_call)
-    if not changes:
-        return []
-    named = {c.path for c in changes} | {c.target for c in changes}
-    missing = [p for p in _location_paths(tool_call) if p not in named]
-    if len(changes) == 1 and not missing and changes[0].new_path is None and patch is None:
+    if len(changes) == 1 and changes[0].new_path is None and patch is None:
         return []  # one file: edits.py as always
-    if missing:
-        raise NotRebuildable(f"it names {', '.join(missing)} but carries no change for it")
     return changes
 
 
-def _location_paths(tool_call: dict[str, Any]) -> list[str]:
+def location_paths(tool_call: dict[str, Any]) -> list[str]:
+    """The files the call's `locations` name, each once: every one must be among the files it
+    changes (session.py compares them as real paths), or the call is refused whole."""
     paths = [loc.get("path") for loc in tool_call.get("locations") or [] if isinstance(loc, dict)]
     return list(dict.fromkeys(p for p in paths if isinstance(p, str)))
 
@@ -95,11 +91,6 @@ def _by_diff_path(tool_call: dict[str, Any]) -> list[FileChange]:
     blocks = [b for b in diff_blocks(tool_call) if isinstance(b.get("path"), str)]
     paths = list(dict.fromkeys(b["path"] for b in blocks))
     if len(paths) <= 1:
-        locations = _location_paths(tool_call)
-        if len(locations) > 1 and not paths:
-            raise NotRebuildable(
-                f"it names {len(locations)} files ({', '.join(locations)}) but carries no diff of them"
-            )
         return [FileChange(paths[0], call=tool_call)] if paths else []
     # Several files: each is rebuilt from its own blocks; the call's rawInput describes no one file.
     return [FileChange(p, call={"content": [b for b in blocks if b["path"] == p]}) for p in paths]
@@ -108,7 +99,7 @@ def _by_diff_path(tool_call: dict[str, Any]) -> list[FileChange]:
 def _move(tool_call: dict[str, Any]) -> FileChange:
     raw = tool_call.get("rawInput")
     raw = _normalised(raw) if isinstance(raw, dict) else {}
-    locations = _location_paths(tool_call)
+    locations = location_paths(tool_call)
     source = next((raw[k] for k in _SOURCE_KEYS if isinstance(raw.get(k), str)), None)
     target = next((raw[k] for k in _TARGET_KEYS if isinstance(raw.get(k), str)), None)
     diff_paths = [b["path"] for b in diff_blocks(tool_call) if isinstance(b.get("path"), str)]

@@ -49,9 +49,9 @@ from ..core.turn_writes import TurnWrites, written_digest
 from . import process, updates
 from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
 from .edits import NotRebuildable, edit_path, is_edit, proposed_text
-from .file_changes import FileChange, file_changes
+from .file_changes import FileChange, file_changes, location_paths
 from .files import READ_LIMIT_BYTES, AgentFiles, FsRefused
-from .modes import Kind, asking_mode, starting_mode
+from .modes import Kind, Seen, asking_mode, starting_mode
 from .modes import kind as mode_kind
 from .resources import Attachment, Resource, attach
 from .review_gate import AcceptedEdit, ReviewGate, ReviewOpen
@@ -113,6 +113,7 @@ class ChatSession:
         self.unchecked = UncheckedEdits()  # edits that did not go through the review (`chat` reports them)
         self.writes = TurnWrites()  # what the agent wrote through us this turn, for the change set
         self.mode: str | None = None
+        self.seen = Seen()  # what the agent did with edits in each mode: names are only hints (modes.py)
         self._conn: ClientSideConnection | None = None
         self._notes: list[str] = []  # told to the agent with the next prompt
         self._calls = updates.ToolCalls()  # by id: updates carry only what changed; content capped
@@ -255,7 +256,7 @@ class ChatSession:
 
     def _warn_if_unreviewed_mode(self) -> None:
         current = next((m for m in self.modes if m.id == self.mode), None)
-        if current is not None and mode_kind(current) is Kind.WRITES:
+        if current is not None and mode_kind(current, self.seen) is Kind.WRITES:
             self.view.notice(
                 f"{self.spec.name} runs in mode {current.id!r}, which applies edits without review (you set it).",
                 "warning",
@@ -264,7 +265,7 @@ class ChatSession:
     def _unreviewed(self, text: str) -> None:
         """A warning about an edit that went through no review: with a one-click switch to the
         agent's asking mode when it runs in another one."""
-        asking = asking_mode(self.modes)
+        asking = asking_mode(self.modes, self.seen)
         if asking is not None and asking.id != self.mode:
             self.view.offer_mode(text, asking)
         elif asking is None and self.modes:
@@ -500,6 +501,7 @@ class ChatSession:
         kind = call.get("kind") or (known.kind if known else None)
         if not is_edit(call, kind):
             return await self.view.choose(str(call.get("title") or kind or "a tool"), choices)
+        self.seen.asked(self.mode)  # this mode asks before an edit, whatever its name
         reject = _pick(choices, "reject_once", "reject_always")
         try:
             changes = file_changes(call, kind)
@@ -510,9 +512,17 @@ class ChatSession:
             )
             self.unchecked.refused.add(what)
             return reject
+        path = edit_path(call)
+        named = [p for c in changes for p in (c.path, c.target)] if changes else [path] if path else []
+        unchanged = await self._unchanged_locations(call, named)
+        if unchanged:  # reviewing the others would let one review stand for files it does not show
+            what = ", ".join(unchanged)
+            message = f"it names {what} but carries no change for it; nothing of it was reviewed"
+            self.view.notice(f"Rejected {self.spec.name}'s edit of {path or what}: {message}.", "warning")
+            self.unchecked.refused.add(what)
+            return reject
         if changes:  # several files, a rename or a patch: each file reviewed, all or nothing
             return await self._decide_files(call, changes, choices, reject)
-        path = edit_path(call)
         if path is None:
             message = f"Rejected an edit by {self.spec.name}: it names no file, so it cannot be reviewed."
             self.view.notice(message, "warning")
@@ -547,6 +557,25 @@ class ChatSession:
         if decision.always and always:
             self._allowed_always(always)
         return allow
+
+    async def _unchanged_locations(self, call: dict[str, Any], named: list[str]) -> list[str]:
+        """The files the call's `locations` name that are none of `named` (the files it changes),
+        compared as real paths; a location outside the workspace is one of them."""
+        found = location_paths(call)
+        if all(p in named for p in found):
+            return []
+        real = set()
+        for path in named:
+            with contextlib.suppress(FsRefused):
+                real.add((await self.files.resolve(path)).path)
+        unchanged = []
+        for path in found:
+            try:
+                if (await self.files.resolve(path)).path not in real:
+                    unchanged.append(path)
+            except FsRefused:
+                unchanged.append(path)
+        return unchanged
 
     async def _decide_files(
         self, call: dict[str, Any], changes: list[FileChange], choices: list[Choice], reject: str | None
@@ -716,6 +745,7 @@ class ChatSession:
             )
         elif call_id not in self._asked and is_edit(said, call.kind):
             path = edit_path(said) or (call.diffs[0].path if call.diffs else "a file")
+            self.seen.wrote(self.mode)  # this mode applies edits without asking, whatever its name
             self._unreviewed(f"{self.spec.name} changed {path} without asking: applied without review.")
             self.unchecked.applied.add(path)
             with contextlib.suppress(FsRefused):  # outside the workspace: no change set holds it
@@ -766,6 +796,7 @@ class ChatSession:
             edit = AcceptedEdit("", target.path, content, content)
         if edit is None:
             message = f"Refused the write of {path}: no review accepted it. Every edit goes through a review."
+            self.seen.wrote(self.mode)
             self._unreviewed(message)
             self.unchecked.refused.add(path)
             raise RequestError(-32602, message)

@@ -196,3 +196,21 @@ def test_a_turn_cancelled_right_after_a_rejection_is_not_an_error(workspace: str
     assert "instead of end_turn" not in result.stderr
     assert "python stopped its turn after you rejected its edit." in result.stdout
     assert bytes_of(path) == b"one\n"
+
+
+async def test_a_snippet_edit_naming_a_second_location_is_refused_whole(workspace: str, tmp_path: Any) -> None:
+    paths = three_files(workspace)
+    raw = {"file_path": paths[0], "old_string": "one", "new_string": "two"}
+    ask = {"toolCallId": "t1", "kind": "edit", "rawInput": raw, "locations": [{"path": p} for p in paths[:2]]}
+    view, editor, _ = await run(workspace, tmp_path, [{"ask": ask}, *writes_itself(paths[:2])])
+    assert reviews(editor) == [] and records(tmp_path) == [REJECTED]
+    assert [bytes_of(p) for p in paths[:2]] == [b"a one\n", b"b one\n"]
+    assert any(f"it names {paths[1]} but carries no change for it" in n for n in view.notices), view.notices
+
+
+async def test_a_location_naming_the_edited_file_another_way_is_the_same_file(workspace: str, tmp_path: Any) -> None:
+    paths = three_files(workspace)
+    ask = {"toolCallId": "t1", "kind": "edit", "content": whole_file_diffs(paths[:1]), "locations": [{"path": "a.txt"}]}
+    _view, editor, _ = await run(workspace, tmp_path, [{"ask": ask}, *writes_itself(paths[:1])])
+    assert [(r.file_path, r.part) for r in reviews(editor)] == [(paths[0], None)]
+    assert records(tmp_path) == [ALLOWED] and bytes_of(paths[0]) == b"a two\n"
