@@ -186,7 +186,7 @@ class FolderWatch:
         """Watch `folder`'s `info/exclude`, if `folder` is (or becomes) a repository: in `.git`, or
         in the common git folder a `.git` file (a worktree's, a submodule's) leads to."""
         git, common = patterns.git_dirs(folder)
-        if git != common or not os.path.isdir(git):
+        if git != os.path.join(folder, ".git"):  # a `.git` file led elsewhere: its commondir may come
             self.names(git, ("commondir",))
         self.names(common, ("info",))
         self.names(os.path.join(common, "info"), ("exclude",))

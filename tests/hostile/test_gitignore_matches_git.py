@@ -95,7 +95,7 @@ def rule_file() -> st.SearchStrategy[RuleFile]:
 class Case:
     paths: list[tuple[str, ...]]
     root_rules: RuleFile | None
-    sub_rules: RuleFile | None  # in the first folder of the tree
+    sub_rules: list[tuple[int, RuleFile]]  # in folders of the tree (by index, modulo their number)
     exclude: RuleFile | None  # info/exclude (the common one, in a worktree)
     global_rules: RuleFile | None
     global_where: str  # "xdg ignore" | "~/.config/git/ignore" | "core.excludesFile"
@@ -105,12 +105,12 @@ class Case:
 CASES = st.builds(
     Case,
     st.lists(
-        st.tuples(st.lists(st.sampled_from(DIRS), max_size=2), st.sampled_from(NAMES)).map(lambda t: (*t[0], t[1])),
+        st.tuples(st.lists(st.sampled_from(DIRS), max_size=3), st.sampled_from(NAMES)).map(lambda t: (*t[0], t[1])),
         min_size=1,
         max_size=12,
     ),
     st.none() | rule_file(),
-    st.none() | rule_file(),
+    st.lists(st.tuples(st.integers(0, 20), rule_file()), max_size=2),
     st.none() | rule_file(),
     st.none() | rule_file(),
     st.sampled_from(["xdg ignore", "~/.config/git/ignore", "core.excludesFile"]),
@@ -173,10 +173,10 @@ def build(case: Case, scratch: str, env: dict[str, str]) -> tuple[str, list[str]
     if case.root_rules is not None:
         write(os.path.join(root, ".gitignore"), case.root_rules.data())
         files.add(".gitignore")
-    if case.sub_rules is not None and folders:
-        first = sorted(folders)[0]
-        write(os.path.join(root, first, ".gitignore"), case.sub_rules.data())
-        files.add(first + "/.gitignore")
+    for index, rules in case.sub_rules if folders else ():
+        folder = sorted(folders)[index % len(folders)]
+        write(os.path.join(root, *folder.split("/"), ".gitignore"), rules.data())
+        files.add(folder + "/.gitignore")
     if case.exclude is not None:
         write(os.path.join(main, ".git", "info", "exclude"), case.exclude.data())
     if case.global_rules is not None:
