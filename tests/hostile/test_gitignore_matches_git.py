@@ -213,3 +213,32 @@ def test_the_checkpoint_leaves_out_exactly_what_git_ignores(case: Case) -> None:
         assert covered == set(files) - ignored, case
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+CONFIGS = [
+    "[core]\n\texcludesFile = ~/a\n",
+    "[core]\nexcludesfile=/x/y ; comment\n",
+    '[core]\n\texcludesFile = "/with space/# not a comment" # comment\n',
+    "[core]\n\texcludesFile = /a\\\n/b\n",  # a continued line
+    '[core]\n\texcludesFile = "/tab\\there\\\\x"\n',
+    "[core] excludesFile = /same/line\n",
+    '[core "sub"]\n\texcludesFile = /not/this\n[CORE]\n\tExcludesFile = /this\n',
+    "[core]\n\texcludesFile = /first\n[user]\n\tname = x\n[core]\n\texcludesFile = /second\n",
+    "# [core]\n; excludesFile = /commented\n[core]\n\tbare\n\texcludesFile =   /spaced   out  \n",
+    "[core.sub]\n\texcludesFile = /old/subsection/syntax\n",
+]
+
+
+@pytest.mark.parametrize("text", CONFIGS)
+def test_core_excludes_file_is_read_as_git_reads_it(text: str) -> None:
+    """`core.excludesFile` from a user's config: quotes, escapes, comments, continued lines, sections."""
+    from companion.core.patterns import config_value
+
+    scratch = os.path.realpath(tempfile.mkdtemp(prefix="gitconfig-vs-git-"))
+    try:
+        write(os.path.join(scratch, ".gitconfig"), text.encode())
+        with environment(scratch, None) as env:
+            expected = git(env, scratch, "config", "--global", "--get", "core.excludesFile").decode()
+        assert (config_value(text, "core", "excludesfile") or "") == expected.removesuffix("\n")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
