@@ -16,10 +16,10 @@ the start or in the middle anchors the pattern to its file's folder, a trailing 
 only, `*`, `?`, `[...]` (with `!`/`^` negation, ranges and the POSIX classes `[:digit:]` etc.),
 `**/`, `/**` and `/**/`; a pattern git cannot match (an unclosed `[`, an unknown class, a trailing
 `\\`) matches nothing. The files, weakest first: the user's global excludes (`core.excludesFile`
-from `$XDG_CONFIG_HOME/git/config` or `~/.gitconfig`, else `$XDG_CONFIG_HOME/git/ignore`,
-`~/.config/git/ignore`), the repository's `info/exclude` (in its common git folder, for a worktree
-or a submodule whose `.git` is a `gitdir:` file), then each `.gitignore` from the repository's root
-down. An ignored folder is not entered, so nothing under it can be re-included (as in git).
+from `$XDG_CONFIG_HOME/git/config` and `~/.gitconfig`, or `$GIT_CONFIG_GLOBAL`; else
+`$XDG_CONFIG_HOME/git/ignore`, `~/.config/git/ignore`), the repository's `info/exclude` (in its
+common git folder, for a worktree or a submodule whose `.git` is a `gitdir:` file), then each
+`.gitignore` from the repository's root down. An ignored folder is not entered, so nothing under it can be re-included (as in git).
 Not read: the system git config, `include`d config files, `core.ignoreCase` (matching is
 case-sensitive, as git's default on Linux). Rule and config files are read only when they are
 regular files (never a FIFO or a device), and only their first `MAX_RULES_BYTES`.
@@ -246,7 +246,11 @@ def home_folder() -> str | None:
 
 
 def user_config_files() -> list[str]:
-    """The user's git config files, in the order git reads them (a later one wins)."""
+    """The user's git config files, in the order git reads them (a later one wins); only
+    `$GIT_CONFIG_GLOBAL` when it is set, as git."""
+    chosen = os.environ.get("GIT_CONFIG_GLOBAL")
+    if chosen:
+        return [chosen]
     home, xdg = home_folder(), os.environ.get("XDG_CONFIG_HOME")
     found = []
     if xdg:

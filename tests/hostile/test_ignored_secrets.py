@@ -31,6 +31,7 @@ def home(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("HOME", path)
     monkeypatch.setenv("USERPROFILE", path)
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
     return path
 
 
@@ -136,7 +137,13 @@ def test_a_submodule_honours_its_own_info_exclude(repo: str, tmp_path: Any) -> N
 
 @pytest.mark.parametrize(
     "where",
-    ["default ~/.config/git/ignore", "XDG_CONFIG_HOME/git/ignore", "~/.gitconfig", "XDG_CONFIG_HOME/git/config"],
+    [
+        "default ~/.config/git/ignore",
+        "XDG_CONFIG_HOME/git/ignore",
+        "~/.gitconfig",
+        "XDG_CONFIG_HOME/git/config",
+        "GIT_CONFIG_GLOBAL",
+    ],
 )
 def test_the_users_global_excludes_are_honoured(
     repo: str, home: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, where: str
@@ -152,6 +159,11 @@ def test_the_users_global_excludes_are_honoured(
     elif where == "~/.gitconfig":
         write(os.path.join(home, ".gitconfig"), "[user]\n\tname = Me\n[core]\n\texcludesFile = ~/.gitignore_global\n")
         write(os.path.join(home, ".gitignore_global"), "*.secret\n")
+    elif where == "GIT_CONFIG_GLOBAL":
+        write(os.path.join(home, ".gitconfig"), "[core]\n\texcludesFile = ~/not-this-one\n")  # git skips it
+        write(os.path.join(home, "cfg"), "[core]\n\texcludesFile = ~/.gitignore_global\n")
+        write(os.path.join(home, ".gitignore_global"), "*.secret\n")
+        monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.path.join(home, "cfg"))
     else:
         monkeypatch.setenv("XDG_CONFIG_HOME", xdg)
         path = os.path.join(home, "my ignores", "list")
