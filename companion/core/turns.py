@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from time import monotonic_ns, time_ns
 from typing import Any
 
+from . import checkpoint_pins
 from .change_set import FileChange, changed_paths, diff
 from .checkpoint_store import CheckpointStore
 from .checkpoints import Checkpoint, Checkpointer, Limits, load, new_id
@@ -67,20 +68,59 @@ class Turns:
         self._running = False
         self._checking: threading.Thread | None = None
         self._early: Checkpoint | None = None  # that scan's checkpoint
+        self._undo: list[str] = []  # this chat's "before restore" points
+        self._closed = False
+        self._after = ""  # the end state of this chat's last turn, as reverts and restores left it
         self._lock = threading.Lock()  # the record is read and rewritten whole
         # One checkpoint operation at a time: a restore (on a worker thread of the editor) and the
         # next prompt's checkpoint never interleave, nor write the workspace under each other.
         self._work = threading.Lock()
 
     def close(self) -> None:
-        """The chat ended: stop watching its folders (its checkpoints stay usable)."""
+        """The chat ended: stop watching its folders (its checkpoints stay usable; the record names
+        the last chat's, and the other chats' prunes no longer keep the rest)."""
         self.checkpointer.close()
+        self._closed = True
+        # From any thread, never waits (an event loop's call): the pin file goes on a thread of its own.
+        threading.Thread(
+            target=checkpoint_pins.unshare,
+            args=(self.store.root, self.chat),
+            name="gemini-companion-unpin",
+            daemon=True,
+        ).start()
+
+    def _share(self, *more: str) -> None:
+        """Pin this chat's checkpoints in the store, for every chat of every process: its prompts, its
+        undo points, the last turn's two (a prune by another chat never takes a running chat's)."""
+        if self._closed:
+            return
+        ids = {*self.prompts, *self._undo, *more, self._after}
+        if self._before is not None:
+            ids.add(self._before.id)
+        ids.discard("")
+        if ids:
+            checkpoint_pins.share(self.store.root, self.chat, ids)
+        else:  # `changes`, which pins nothing; or a first checkpoint that failed
+            checkpoint_pins.unshare(self.store.root, self.chat)
+
+    def _take_pinned(self) -> Checkpoint:
+        """A checkpoint, with every prune of the store (in any process) skipped while it is taken: its
+        new contents reach the store before the checkpoint that names them."""
+        self.store.prepare()
+        checkpoint_pins.share(self.store.root, self.chat, None)
+        try:
+            point = self.checkpointer.take()
+        except BaseException:
+            self._share()
+            raise
+        self._share(point.id)
+        return point
 
     def begin(self) -> Checkpoint:
         """The checkpoint before a prompt."""
         with self._work:
             wall, monotonic = time_ns(), monotonic_ns()
-            self._before = self.checkpointer.take()
+            self._before = self._take_pinned()
             self._begun = (wall, monotonic, self.checkpointer.quick)
             self.prompts.append(self._before.id)
             self._running = True
@@ -117,8 +157,8 @@ class Turns:
 
     def _end(self, agent: str, writes: dict[str, bool], digests: Mapping[str, str]) -> list[FileChange]:
         self.checked()
-        before = self._before or self.checkpointer.take()
-        after = self.checkpointer.take()
+        before = self._before or self._take_pinned()
+        after = self._take_pinned()
         if self._before is not None:
             for found in (self._early, after):  # the early scan's contents first: what the agent did not touch yet
                 if found is not None:
@@ -130,6 +170,8 @@ class Turns:
             restores = record.get("restores", []) if mine else []
             notes = record.get("notes", []) if mine else []  # a chat before this one took none of its own
             self._write(LastTurn(agent, before, after, writes), restores, notes)
+        self._after = after.id
+        self._share(before.id)
         pinned = (before.id, after.id, *self.prompts, *(point_id for _label, point_id in restores))
         self.checkpointer.prune(pinned=pinned)
         return diff(before, after, self.store, writes, agent)
@@ -226,7 +268,9 @@ class Turns:
         point ("before restore to ..."), a checkpoint of the workspace taken just before writing."""
         with self._work:
             self._refuse_while_running()
-            now = self.checkpointer.take()
+            now = self._take_pinned()
+            self._undo.append(now.id)
+            self._share(now.id)
             after = apply_plan(self.store, plan, now, take)
         undo = Point(f"before restore to {plan.label}", now.id)
         kept = sorted(c.path for c in plan.conflicts if c.path not in take)
@@ -287,10 +331,14 @@ class Turns:
                 return
             if after is not None:
                 record["after"] = after.id
+                if record.get("chat") == self.chat:
+                    self._after = after.id
             if undo is not None:
                 record["restores"] = [*record.get("restores", []), [undo.label, undo.id]]
             record["notes"] = [*record.get("notes", []), *notes]
             self.store.save_record(record)
+        if after is not None:
+            self._share()
 
     def _write(self, turn: LastTurn, restores: Sequence[Any], notes: Sequence[str]) -> None:
         self.store.save_record(

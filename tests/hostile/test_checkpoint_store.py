@@ -5,8 +5,12 @@ before its fix."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 
+from companion.core import checkpoint_pins
+from companion.core.checkpoint_store import CheckpointStore
 from companion.core.turns import Turns
 
 
@@ -48,3 +52,100 @@ def test_two_chats_of_one_window_end_their_turns_at_the_same_moment(tmp_path: ob
         thread.join()
     assert failures == []
     assert chats[0].store.load_record() is not None
+
+
+def test_a_chat_never_prunes_another_chats_running_prompt_in_the_same_process(tmp_path: object) -> None:
+    """C1: chat B's prompt is running; chat A in the same folder ends 22 turns (more than the 20
+    checkpoints kept). B's turn must still revert to the user's text."""
+    ws = workspace(tmp_path)
+    cache = os.path.join(str(tmp_path), "cache")
+    notes = os.path.join(ws, "notes.txt")
+    write(notes, "the user's own text\n")
+    a, b = Turns(cache, [ws]), Turns(cache, [ws])
+    b.begin()
+    write(notes, "the agent's rewrite\n")  # B's agent, its turn still running
+    for turn in range(22):
+        a.begin()
+        write(os.path.join(ws, "a.txt"), f"A's turn {turn}\n")  # each turn a new content
+        a.end("Scripted", {})
+    assert notes in [c.path for c in b.end("Scripted", {})]  # with A's a.txt
+    b.revert([notes])
+    with open(notes, encoding="utf-8") as handle:
+        assert handle.read() == "the user's own text\n"
+
+
+CHAT_B = """
+import os, sys
+from companion.core.turns import Turns
+cache, ws = sys.argv[1], sys.argv[2]
+notes = os.path.join(ws, "notes.txt")
+turns = Turns(cache, [ws])
+turns.begin()
+with open(notes, "w") as handle:
+    handle.write("the agent's rewrite\\n")
+print("running", flush=True)
+if sys.stdin.readline().strip() == "end":
+    print(",".join(c.path for c in turns.end("Scripted", {})), flush=True)
+    turns.revert([notes])
+    print("reverted", flush=True)
+"""
+
+
+def chat_process(cache: str, ws: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    return subprocess.Popen(
+        [sys.executable, "-c", CHAT_B, cache, ws], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
+
+
+def a_chat_of_22_turns(cache: str, ws: str) -> None:
+    a = Turns(cache, [ws])
+    for turn in range(22):
+        a.begin()
+        write(os.path.join(ws, "a.txt"), f"A's turn {turn}\n")
+        a.end("Scripted", {})
+    a.close()
+    for thread in threading.enumerate():
+        if thread.name == "gemini-companion-unpin":  # a closed chat's pin file goes on a thread
+            thread.join()
+
+
+def test_a_chat_never_prunes_the_running_prompt_of_a_chat_in_another_process(tmp_path: object) -> None:
+    """C1, two processes: B (another process) is in a turn while A ends 22 turns."""
+    ws = workspace(tmp_path)
+    cache = os.path.join(str(tmp_path), "cache")
+    notes = os.path.join(ws, "notes.txt")
+    write(notes, "the user's own text\n")
+    chat_b = chat_process(cache, ws)
+    try:
+        assert chat_b.stdout is not None and chat_b.stdin is not None
+        assert chat_b.stdout.readline().strip() == "running"
+        a_chat_of_22_turns(cache, ws)
+        out, _err = chat_b.communicate("end\n", timeout=60)
+    finally:
+        if chat_b.poll() is None:
+            chat_b.kill()
+    changed, reverted = out.split()
+    assert notes in changed.split(",") and reverted == "reverted"
+    assert chat_b.returncode == 0
+    with open(notes, encoding="utf-8") as handle:
+        assert handle.read() == "the user's own text\n"
+
+
+def test_the_pins_of_a_killed_chat_do_not_keep_its_checkpoints_forever(tmp_path: object) -> None:
+    """C1, the other way: a chat killed in its turn leaves its pin file; the next prune by a living
+    chat finds its process gone, removes the pin, and prunes as usual."""
+    ws = workspace(tmp_path)
+    cache = os.path.join(str(tmp_path), "cache")
+    write(os.path.join(ws, "notes.txt"), "the user's own text\n")
+    chat_b = chat_process(cache, ws)
+    assert chat_b.stdout is not None
+    assert chat_b.stdout.readline().strip() == "running"
+    chat_b.kill()
+    chat_b.wait()
+    store = CheckpointStore(cache, [ws])
+    b_points = set(store.point_ids())
+    assert os.listdir(os.path.join(store.root, checkpoint_pins.PINS))  # B's pin file is there
+    a_chat_of_22_turns(cache, ws)
+    assert os.listdir(os.path.join(store.root, checkpoint_pins.PINS)) == []
+    assert not b_points & set(store.point_ids())
