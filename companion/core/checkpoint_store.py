@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import secrets
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -30,6 +31,24 @@ CHUNK = 1024 * 1024
 KEEP_CHECKPOINTS = 20
 RECORD_NAME = "last_turn.json"
 _BINARY = getattr(os, "O_BINARY", 0)
+_DIGEST = re.compile(r"[0-9a-f]{64}\Z")
+_POINT_ID = re.compile(r"[0-9]{20}-[0-9a-f]{6}\Z")  # checkpoints.new_id
+
+
+class StoreDamaged(ValueError):
+    """The store's own index (a checkpoint, the turn record) holds what the store never writes: it was
+    damaged or tampered with. Nothing is read or written through it; the message says what to do."""
+
+
+def damaged(root: str, what: str) -> StoreDamaged:
+    return StoreDamaged(
+        f"the checkpoint store {root} is damaged ({what}); nothing was read or written through it. "
+        "Delete that folder to start again (its checkpoints are lost)."
+    )
+
+
+def is_digest(value: object) -> bool:
+    return isinstance(value, str) and _DIGEST.match(value) is not None
 
 
 class BlobMissing(OSError):
@@ -56,7 +75,12 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def workspace_key(folders: Iterable[str]) -> str:
     """The folder name of a workspace: the same real folders give the same key."""
-    joined = "\0".join(os.path.realpath(f) for f in folders)
+    return key_of_real([os.path.realpath(f) for f in folders])
+
+
+def key_of_real(real_folders: Iterable[str]) -> str:
+    """`workspace_key` of folders already resolved (a checkpoint's, as saved: checked against its store)."""
+    joined = "\0".join(real_folders)
     return hashlib.sha256(joined.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
@@ -77,8 +101,22 @@ class CheckpointStore:
 
     # -- blobs --
 
+    @property
+    def key(self) -> str:
+        """The workspace key this store was made for (`workspace_key`)."""
+        return os.path.basename(self.root)
+
     def blob_path(self, digest: str) -> str:
+        """Where a content is kept; its name is a sha256 and nothing else (a name from a tampered index
+        never leads out of the store)."""
+        if not is_digest(digest):
+            raise BlobMissing(f"{digest[:80]!r} is not a content of {self.blobs}: its index is damaged")
         return os.path.join(self.blobs, digest)
+
+    def point_file(self, point_id: str) -> str:
+        if not isinstance(point_id, str) or _POINT_ID.match(point_id) is None:
+            raise damaged(self.root, f"{str(point_id)[:80]!r} is not a checkpoint's name")
+        return os.path.join(self.points, f"{point_id}.json")
 
     def put_fd(self, fd: int, limit: int) -> tuple[str, int]:
         """Copy at most `limit` bytes of the open file `fd` into the store, one chunk in memory at a
@@ -148,10 +186,10 @@ class CheckpointStore:
     def save_point(self, point_id: str, payload: dict[str, Any]) -> None:
         self.prepare()
         data = json.dumps(payload, separators=(",", ":")).encode()
-        atomic_write_private(os.path.join(self.points, f"{point_id}.json"), data)
+        atomic_write_private(self.point_file(point_id), data)
 
     def load_point(self, point_id: str) -> dict[str, Any]:
-        with open(os.path.join(self.points, f"{point_id}.json"), "rb") as handle:
+        with open(self.point_file(point_id), "rb") as handle:
             return json.loads(handle.read())
 
     def point_ids(self) -> list[str]:

@@ -35,8 +35,9 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from . import checkpoint_pins, folder_watch
-from .checkpoint_store import KEEP_CHECKPOINTS, CheckpointStore, hash_fd
+from .checkpoint_store import KEEP_CHECKPOINTS, CheckpointStore, StoreDamaged, damaged, hash_fd, is_digest, key_of_real
 from .folder_watch import FolderWatch
+from .paths import is_inside
 from .patterns import Exclusions, GitIgnore, IgnoreFile
 
 _S_IFREG = stat.S_IFREG
@@ -99,9 +100,20 @@ class Checkpoint:
         return {"folders": list(self.folders), "taken_ns": self.taken_ns, "entries": list(self.entries.values())}
 
     @classmethod
-    def from_payload(cls, point_id: str, payload: dict[str, Any]) -> Checkpoint:
+    def from_payload(cls, point_id: str, payload: dict[str, Any], key: str | None = None) -> Checkpoint:
+        """The checkpoint a store saved. With `key` (the store's workspace key), every field is
+        checked to be what the store writes (StoreDamaged otherwise): the folders are the store's
+        own, each path is below one of them, each digest a sha256, each kind and mode one a scan
+        records. A restore never follows a tampered index out of the workspace or the store."""
+        folders = tuple(payload["folders"])
         entries = {row[0]: Entry(*row) for row in payload["entries"]}
-        return cls(point_id, tuple(payload["folders"]), int(payload["taken_ns"]), entries)
+        if key is not None:
+            problem = _folders_problem(folders, key) or next(
+                (p for e in entries.values() if (p := _entry_problem(e, folders))), ""
+            )
+            if problem or len(entries) != len(payload["entries"]) or type(payload["taken_ns"]) is not int:
+                raise StoreDamaged(problem or "a checkpoint's entries are not as saved")
+        return cls(point_id, folders, int(payload["taken_ns"]), entries)
 
     def digests(self) -> set[str]:
         return {e.digest for e in self.entries.values() if e.digest}
@@ -114,6 +126,36 @@ class Limits:
     file_excludes: Sequence[str] = ()
     folder_excludes: Sequence[str] = ()
     use_gitignore: bool = True
+
+
+_KINDS = frozenset(("file", "symlink", "dir", "fifo", "device", "socket"))
+
+
+def _folders_problem(folders: tuple[Any, ...], key: str) -> str:
+    if not folders or not all(isinstance(f, str) and os.path.isabs(f) for f in folders):
+        return "a checkpoint's folders are not absolute paths"
+    if key_of_real(folders) != key:
+        return "a checkpoint names folders of another workspace"
+    return ""
+
+
+def _entry_problem(entry: Entry, folders: tuple[str, ...]) -> str:
+    """Why `entry` is not one a scan of `folders` records ("" when it is)."""
+    path = entry.path
+    if not isinstance(path, str) or not os.path.isabs(path) or os.path.normpath(path) != path:
+        return f"{str(path)[:200]!r} is not a normalised absolute path"
+    if not any(is_inside(path, f) and path != f for f in folders):
+        return f"{path} is outside the workspace folders"
+    if entry.kind not in _KINDS:
+        return f"{path} has the unknown kind {str(entry.kind)[:40]!r}"
+    numbers = (entry.size, entry.mtime_ns, entry.ctime_ns, entry.ino, entry.mode)
+    if not all(type(n) is int for n in numbers) or not 0 <= entry.mode <= _MODE_BITS:
+        return f"{path} has a size, time or mode that is not one"
+    if entry.digest and (entry.kind != "file" or not is_digest(entry.digest)):
+        return f"{path} names a content that is not a sha256"
+    if not isinstance(entry.target, str) or not isinstance(entry.reason, str):
+        return f"{path} has a link target or reason that is not text"
+    return ""
 
 
 def new_id() -> str:
@@ -525,7 +567,26 @@ class Checkpointer:
 
 
 def load(store: CheckpointStore, point_id: str) -> Checkpoint | None:
+    """A saved checkpoint, or None when it is gone or damaged (`load_checked` says which)."""
     try:
-        return Checkpoint.from_payload(point_id, store.load_point(point_id))
-    except (OSError, ValueError, KeyError, TypeError):
+        return load_checked(store, point_id)
+    except (OSError, StoreDamaged):
         return None
+
+
+def load_checked(store: CheckpointStore, point_id: str) -> Checkpoint:
+    """A saved checkpoint, every field checked (`Checkpoint.from_payload`). OSError when it is gone;
+    StoreDamaged, with what to do, when it is not what the store wrote."""
+    payload: Any = None
+    try:
+        payload = store.load_point(point_id)  # StoreDamaged (with what to do) for a name no checkpoint has
+    except StoreDamaged:
+        raise
+    except ValueError:
+        pass  # not JSON: from_payload finds no payload
+    try:
+        return Checkpoint.from_payload(point_id, payload, store.key)
+    except StoreDamaged as exc:
+        raise damaged(store.root, str(exc)) from None
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+        raise damaged(store.root, f"the checkpoint {point_id} is not one the store wrote") from None

@@ -20,8 +20,8 @@ from typing import Any
 
 from . import checkpoint_pins
 from .change_set import FileChange, changed_paths, diff
-from .checkpoint_store import CheckpointStore
-from .checkpoints import Checkpoint, Checkpointer, Limits, load, new_id
+from .checkpoint_store import CheckpointStore, StoreDamaged, damaged
+from .checkpoints import Checkpoint, Checkpointer, Limits, load, load_checked, new_id
 from .restore import RestoreFailed, RestoreRefused, current_entry, restore
 from .restore_plan import Conflict, RestorePlan, apply_plan, make_plan
 from .revert_note import reverted_note
@@ -207,9 +207,14 @@ class Turns:
         record = self.store.load_record()
         if record is None:
             raise NoTurn("no chat has left a turn in this workspace; run `chat --checkpoints` there first.")
-        before, after = load(self.store, record["before"]), load(self.store, record["after"])
-        if before is None or after is None:
-            raise NoTurn("the last turn's checkpoints are gone from the cache; nothing can be restored.")
+        try:
+            before, after = load_checked(self.store, record["before"]), load_checked(self.store, record["after"])
+        except OSError:
+            raise NoTurn("the last turn's checkpoints are gone from the cache; nothing can be restored.") from None
+        except (StoreDamaged, KeyError, TypeError) as exc:
+            raise NoTurn(
+                str(exc) if isinstance(exc, StoreDamaged) else str(damaged(self.store.root, "its turn record"))
+            ) from None
         return LastTurn(str(record["agent"]), before, after, {str(k): bool(v) for k, v in record["writes"].items()})
 
     def change_set(self, counted: bool = False) -> list[FileChange]:
@@ -254,9 +259,14 @@ class Turns:
         -> the text of its open buffer with unsaved changes."""
         with self._work:
             self._refuse_while_running()
-            target = load(self.store, point.id)
-            if target is None:
-                raise NoTurn(f"the checkpoint of {point.label} is gone from the cache; it cannot be restored.")
+            try:
+                target = load_checked(self.store, point.id)
+            except OSError:
+                raise NoTurn(
+                    f"the checkpoint of {point.label} is gone from the cache; it cannot be restored."
+                ) from None
+            except StoreDamaged as exc:
+                raise NoTurn(str(exc)) from None
             current = self.checkpointer.take()
             record = self.store.load_record()
             settled = load(self.store, record["after"]) if record else None

@@ -4,14 +4,19 @@ before its fix."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
 
 from companion.core import checkpoint_pins
 from companion.core.checkpoint_store import CheckpointStore
-from companion.core.turns import Turns
+from companion.core.turns import NoTurn, Turns
 
 
 def write(path: str, data: str) -> None:
@@ -76,7 +81,7 @@ def test_a_chat_never_prunes_another_chats_running_prompt_in_the_same_process(tm
 
 CHAT_B = """
 import os, sys
-from companion.core.turns import Turns
+from companion.core.turns import NoTurn, Turns
 cache, ws = sys.argv[1], sys.argv[2]
 notes = os.path.join(ws, "notes.txt")
 turns = Turns(cache, [ws])
@@ -149,3 +154,101 @@ def test_the_pins_of_a_killed_chat_do_not_keep_its_checkpoints_forever(tmp_path:
     a_chat_of_22_turns(cache, ws)
     assert os.listdir(os.path.join(store.root, checkpoint_pins.PINS)) == []
     assert not b_points & set(store.point_ids())
+
+
+def ended_turn(tmp_path: object, change: Callable[[str], None]) -> tuple[Turns, str]:
+    ws = workspace(tmp_path)
+    turns = Turns(os.path.join(str(tmp_path), "cache"), [ws])
+    write(os.path.join(ws, "app.py"), "print('the user')\n")
+    turns.begin()
+    change(ws)
+    turns.end("Scripted", {})
+    return turns, ws
+
+
+def tamper(turns: Turns, which: str, edit: Callable[[dict[str, Any]], None]) -> None:
+    """A hostile local program with write access to the private store rewrites a checkpoint."""
+    record = turns.store.load_record()
+    assert record is not None
+    path = os.path.join(turns.store.points, f"{record[which]}.json")
+    with open(path, encoding="utf-8") as handle:
+        payload = json.load(handle)
+    edit(payload)
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(payload, handle)
+
+
+def listing(folder: str) -> dict[str, bytes]:
+    found = {}
+    for base, _dirs, files in os.walk(folder):
+        for name in files:
+            with open(os.path.join(base, name), "rb") as handle:
+                found[os.path.join(base, name)] = handle.read()
+    return found
+
+
+def test_a_digest_that_leads_out_of_the_store_is_never_read_nor_deleted(tmp_path: object) -> None:
+    """I6: the deleted file's digest in the prompt's checkpoint is a relative path to a file outside
+    the store; `--revert` read it, found it "damaged" and deleted it."""
+    turns, ws = ended_turn(tmp_path, lambda ws: os.remove(os.path.join(ws, "app.py")))
+    outside = os.path.join(str(tmp_path), "precious.txt")
+    write(outside, "not the store's\n")
+    relative = os.path.relpath(outside, turns.store.blobs)
+
+    def edit(payload: dict[str, Any]) -> None:
+        for row in payload["entries"]:
+            row[7] = relative
+
+    tamper(turns, "before", edit)
+    with pytest.raises(NoTurn, match=r"is damaged .* Delete that folder"):
+        Turns(os.path.dirname(os.path.dirname(turns.store.root)), [ws]).revert(None)
+    with open(outside, encoding="utf-8") as handle:
+        assert handle.read() == "not the store's\n"
+    assert os.listdir(ws) == []  # nothing restored either
+
+
+def test_an_entry_outside_the_workspace_is_never_written(tmp_path: object) -> None:
+    """I7: the prompt's checkpoint names a file outside the workspace (an executable), or claims the
+    workspace is another folder: `--restore` wrote it there and exited 0."""
+    turns, ws = ended_turn(tmp_path, lambda ws: os.remove(os.path.join(ws, "app.py")))
+    elsewhere = os.path.join(str(tmp_path), "elsewhere")
+    os.makedirs(elsewhere)
+    cache = os.path.dirname(os.path.dirname(turns.store.root))
+    attacks: list[Callable[[dict[str, Any]], None]] = [
+        lambda p: [row.__setitem__(0, os.path.join(elsewhere, "evil.sh")) for row in p["entries"]],
+        lambda p: [row.__setitem__(0, os.path.join(ws, "..", "elsewhere", "evil.sh")) for row in p["entries"]],
+        lambda p: (
+            p.__setitem__("folders", [elsewhere]),
+            [row.__setitem__(0, os.path.join(elsewhere, "evil.sh")) for row in p["entries"]],
+        ),
+        lambda p: [row.__setitem__(6, 0o104755) for row in p["entries"]],  # a mode no file has
+        lambda p: [row.__setitem__(1, "hardlink") for row in p["entries"]],
+    ]
+    for attack in attacks:
+        point = turns.store.load_record()["before"]  # type: ignore[index]
+        saved = turns.store.load_point(point)
+        tamper(turns, "before", attack)
+        with pytest.raises(NoTurn, match="is damaged"):
+            Turns(cache, [ws]).revert(None)
+        assert listing(elsewhere) == {} and os.listdir(ws) == []
+        turns.store.save_point(point, saved)
+    Turns(cache, [ws]).revert(None)  # the genuine store still restores
+    assert os.listdir(ws) == ["app.py"]
+
+
+def test_a_turn_record_naming_a_checkpoint_out_of_the_store_is_refused(tmp_path: object) -> None:
+    """I6: the record's checkpoint id is a relative path to a JSON file the attacker wrote elsewhere."""
+    turns, ws = ended_turn(tmp_path, lambda ws: os.remove(os.path.join(ws, "app.py")))
+    record = turns.store.load_record()
+    assert record is not None
+    forged = os.path.join(str(tmp_path), "forged.json")
+    with open(os.path.join(turns.store.points, f"{record['before']}.json"), "rb") as handle:
+        data = handle.read()
+    with open(forged, "wb") as handle:
+        handle.write(data)
+    record["before"] = os.path.relpath(forged, turns.store.points)[: -len(".json")]
+    turns.store.save_record(record)
+    cache = os.path.dirname(os.path.dirname(turns.store.root))
+    with pytest.raises(NoTurn, match="is not a checkpoint's name"):
+        Turns(cache, [ws]).revert(None)
+    assert os.listdir(ws) == []
