@@ -30,7 +30,7 @@ import secrets
 import stat
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -271,6 +271,21 @@ class Scan:
         return not self.changed and len(self.entries) == len(self.previous)
 
     def _walk(self, folder: str, rel: str, ignore: GitIgnore | None, repo_rel: str, first: bool) -> None:
+        """Depth first, in the order of a recursive walk, without recursion: an agent's chain of
+        thousands of nested folders cannot reach Python's recursion limit."""
+        stack = [self._folder(folder, rel, ignore, repo_rel, first)]
+        while stack:
+            inner = next(stack[-1], None)
+            if inner is None:
+                stack.pop()
+            else:
+                stack.append(self._folder(*inner, first=False))
+
+    def _folder(
+        self, folder: str, rel: str, ignore: GitIgnore | None, repo_rel: str, first: bool
+    ) -> Iterator[tuple[str, str, GitIgnore | None, str]]:
+        """Scan one folder's entries; yields each inner folder to walk (folder, rel, rules, repo rel)
+        when it comes, before the entries after it."""
         if self.watch is not None:
             self.watch.folder(folder)  # before the listing: a change after it is an event
         try:
@@ -314,7 +329,9 @@ class Scan:
                 if st.st_nlink > 1:
                     self.linked.append(old)
             else:
-                self._entry(item, st, old, rel, ignore, repo_rel)
+                inner = self._entry(item, st, old, rel, ignore, repo_rel)
+                if inner is not None:
+                    yield inner
 
     def _listing(
         self,
@@ -364,13 +381,14 @@ class Scan:
         rel: str,
         ignore: GitIgnore | None,
         repo: str,
-    ) -> None:
+    ) -> tuple[str, str, GitIgnore | None, str] | None:
+        """Record the entry; a folder's, to walk next."""
         entry = stat_entry(item.path, st)
         if entry.kind == "dir":
             self._record(entry, old)
-            self._walk(item.path, rel + item.name + "/", ignore, repo + item.name + "/", first=False)
-            return
+            return item.path, rel + item.name + "/", ignore, repo + item.name + "/"
         self._record(self._content(entry, st.st_nlink), old)
+        return None
 
     def _record(self, entry: Entry, old: Entry | None) -> None:
         if old is not None and entry == old:

@@ -18,6 +18,8 @@ from companion.core import checkpoint_pins
 from companion.core.checkpoint_store import CheckpointStore
 from companion.core.turns import NoTurn, Turns
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 
 def write(path: str, data: str) -> None:
     with open(path, "w", encoding="utf-8") as handle:
@@ -252,3 +254,22 @@ def test_a_turn_record_naming_a_checkpoint_out_of_the_store_is_refused(tmp_path:
     with pytest.raises(NoTurn, match="is not a checkpoint's name"):
         Turns(cache, [ws]).revert(None)
     assert os.listdir(ws) == []
+
+
+HOSTILE_AGENT = os.path.join(ROOT, "tests", "acp", "hostile_agent.py")
+
+
+def test_a_chain_of_2000_nested_folders_does_not_kill_the_headless_chat(tmp_path: object) -> None:
+    """X1: the agent makes 2 000 nested folders; the turn end's walk died with a RecursionError
+    traceback (exit 1). Bounded: the chat runs in a process of its own with a time limit."""
+    ws = workspace(tmp_path)
+    depth = 2000
+    argv = [sys.executable, "-m", "companion", "chat", "--workspace", ws, "--diff-policy", "accept"]
+    argv += ["--checkpoints", "--prompt", "Nest.", "--", sys.executable, HOSTILE_AGENT, "nest"]
+    env = {**os.environ, "GEMINI_COMPANION_CACHE": os.path.join(str(tmp_path), "cache")}
+    env.update(HOSTILE_ROOT=ws, HOSTILE_DEPTH=str(depth), PYTHONPATH=ROOT)
+    result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=120)
+    assert "RecursionError" not in result.stderr
+    assert result.returncode == 0, result.stderr[-2000:]
+    bottom = os.path.join(ws, *["d"] * depth, "f")
+    assert f"added  {bottom}  +1 -0  by outside  not reviewed" in result.stdout
