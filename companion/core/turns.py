@@ -11,6 +11,7 @@ I/O: run it on a worker thread, never on Sublime's main thread.
 
 from __future__ import annotations
 
+import os
 import secrets
 import threading
 from collections.abc import Collection, Mapping, Sequence
@@ -21,7 +22,7 @@ from typing import Any
 from . import checkpoint_pins
 from .change_set import FileChange, changed_paths, diff
 from .checkpoint_store import CheckpointStore, StoreDamaged, damaged
-from .checkpoints import Checkpoint, Checkpointer, Limits, load, load_checked, new_id
+from .checkpoints import Checkpoint, Checkpointer, Entry, Limits, load, load_checked, new_id
 from .restore import RestoreFailed, RestoreRefused, current_entry, restore
 from .restore_plan import Conflict, RestorePlan, apply_plan, make_plan
 from .revert_note import reverted_note
@@ -163,6 +164,7 @@ class Turns:
             for found in (self._early, after):  # the early scan's contents first: what the agent did not touch yet
                 if found is not None:
                     before = self._unseen_before(before, found)
+        after = self._still_there(after, before)
         writes = left_as_written(writes, digests, after)
         with self._lock:
             record = self.store.load_record() or {}
@@ -175,6 +177,31 @@ class Turns:
         pinned = (before.id, after.id, *self.prompts, *(point_id for _label, point_id in restores))
         self.checkpointer.prune(pinned=pinned)
         return diff(before, after, self.store, writes, agent)
+
+    def _still_there(self, point: Checkpoint, reference: Checkpoint, save: bool = True) -> Checkpoint:
+        """`point`, with each path `reference` has and `point` left out though it is still there: a
+        file the turn made ignored (`app.py` appended to `.gitignore`) is still the turn's change, and
+        revertible; leaving it out made it "deleted" and every revert refuse it as changed since.
+        Saved as a new checkpoint (`save`) when anything was added."""
+        extra: dict[str, Entry] = {}
+        for path in reference.entries.keys() - point.entries.keys():
+            if os.path.realpath(os.path.dirname(path)) != os.path.dirname(path):
+                continue  # its folder is gone, or now a link: not read through it
+            try:
+                size = os.lstat(path).st_size
+            except OSError:
+                continue
+            limit = self.checkpointer.limits.max_file_bytes
+            now = current_entry(path, None, 0, self.store if size <= limit else None)
+            if now is not None and now.kind == "file" and size > limit:
+                now = now._replace(digest="", reason=f"larger than the {limit}-byte limit")
+            if now is not None:
+                extra[path] = now
+        if not extra:
+            return point
+        if save:
+            return self.checkpointer.amended(point, extra)
+        return Checkpoint(new_id(), point.folders, point.taken_ns, {**point.entries, **extra})
 
     def _unseen_before(self, before: Checkpoint, after: Checkpoint) -> Checkpoint:
         """`before`, with what changed before the prompt unseen by the folders' watch (a write through
@@ -267,7 +294,7 @@ class Turns:
                 ) from None
             except StoreDamaged as exc:
                 raise NoTurn(str(exc)) from None
-            current = self.checkpointer.take()
+            current = self._still_there(self.checkpointer.take(), target, save=False)
             record = self.store.load_record()
             settled = load(self.store, record["after"]) if record else None
             return make_plan(self.store, point.label, target, current, settled or current, buffers)
@@ -278,7 +305,7 @@ class Turns:
         point ("before restore to ..."), a checkpoint of the workspace taken just before writing."""
         with self._work:
             self._refuse_while_running()
-            now = self._take_pinned()
+            now = self._still_there(self._take_pinned(), plan.target)
             self._undo.append(now.id)
             self._share(now.id)
             after = apply_plan(self.store, plan, now, take)

@@ -160,6 +160,7 @@ def test_the_pins_of_a_killed_chat_do_not_keep_its_checkpoints_forever(tmp_path:
 
 def ended_turn(tmp_path: object, change: Callable[[str], None]) -> tuple[Turns, str]:
     ws = workspace(tmp_path)
+    os.mkdir(os.path.join(ws, ".git"))  # a repository: its .gitignore rules are honoured
     turns = Turns(os.path.join(str(tmp_path), "cache"), [ws])
     write(os.path.join(ws, "app.py"), "print('the user')\n")
     turns.begin()
@@ -206,7 +207,7 @@ def test_a_digest_that_leads_out_of_the_store_is_never_read_nor_deleted(tmp_path
         Turns(os.path.dirname(os.path.dirname(turns.store.root)), [ws]).revert(None)
     with open(outside, encoding="utf-8") as handle:
         assert handle.read() == "not the store's\n"
-    assert os.listdir(ws) == []  # nothing restored either
+    assert os.listdir(ws) == [".git"]  # nothing restored either
 
 
 def test_an_entry_outside_the_workspace_is_never_written(tmp_path: object) -> None:
@@ -232,10 +233,10 @@ def test_an_entry_outside_the_workspace_is_never_written(tmp_path: object) -> No
         tamper(turns, "before", attack)
         with pytest.raises(NoTurn, match="is damaged"):
             Turns(cache, [ws]).revert(None)
-        assert listing(elsewhere) == {} and os.listdir(ws) == []
+        assert listing(elsewhere) == {} and os.listdir(ws) == [".git"]
         turns.store.save_point(point, saved)
     Turns(cache, [ws]).revert(None)  # the genuine store still restores
-    assert os.listdir(ws) == ["app.py"]
+    assert sorted(os.listdir(ws)) == [".git", "app.py"]
 
 
 def test_a_turn_record_naming_a_checkpoint_out_of_the_store_is_refused(tmp_path: object) -> None:
@@ -253,7 +254,7 @@ def test_a_turn_record_naming_a_checkpoint_out_of_the_store_is_refused(tmp_path:
     cache = os.path.dirname(os.path.dirname(turns.store.root))
     with pytest.raises(NoTurn, match="is not a checkpoint's name"):
         Turns(cache, [ws]).revert(None)
-    assert os.listdir(ws) == []
+    assert os.listdir(ws) == [".git"]
 
 
 HOSTILE_AGENT = os.path.join(ROOT, "tests", "acp", "hostile_agent.py")
@@ -273,3 +274,38 @@ def test_a_chain_of_2000_nested_folders_does_not_kill_the_headless_chat(tmp_path
     assert result.returncode == 0, result.stderr[-2000:]
     bottom = os.path.join(ws, *["d"] * depth, "f")
     assert f"added  {bottom}  +1 -0  by outside  not reviewed" in result.stdout
+
+
+def agent_ignores_what_it_edited(ws: str) -> None:
+    """The agent edits app.py, then appends it to .gitignore (its edit now hidden from git)."""
+    write(os.path.join(ws, "app.py"), "print('the agent')\n")
+    with open(os.path.join(ws, ".gitignore"), "a", encoding="utf-8") as handle:
+        handle.write("app.py\n")
+
+
+def read_text(path: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def test_a_file_the_agent_made_ignored_is_still_its_change_and_revertible(tmp_path: object) -> None:
+    """I8: the change set said app.py was `deleted`, and `--revert`, `--restore`, `/restore 1` all
+    refused with a false "changed since the turn ended"."""
+    turns, ws = ended_turn(tmp_path, agent_ignores_what_it_edited)
+    app = os.path.join(ws, "app.py")
+    found = {c.path: c.change for c in turns.change_set()}
+    assert found == {app: "modified", os.path.join(ws, ".gitignore"): "added"}
+    turns.revert([app])  # changes --revert
+    assert read_text(app) == "print('the user')\n"
+
+    turns, ws = ended_turn(tmp_path / "restore", agent_ignores_what_it_edited)  # type: ignore[operator]
+    turns.revert(None)  # changes --restore
+    assert read_text(os.path.join(ws, "app.py")) == "print('the user')\n"
+    assert not os.path.exists(os.path.join(ws, ".gitignore"))
+
+    turns, ws = ended_turn(tmp_path / "prompt", agent_ignores_what_it_edited)  # type: ignore[operator]
+    plan = turns.plan(turns.prompt_point(1))  # /restore 1
+    assert plan.conflicts == []
+    turns.apply(plan)
+    assert read_text(os.path.join(ws, "app.py")) == "print('the user')\n"
+    assert not os.path.exists(os.path.join(ws, ".gitignore"))
