@@ -180,7 +180,8 @@ def _create(store: CheckpointStore, entry: Entry, folders: Sequence[str]) -> Non
         if entry.kind == "dir":
             _make_folder(fd, leaf, entry.mode)
             return
-        temp = os.path.join(os.path.dirname(leaf), f".{os.path.basename(leaf)}.{secrets.token_hex(4)}.tmp")
+        # Not named after the file: a name of 242-255 bytes plus a suffix is over NAME_MAX (255).
+        temp = os.path.join(os.path.dirname(leaf), f".gemini-companion-{secrets.token_hex(8)}.tmp")
         try:
             if entry.kind == "symlink":
                 os.symlink(entry.target, temp, dir_fd=fd)

@@ -309,3 +309,16 @@ def test_a_file_the_agent_made_ignored_is_still_its_change_and_revertible(tmp_pa
     turns.apply(plan)
     assert read_text(os.path.join(ws, "app.py")) == "print('the user')\n"
     assert not os.path.exists(os.path.join(ws, ".gitignore"))
+
+
+def test_a_deleted_file_with_a_255_byte_name_comes_back(tmp_path: object) -> None:
+    """I4: the restore's temporary name (the file's name and a suffix) was over NAME_MAX for names of
+    242-255 bytes: "File name too long", the file never came back."""
+    for length in (242, 255):
+        name = "n" * (length - 4) + ".txt"
+        turns, ws = ended_turn(tmp_path / str(length), lambda ws, name=name: write(os.path.join(ws, name), "kept\n"))  # type: ignore[operator]
+        turns.begin()
+        os.remove(os.path.join(ws, name))
+        turns.end("Scripted", {})  # the agent's turn deleted it
+        turns.revert(None)
+        assert read_text(os.path.join(ws, name)) == "kept\n"
