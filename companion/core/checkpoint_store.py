@@ -88,6 +88,9 @@ class CheckpointStore:
     """One workspace's checkpoints and blobs (see the module docstring)."""
 
     def __init__(self, cache_folder: str, folders: Iterable[str]) -> None:
+        # Real, as a scan names paths: a workspace that holds the cache (a chat in the home folder)
+        # never takes the store into its own checkpoints (`Scan`), nor does a restore remove it.
+        self.cache_folder = os.path.realpath(cache_folder)
         self.root = os.path.join(cache_folder, "checkpoints", workspace_key(folders))
         self.blobs = os.path.join(self.root, "blobs")
         self.points = os.path.join(self.root, "points")

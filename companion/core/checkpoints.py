@@ -257,6 +257,7 @@ class Scan:
         self.old_listings = listings or {}
         self.listings: dict[str, Listing] = {}
         self.watch = watch
+        self.cache = store.cache_folder
         self.linked: list[Entry] = []  # covered files with other hard links (a watch misses writes through those)
 
     def folder(self, root: str) -> None:
@@ -313,8 +314,8 @@ class Scan:
                 self.listings.pop(folder, None)
                 is_dir = not is_dir
                 left_out = self.exclusions.excluded(item.name, item.path, rel, is_dir, ignore, repo_rel)
-            if left_out:
-                continue
+            if left_out or (is_dir and item.path == self.cache):
+                continue  # the cache, inside a workspace: the store never checkpoints itself
             old = previous.get(item.path)
             if (  # inline, not a function: this runs once per file of the workspace
                 old is not None

@@ -322,3 +322,26 @@ def test_a_deleted_file_with_a_255_byte_name_comes_back(tmp_path: object) -> Non
         turns.end("Scripted", {})  # the agent's turn deleted it
         turns.revert(None)
         assert read_text(os.path.join(ws, name)) == "kept\n"
+
+
+def test_a_chat_in_the_folder_that_holds_the_cache_never_checkpoints_nor_restores_the_store(
+    tmp_path: object,
+) -> None:
+    """P10: a chat in the home folder, the default cache inside it: the store's own files were in the
+    change set, `--restore` deleted them, and the turn was then gone."""
+    home = workspace(tmp_path, "home")
+    cache = os.path.join(home, ".cache", "gemini-companion")  # made by the first checkpoint
+    turns = Turns(cache, [home])
+    turns.begin()
+    write(os.path.join(home, "notes.txt"), "the agent's\n")
+    assert [c.path for c in turns.end("Scripted", {})] == [os.path.join(home, "notes.txt")]
+    turns.revert(None)  # changes --restore
+    assert os.listdir(home) == [".cache"]
+    assert turns.last().before.id == turns.prompts[0]  # the store and its record are intact
+
+    turns.begin()
+    write(os.path.join(home, "notes.txt"), "the agent's again\n")
+    turns.end("Scripted", {})
+    turns.apply(turns.plan(turns.prompt_point(1)))  # /restore 1
+    assert os.listdir(home) == [".cache"]
+    assert turns.points()[0].id == turns.prompts[0]
