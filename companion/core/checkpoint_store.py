@@ -3,14 +3,18 @@
 Layout, under `<cache folder>/checkpoints/<sha256 of the workspace folders' real paths>/`:
 - `blobs/<sha256>`: each content once (content-addressed), 0600, in a 0700 folder;
 - `points/<id>.json`: one checkpoint (its entries, no content);
-- `last_turn.json`: the last turn's record (which checkpoints, who wrote what; `changes` reads it).
+- `last_turn.json`: the last turn's record (which checkpoints, who wrote what; `changes` reads it);
+- `workspace.json`: the workspace's folders (real paths), so that a store whose folders are all gone
+  is found and removed once unused for `GONE_DAYS` (`remove_gone_stores`);
+- `pins/`: the checkpoints each running chat pins, for every process (`checkpoint_pins.py`).
 
 Nothing is kept outside the cache folder. Kept: the last `keep` checkpoints (default 20) and the
 ones the last turn's record names; blobs no kept checkpoint refers to are deleted (`prune`).
 A blob is written to a private temporary file and renamed in place without fsync: a blob torn by a
 crash no longer matches its name, and every read checks the digest before using it. A torn blob is
 replaced by the next capture of the same bytes: one of another length at once, a damaged one once a
-read has found it (and removed it).
+read has found it (and removed it). A temporary file older than a day (its writer was killed
+mid-copy) is removed by the next prune.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ import json
 import os
 import re
 import secrets
+import shutil
+import stat
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -30,6 +37,9 @@ from .writing import remove_quietly
 CHUNK = 1024 * 1024
 KEEP_CHECKPOINTS = 20
 RECORD_NAME = "last_turn.json"
+WORKSPACE_NAME = "workspace.json"
+TEMP_MAX_AGE = 24 * 3600  # seconds: no writer of the store takes this long
+GONE_DAYS = 30  # a store whose folders are all gone is removed once unused this long
 _BINARY = getattr(os, "O_BINARY", 0)
 _DIGEST = re.compile(r"[0-9a-f]{64}\Z")
 _POINT_ID = re.compile(r"[0-9]{20}-[0-9a-f]{6}\Z")  # checkpoints.new_id
@@ -91,7 +101,8 @@ class CheckpointStore:
         # Real, as a scan names paths: a workspace that holds the cache (a chat in the home folder)
         # never takes the store into its own checkpoints (`Scan`), nor does a restore remove it.
         self.cache_folder = os.path.realpath(cache_folder)
-        self.root = os.path.join(cache_folder, "checkpoints", workspace_key(folders))
+        self.folders = [os.path.realpath(f) for f in folders]
+        self.root = os.path.join(cache_folder, "checkpoints", key_of_real(self.folders))
         self.blobs = os.path.join(self.root, "blobs")
         self.points = os.path.join(self.root, "points")
         self._ready = False
@@ -100,6 +111,9 @@ class CheckpointStore:
         if not self._ready:
             for folder in (self.blobs, self.points):
                 ensure_private_dir(folder)
+            workspace = os.path.join(self.root, WORKSPACE_NAME)
+            if not os.path.exists(workspace):
+                atomic_write_private(workspace, json.dumps({"folders": self.folders}).encode())
             self._ready = True
 
     # -- blobs --
@@ -237,3 +251,60 @@ class CheckpointStore:
         for name in names:
             if name not in used and not name.startswith("."):
                 remove_quietly(os.path.join(self.blobs, name))
+        self.remove_stale_temps()
+
+    def remove_stale_temps(self, now: float | None = None) -> None:
+        """Delete the temporary files older than a day: left by a writer killed mid-copy (the name of
+        each writer's temporary file is its own, so no writer ever finds and removes it)."""
+        now = time.time() if now is None else now
+        for folder in (self.blobs, self.points, self.root, os.path.join(self.root, "pins")):
+            try:
+                names = [n for n in os.listdir(folder) if n.startswith(".") and n.endswith(".tmp")]
+            except OSError:
+                continue
+            for name in names:
+                path = os.path.join(folder, name)
+                try:
+                    st = os.lstat(path)
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode) and now - st.st_mtime > TEMP_MAX_AGE:
+                    remove_quietly(path)
+
+
+def remove_gone_stores(cache_folder: str, days: float = GONE_DAYS, now: float | None = None) -> list[str]:
+    """Delete the stores whose workspace folders are all gone (deleted, or on a drive that is not
+    there) and that no chat used for `days`: they hold copies of files (`.env` ones too) of a folder
+    that no longer exists. A store without a `workspace.json` (made before there was one) is kept.
+    Returns the stores removed."""
+    now = time.time() if now is None else now
+    top = os.path.join(cache_folder, "checkpoints")
+    try:
+        names = os.listdir(top)
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        root = os.path.join(top, name)
+        if _gone(root, now - days * 86400):
+            shutil.rmtree(root, ignore_errors=True)
+            removed.append(root)
+    return removed
+
+
+def _gone(root: str, before: float) -> bool:
+    """Whether the store at `root` is a real folder, unused since `before`, of folders all gone."""
+    try:
+        if not stat.S_ISDIR(os.lstat(root).st_mode):
+            return False
+        with open(os.path.join(root, WORKSPACE_NAME), "rb") as handle:
+            folders = json.loads(handle.read())["folders"]
+        if not isinstance(folders, list) or not folders or any(os.path.exists(str(f)) for f in folders):
+            return False
+        used = [os.lstat(os.path.join(root, n)).st_mtime for n in os.listdir(root)]
+        pins = os.path.join(root, "pins")
+        if os.path.isdir(pins):
+            used += [os.lstat(os.path.join(pins, n)).st_mtime for n in os.listdir(pins)]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return max([os.lstat(root).st_mtime, *used]) < before

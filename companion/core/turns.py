@@ -21,7 +21,7 @@ from typing import Any
 
 from . import checkpoint_pins
 from .change_set import FileChange, changed_paths, diff
-from .checkpoint_store import CheckpointStore, StoreDamaged, damaged
+from .checkpoint_store import GONE_DAYS, CheckpointStore, StoreDamaged, damaged, remove_gone_stores
 from .checkpoints import Checkpoint, Checkpointer, Entry, Limits, load, load_checked, new_id
 from .restore import RestoreFailed, RestoreRefused, current_entry, restore
 from .restore_plan import Conflict, RestorePlan, apply_plan, make_plan
@@ -57,9 +57,17 @@ class LastTurn:
 
 class Turns:
     def __init__(
-        self, cache_folder: str, folders: Sequence[str], limits: Limits | None = None, watch: bool = False
+        self,
+        cache_folder: str,
+        folders: Sequence[str],
+        limits: Limits | None = None,
+        watch: bool = False,
+        gone_days: float = GONE_DAYS,
     ) -> None:
-        """`watch`: a chat's, which checkpoints before every prompt (`Checkpointer`); close() it."""
+        """`watch`: a chat's, which checkpoints before every prompt (`Checkpointer`); close() it.
+        `gone_days`: the first turn end removes the stores of workspaces gone and unused this long."""
+        self.cache_folder = cache_folder
+        self.gone_days: float | None = gone_days
         self.store = CheckpointStore(cache_folder, folders)
         self.checkpointer = Checkpointer(self.store, folders, limits, watch)
         self.chat = secrets.token_hex(8)  # whose prompts and notes the record holds
@@ -176,6 +184,10 @@ class Turns:
         self._share(before.id)
         pinned = (before.id, after.id, *self.prompts, *(point_id for _label, point_id in restores))
         self.checkpointer.prune(pinned=pinned)
+        if self.gone_days is not None:  # once a chat (a prune also does it, past `keep` checkpoints)
+            self.store.remove_stale_temps()
+            remove_gone_stores(self.cache_folder, self.gone_days)
+            self.gone_days = None
         return diff(before, after, self.store, writes, agent)
 
     def _still_there(self, point: Checkpoint, reference: Checkpoint, save: bool = True) -> Checkpoint:

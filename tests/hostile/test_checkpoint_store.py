@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -345,3 +347,60 @@ def test_a_chat_in_the_folder_that_holds_the_cache_never_checkpoints_nor_restore
     turns.apply(turns.plan(turns.prompt_point(1)))  # /restore 1
     assert os.listdir(home) == [".cache"]
     assert turns.points()[0].id == turns.prompts[0]
+
+
+def age(path: str, days: float) -> None:
+    """Set `path` and everything in it `days` old."""
+    then = time.time() - days * 86400
+    for base, dirs, files in os.walk(path, topdown=False):
+        for name in (*dirs, *files):
+            os.utime(os.path.join(base, name), (then, then), follow_symlinks=False)
+    os.utime(path, (then, then))
+
+
+def test_a_temporary_blob_left_by_a_killed_chat_is_pruned_after_a_day(tmp_path: object) -> None:
+    """X9: a chat killed (SIGKILL) while copying leaves its temporary blob; no prune removed it."""
+    ws = workspace(tmp_path)
+    turns = Turns(os.path.join(str(tmp_path), "cache"), [ws])
+    turns.store.prepare()
+    left, fresh = (os.path.join(turns.store.blobs, f".{n}.tmp") for n in ("0" * 16, "1" * 16))
+    point = os.path.join(turns.store.points, ".00000000000000000001-000000.json.99.0000.tmp")
+    for path in (left, fresh, point):
+        write(path, "half a copy")
+    age(left, 1.1)
+    age(point, 1.1)
+    turns.begin()
+    turns.end("Scripted", {})
+    assert not os.path.exists(left) and not os.path.exists(point)
+    assert os.path.exists(fresh)  # perhaps being written now
+
+
+def test_the_store_of_a_deleted_workspace_is_removed_after_30_days(tmp_path: object) -> None:
+    """P9: a workspace deleted after its chats left its store (with its `.env` copies) forever."""
+    cache = os.path.join(str(tmp_path), "cache")
+    stores = {}
+    for name in ("gone-long", "gone-lately", "still-here"):
+        ws = workspace(tmp_path, name)
+        write(os.path.join(ws, ".env"), "TOKEN=secret\n")
+        turns = Turns(cache, [ws])
+        turns.begin()
+        turns.end("Scripted", {})
+        turns.close()
+        stores[name] = turns.store.root
+    for thread in threading.enumerate():
+        if thread.name == "gemini-companion-unpin":
+            thread.join()
+    shutil.rmtree(os.path.join(str(tmp_path), "gone-long"))
+    shutil.rmtree(os.path.join(str(tmp_path), "gone-lately"))
+    age(stores["gone-long"], 31)
+    age(stores["gone-lately"], 29)
+    age(stores["still-here"], 400)
+    chat = Turns(cache, [workspace(tmp_path, "another")])
+    chat.begin()
+    chat.end("Scripted", {})
+    assert not os.path.exists(stores["gone-long"])
+    assert os.path.isdir(stores["gone-lately"]) and os.path.isdir(stores["still-here"])
+    setting = Turns(cache, [workspace(tmp_path, "a third")], gone_days=28)  # the setting
+    setting.begin()
+    setting.end("Scripted", {})
+    assert not os.path.exists(stores["gone-lately"]) and os.path.isdir(stores["still-here"])
