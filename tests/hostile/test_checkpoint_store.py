@@ -404,3 +404,30 @@ def test_the_store_of_a_deleted_workspace_is_removed_after_30_days(tmp_path: obj
     setting.begin()
     setting.end("Scripted", {})
     assert not os.path.exists(stores["gone-lately"]) and os.path.isdir(stores["still-here"])
+
+
+def test_a_sparse_file_is_kept_whole_and_comes_back_exact(tmp_path: object) -> None:
+    """X6, the choice: a sparse file is kept at its full size (the README says so under the limits):
+    the per-file and file-count limits bound the store as for any file, and a sparse file the user
+    has (a preallocated database) stays revertible. The agent rewrites a 16 MiB sparse file: the
+    store holds its 16 MiB, and a revert gives back every byte."""
+    ws = workspace(tmp_path)
+    path = os.path.join(ws, "data.db")
+    size = 16 * 1024 * 1024
+    with open(path, "wb") as handle:
+        handle.truncate(size)  # a hole, a few blocks on disk at most
+        handle.seek(size // 2)
+        handle.write(b"the user's record")
+    turns = Turns(os.path.join(str(tmp_path), "cache"), [ws])
+    turns.begin()
+    with open(path, "r+b") as handle:
+        handle.seek(size // 2)
+        handle.write(b"the agent's entry")
+    assert [c.change for c in turns.end("Scripted", {})] == ["modified"]
+    blob_sizes = sorted(os.path.getsize(os.path.join(turns.store.blobs, n)) for n in os.listdir(turns.store.blobs))
+    assert blob_sizes == [size, size]  # each kept whole: the cost the README states
+    turns.revert([path])
+    with open(path, "rb") as handle:
+        data = handle.read()
+    assert len(data) == size and data[size // 2 : size // 2 + 17] == b"the user's record"
+    assert data.count(0) == size - 17
