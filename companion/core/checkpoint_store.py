@@ -9,7 +9,9 @@ Layout, under `<cache folder>/checkpoints/<sha256 of the workspace folders' real
 - `pins/`: the checkpoints each running chat pins, for every process (`checkpoint_pins.py`).
 
 Nothing is kept outside the cache folder. Kept: the last `keep` checkpoints (default 20) and the
-ones the last turn's record names; blobs no kept checkpoint refers to are deleted (`prune`).
+ones the last turn's record and the running chats' pins name; blobs no kept checkpoint refers to are
+deleted (`prune`). What the store reads from its own index is checked before use (`StoreDamaged`):
+content and checkpoint names by form, so a tampered index never leads out of the store.
 A blob is written to a private temporary file and renamed in place without fsync: a blob torn by a
 crash no longer matches its name, and every read checks the digest before using it. A torn blob is
 replaced by the next capture of the same bytes: one of another length at once, a damaged one once a

@@ -116,12 +116,15 @@ class Turns:
         """A checkpoint, with every prune of the store (in any process) skipped while it is taken: its
         new contents reach the store before the checkpoint that names them."""
         self.store.prepare()
-        checkpoint_pins.share(self.store.root, self.chat, None)
+        checkpoint_pins.share(self.store.root, self.chat, None)  # other processes' prunes
+        checkpoint_pins.hold(self.store.root, self.chat)  # this one's: waits for a prune already running
         try:
             point = self.checkpointer.take()
         except BaseException:
             self._share()
             raise
+        finally:
+            checkpoint_pins.unpin(self.store.root, self.chat)
         self._share(point.id)
         return point
 
