@@ -146,7 +146,7 @@ class CheckpointStore:
             return self._copy(lambda write: hash_fd(fd, limit, write))
         data = b"".join(iter_at_most(fd, limit))  # a small file: hashed first, no copy when it is there
         known = hashlib.sha256(data).hexdigest(), len(data)
-        if self._intact(*known):
+        if self._intact(*known, touch=True):
             return known
 
         def fill(write: Callable[[bytes], object]) -> tuple[str, int]:
@@ -155,9 +155,16 @@ class CheckpointStore:
 
         return self._copy(fill, checked=True)
 
-    def _intact(self, digest: str, length: int) -> bool:
+    def _intact(self, digest: str, length: int, touch: bool = False) -> bool:
+        """Whether the blob is there whole; `touch`: and mark it used now (a prune that began before
+        keeps it, `remove_unused`)."""
+        path = self.blob_path(digest)
         try:
-            return os.stat(self.blob_path(digest)).st_size == length
+            if os.stat(path).st_size != length:
+                return False
+            if touch:
+                os.utime(path)
+            return True
         except OSError:
             return False
 
@@ -174,7 +181,7 @@ class CheckpointStore:
                 name, length = fill(lambda data: _write_all(out, data))
             finally:
                 os.close(out)
-            if not checked and self._intact(name, length):
+            if not checked and self._intact(name, length, touch=True):
                 os.unlink(temp)
             else:
                 os.replace(temp, self.blob_path(name))
@@ -240,20 +247,33 @@ class CheckpointStore:
             used.update(digests_of(point_id))
         self.remove_unused(kept, used)
 
-    def remove_unused(self, kept: Iterable[str], used: Iterable[str]) -> None:
-        """Delete every checkpoint not in `kept` and every blob not in `used`."""
+    def remove_unused(self, kept: Iterable[str], used: Iterable[str], since: float | None = None) -> None:
+        """Delete every checkpoint not in `kept` and every blob not in `used`; with `since` (when the
+        prune began), not those written or reused since: a chat of another process may be taking a
+        checkpoint (its contents reach the store before the checkpoint that names them, and a
+        content it finds already there is touched, `put_fd`)."""
         kept, used = set(kept), set(used)
         for point_id in self.point_ids():
             if point_id not in kept:
-                remove_quietly(os.path.join(self.points, f"{point_id}.json"))
+                self._remove_older(os.path.join(self.points, f"{point_id}.json"), since)
         try:
             names = os.listdir(self.blobs)
         except OSError:
             return
         for name in names:
             if name not in used and not name.startswith("."):
-                remove_quietly(os.path.join(self.blobs, name))
+                self._remove_older(os.path.join(self.blobs, name), since)
         self.remove_stale_temps()
+
+    @staticmethod
+    def _remove_older(path: str, since: float | None) -> None:
+        if since is not None:
+            try:
+                if os.lstat(path).st_mtime >= since:
+                    return  # written since the prune began: the next prune decides
+            except OSError:
+                return
+        remove_quietly(path)
 
     def remove_stale_temps(self, now: float | None = None) -> None:
         """Delete the temporary files older than a day: left by a writer killed mid-copy (the name of

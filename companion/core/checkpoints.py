@@ -544,11 +544,13 @@ class Checkpointer:
         store); delete unreferenced blobs. Reads only the checkpoints this Checkpointer did not save
         or load itself (another chat's, a revert's), and each pinned older one once (its digests are
         kept while it stays pinned). Skipped while another checkpoint of this store is being taken."""
+        # A little before now: a file's time comes from the kernel's coarse clock, a few ms behind.
+        started = time.time() - 0.05
         with checkpoint_pins.pruning(self.store.root) as others:
             if others is not None:
-                self._prune([*pinned, *others])
+                self._prune([*pinned, *others], started)
 
-    def _prune(self, pinned: Sequence[str]) -> None:
+    def _prune(self, pinned: Sequence[str], started: float | None = None) -> None:
         ids = self.store.point_ids()
         if len(ids) <= self.keep:
             return
@@ -564,7 +566,7 @@ class Checkpointer:
         self._pinned = {point_id: digests for point_id, digests in self._pinned.items() if point_id in older}
         self._newest = {digest: point_id for digest, point_id in self._newest.items() if digest in used}
         self._seen &= set(newest)
-        self.store.remove_unused({*newest, *pinned}, used)
+        self.store.remove_unused({*newest, *pinned}, used, started)
 
     def _pinned_digests(self, point_id: str) -> frozenset[str]:
         """A pinned checkpoint's digests, read once: a saved checkpoint never changes (ids are new)."""

@@ -18,6 +18,7 @@ import pytest
 
 from companion.core import checkpoint_pins
 from companion.core.checkpoint_store import CheckpointStore
+from companion.core.checkpoints import Checkpoint, Checkpointer, load
 from companion.core.turns import NoTurn, Turns
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -431,3 +432,37 @@ def test_a_sparse_file_is_kept_whole_and_comes_back_exact(tmp_path: object) -> N
         data = handle.read()
     assert len(data) == size and data[size // 2 : size // 2 + 17] == b"the user's record"
     assert data.count(0) == size - 17
+
+
+def test_a_prune_never_deletes_what_another_process_is_checkpointing_meanwhile(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """C1, the race the pins cannot close: chat A's prune has read the pins and decided what is
+    unused; chat B, in another process (no pin in A's memory, its pin file written after A read
+    them), checkpoints now: a new content, and a content A is about to delete as unused. Both, and
+    B's checkpoint, must survive A's prune."""
+    ws = workspace(tmp_path)
+    cache = os.path.join(str(tmp_path), "cache")
+    path = os.path.join(ws, "a.txt")
+    a = Checkpointer(CheckpointStore(cache, [ws]), [ws])
+    a.keep = 1
+    for n in range(3):
+        write(path, f"v{n}\n")
+        a.take()
+    other = Checkpointer(CheckpointStore(cache, [ws]), [ws])  # shares nothing with A but the store
+    taken: list[Checkpoint] = []
+    remove_unused = a.store.remove_unused
+
+    def meanwhile(kept: Any, used: Any, *since: Any) -> None:
+        write(path, "v0\n")  # a content A's prune is about to delete as unused
+        write(os.path.join(ws, "b.txt"), "new\n")
+        taken.append(other.take())
+        remove_unused(kept, used, *since)
+
+    monkeypatch.setattr(a.store, "remove_unused", meanwhile)
+    a.prune([])
+    assert taken[0].id in a.store.point_ids()
+    saved = load(a.store, taken[0].id)
+    assert saved is not None
+    contents = {a.store.read_blob(e.digest) for e in saved.entries.values() if e.digest}
+    assert contents == {b"v0\n", b"new\n"}
