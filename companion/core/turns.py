@@ -175,6 +175,8 @@ class Turns:
             for found in (self._early, after):  # the early scan's contents first: what the agent did not touch yet
                 if found is not None:
                     before = self._unseen_before(before, found)
+        if self._before is not None:
+            before = self._untouched_before(before, after)
         after = self._still_there(after, before)
         writes = left_as_written(writes, digests, after)
         with self._lock:
@@ -217,6 +219,44 @@ class Turns:
         if save:
             return self.checkpointer.amended(point, extra)
         return Checkpoint(new_id(), point.folders, point.taken_ns, {**point.entries, **extra})
+
+    def _untouched_before(self, before: Checkpoint, after: Checkpoint) -> Checkpoint:
+        """`before`, with each path the turn's end has and the prompt's checkpoint left out though
+        nothing changed it since before the prompt (its ctime, and that of each folder above it the
+        prompt's checkpoint did not have, older than the prompt): a file ignored until the turn
+        changed `.gitignore` is not the turn's addition, and a revert must never delete it. A folder
+        the agent moved in has a new ctime: its files stay added. Not when the wall clock was stepped
+        during the turn. Saved as a new checkpoint, as `_unseen_before` does."""
+        wall, monotonic, _quick = self._begun
+        if abs((time_ns() - monotonic_ns()) - (wall - monotonic)) > CLOCK_SLACK_NS:
+            return before
+        old: dict[str, bool] = {folder: True for folder in after.folders}
+
+        def untouched(path: str) -> bool:  # up the folders, without recursion (deep trees)
+            chain: list[str] = []
+            while True:
+                if path in old:
+                    found = old[path]
+                    break
+                if path in before.entries:
+                    found = True
+                    break
+                entry = after.entries.get(path)
+                if entry is None or not _older(entry.ctime_ns, wall):
+                    found = False
+                    break
+                chain.append(path)
+                path = os.path.dirname(path)
+            for link in chain:
+                old[link] = found
+            return found
+
+        extra = {path: after.entries[path] for path in after.entries.keys() - before.entries.keys() if untouched(path)}
+        if not extra:
+            return before
+        amended = self.checkpointer.amended(before, extra)
+        self.prompts = [amended.id if point_id == before.id else point_id for point_id in self.prompts]
+        return amended
 
     def _unseen_before(self, before: Checkpoint, after: Checkpoint) -> Checkpoint:
         """`before`, with what changed before the prompt unseen by the folders' watch (a write through
@@ -405,6 +445,12 @@ class Turns:
                 "notes": list(notes),
             }
         )
+
+
+def _older(ctime_ns: int, wall: int) -> bool:
+    """Whether a ctime is before the prompt's wall clock (`CLOCK_SLACK_NS`, a second more where the
+    file system keeps whole seconds)."""
+    return ctime_ns < wall - CLOCK_SLACK_NS - (_SECOND_NS if ctime_ns % _SECOND_NS == 0 else 0)
 
 
 def _is_folder(a: Checkpoint, b: Checkpoint, path: str) -> bool:

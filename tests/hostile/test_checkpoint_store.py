@@ -466,3 +466,29 @@ def test_a_prune_never_deletes_what_another_process_is_checkpointing_meanwhile(
     assert saved is not None
     contents = {a.store.read_blob(e.digest) for e in saved.entries.values() if e.digest}
     assert contents == {b"v0\n", b"new\n"}
+
+
+def test_files_the_turn_unignored_are_not_its_additions_and_a_revert_keeps_them(tmp_path: object) -> None:
+    """I8, the other way: the agent empties `.gitignore` and adds a file. The user's ignored files
+    (a file rule and a folder rule) were listed as `added`, and `--restore` deleted them; they were
+    never in the store."""
+    ws = workspace(tmp_path)
+    os.mkdir(os.path.join(ws, ".git"))
+    write(os.path.join(ws, ".gitignore"), "secret.txt\nbuild/\n")
+    write(os.path.join(ws, "secret.txt"), "the user's secret\n")
+    os.mkdir(os.path.join(ws, "build"))
+    write(os.path.join(ws, "build", "out.bin"), "the user's build\n")
+    outside = os.path.join(str(tmp_path), "moved")
+    os.mkdir(outside)
+    write(os.path.join(outside, "old.txt"), "made before the prompt\n")
+    time.sleep(0.15)  # the files are older than the prompt (turns.CLOCK_SLACK_NS), as folder_watch tests do
+    turns = Turns(os.path.join(str(tmp_path), "cache"), [ws])
+    turns.begin()
+    write(os.path.join(ws, ".gitignore"), "")
+    write(os.path.join(ws, "new.txt"), "the agent's\n")
+    os.rename(outside, os.path.join(ws, "moved"))  # a folder the agent moved in is its addition
+    found = {os.path.relpath(c.path, ws): c.change for c in turns.end("Scripted", {})}
+    assert found == {".gitignore": "modified", "new.txt": "added", os.path.join("moved", "old.txt"): "added"}
+    turns.revert(None)  # changes --restore
+    assert sorted(os.listdir(ws)) == [".git", ".gitignore", "build", "secret.txt"]
+    assert read_text(os.path.join(ws, "build", "out.bin")) == "the user's build\n"
