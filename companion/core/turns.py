@@ -201,6 +201,8 @@ class Turns:
         revertible; leaving it out made it "deleted" and every revert refuse it as changed since.
         Saved as a new checkpoint (`save`) when anything was added."""
         extra: dict[str, Entry] = {}
+        if point is reference:
+            return point  # nothing changed: no set of 100 000 paths to build
         for path in reference.entries.keys() - point.entries.keys():
             if os.path.realpath(os.path.dirname(path)) != os.path.dirname(path):
                 continue  # its folder is gone, or now a link: not read through it
@@ -228,7 +230,7 @@ class Turns:
         the agent moved in has a new ctime: its files stay added. Not when the wall clock was stepped
         during the turn. Saved as a new checkpoint, as `_unseen_before` does."""
         wall, monotonic, _quick = self._begun
-        if abs((time_ns() - monotonic_ns()) - (wall - monotonic)) > CLOCK_SLACK_NS:
+        if before is after or abs((time_ns() - monotonic_ns()) - (wall - monotonic)) > CLOCK_SLACK_NS:
             return before
         old: dict[str, bool] = {folder: True for folder in after.folders}
 
