@@ -293,13 +293,14 @@ class Turns:
             raise NoTurn("no chat has left a turn in this workspace; run `chat --checkpoints` there first.")
         try:
             before, after = load_checked(self.store, record["before"]), load_checked(self.store, record["after"])
+            writes = {str(k): bool(v) for k, v in record["writes"].items()}
+            return LastTurn(str(record["agent"]), before, after, writes)
         except OSError:
             raise NoTurn("the last turn's checkpoints are gone from the cache; nothing can be restored.") from None
-        except (StoreDamaged, KeyError, TypeError) as exc:
-            raise NoTurn(
-                str(exc) if isinstance(exc, StoreDamaged) else str(damaged(self.store.root, "its turn record"))
-            ) from None
-        return LastTurn(str(record["agent"]), before, after, {str(k): bool(v) for k, v in record["writes"].items()})
+        except StoreDamaged as exc:
+            raise NoTurn(str(exc)) from None
+        except (KeyError, TypeError, AttributeError):
+            raise NoTurn(str(damaged(self.store.root, "its turn record is not one it wrote"))) from None
 
     def change_set(self, counted: bool = False) -> list[FileChange]:
         """The last turn's files, with +/- line counts when `counted` (`changes --json` prints none)."""

@@ -492,3 +492,16 @@ def test_files_the_turn_unignored_are_not_its_additions_and_a_revert_keeps_them(
     turns.revert(None)  # changes --restore
     assert sorted(os.listdir(ws)) == [".git", ".gitignore", "build", "secret.txt"]
     assert read_text(os.path.join(ws, "build", "out.bin")) == "the user's build\n"
+
+
+def test_a_turn_record_of_the_wrong_shape_is_refused_as_damaged(tmp_path: object) -> None:
+    """I6: a record whose fields are not what the store writes is a clear error, not a traceback."""
+    turns, ws = ended_turn(tmp_path, lambda ws: os.remove(os.path.join(ws, "app.py")))
+    record = turns.store.load_record()
+    assert record is not None
+    record["writes"] = ["app.py"]
+    turns.store.save_record(record)
+    cache = os.path.dirname(os.path.dirname(turns.store.root))
+    with pytest.raises(NoTurn, match="is damaged"):
+        Turns(cache, [ws]).revert(None)
+    assert os.listdir(ws) == [".git"]
