@@ -17,6 +17,7 @@ A process killed mid-take can leave no pin that outlives it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -76,8 +77,14 @@ def share(root: str, owner: str, point_ids: Iterable[str] | None) -> None:
     being taken, no prune anywhere until the next `share`). Blocking file I/O: a worker thread's call."""
     ensure_private_dir(os.path.join(root, PINS))
     pid = os.getpid()
-    payload = {"pid": pid, "started": create_time(pid), "points": None if point_ids is None else sorted(point_ids)}
+    payload = {"pid": pid, "started": _started(pid), "points": None if point_ids is None else sorted(point_ids)}
     atomic_write_private(_pin_file(root, owner), json.dumps(payload).encode())
+
+
+@functools.lru_cache(maxsize=4)
+def _started(pid: int) -> float | None:
+    """This process's start time, asked once (a fork has another PID, so another entry)."""
+    return create_time(pid)
 
 
 def unshare(root: str, owner: str) -> None:
