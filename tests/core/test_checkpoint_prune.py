@@ -120,10 +120,10 @@ def test_a_hold_waits_for_a_prune_already_running_in_the_store(
     order: list[str] = []
     remove_unused = turns.store.remove_unused
 
-    def slow_remove(kept: Any, used: Any) -> None:
+    def slow_remove(kept: Any, used: Any, *since: Any) -> None:
         deleting.set()
         release.wait()
-        remove_unused(kept, used)
+        remove_unused(kept, used, *since)
         order.append("pruned")
 
     class Watched(threading.Condition):
