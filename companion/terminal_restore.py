@@ -15,6 +15,7 @@ import difflib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from .console import off_the_loop
 from .headless import one_line, visible
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ async def _choices(plan: RestorePlan, ask: Ask, interactive: bool) -> list[str] 
         return None
     take: list[str] = []
     for conflict in plan.conflicts:
-        answer = await asyncio.to_thread(_ask_conflict, ask, conflict, plan.label)
+        answer = await off_the_loop(_ask_conflict, ask, conflict, plan.label)
         if answer is None:
             print("Restore cancelled; nothing was written.", flush=True)
             return None
