@@ -59,6 +59,13 @@ def test_a_turn_whose_edits_all_went_through_the_policy_exits_0(workspace: str) 
     assert result.stderr == ""
 
 
+def test_an_error_is_one_line_on_stderr_with_no_blank_line_before_it(workspace: str) -> None:
+    result = raw_chat(workspace, "prompt-internal")
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: python reported an error during the prompt"), repr(result.stderr)
+    assert result.stderr.count("\n") == 1, repr(result.stderr)
+
+
 def test_the_agents_status_notifications_are_one_throttled_line_in_a_pipe(workspace: str) -> None:
     result = raw_chat(workspace, "status")
     assert result.returncode == 0, result.stderr

@@ -12,12 +12,14 @@ import fcntl
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import termios
 import time
 from collections.abc import Iterator
 
+import psutil
 import pytest
 
 from tests.acp.conftest import CEILING, ROOT
@@ -99,14 +101,19 @@ def record(tmp_path: object) -> str:
     return os.path.join(str(tmp_path), "prompts.jsonl")
 
 
+def chat(workspace: str, record: str, *agent: str) -> Terminal:
+    """The interactive chat with tests/acp/scripted_agent.py AGENT... on a terminal of its own."""
+    argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace, "--", sys.executable, AGENT, *agent]
+    env = {**os.environ, "PYTHONPATH": ROOT, "SCRIPTED_AGENT_RECORD": record, "TERM": "dumb"}
+    return Terminal(argv, env)
+
+
 @pytest.fixture
 def terminal(workspace: str, record: str) -> Iterator[Terminal]:
+    """A chat whose agent asks to change reviewed.txt on every prompt (a review's y/n)."""
     with open(os.path.join(workspace, "reviewed.txt"), "w", encoding="utf-8") as handle:
         handle.write("before\n")
-    argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace]
-    argv += ["--", sys.executable, AGENT, "checkpoint"]
-    env = {**os.environ, "PYTHONPATH": ROOT, "SCRIPTED_AGENT_RECORD": record, "TERM": "dumb"}
-    term = Terminal(argv, env)
+    term = chat(workspace, record, "checkpoint", record + ".pid")
     try:
         yield term
     finally:
@@ -167,3 +174,27 @@ def test_ctrl_d_at_the_prompt_ends_the_chat_on_a_line_of_its_own(terminal: Termi
     terminal.type(CTRL_D)
     assert terminal.wait() == 0, terminal.screen
     assert terminal.screen.endswith("> \n"), repr(terminal.screen)
+
+
+def test_sigterm_at_the_idle_prompt_ends_the_chat_and_its_agent_with_143(terminal: Terminal, record: str) -> None:
+    terminal.expect("> ")
+    with open(record + ".pid", encoding="utf-8") as handle:
+        agent = psutil.Process(int(handle.read()))
+    terminal.process.send_signal(signal.SIGTERM)
+    assert terminal.wait() == 128 + signal.SIGTERM, terminal.screen
+    assert "Stopped." in terminal.screen and "Traceback" not in terminal.screen, terminal.screen
+    _, alive = psutil.wait_procs([agent], timeout=CEILING)
+    assert alive == [], "the agent was left running"
+
+
+def test_an_agent_that_does_not_answer_shows_a_waiting_line_rewritten_in_place(workspace: str, record: str) -> None:
+    """Sixty seconds of silence before the start's timeout said anything; now a status line counts."""
+    terminal = chat(workspace, record, "garbage-only")  # never answers initialize
+    try:
+        terminal.expect("waiting for the agent to start… 2 s")
+        terminal.expect("\r\x1b[2Kwaiting for the agent to start… 3 s")  # the same line, rewritten
+        terminal.type(CTRL_C)
+        assert terminal.wait() == 130, terminal.screen
+    finally:
+        terminal.close()
+    assert terminal.screen.endswith("\r\x1b[2KStopped.\n"), repr(terminal.screen)  # the status line erased first
