@@ -306,7 +306,7 @@ class TurnChanges:
     async def turn(self, session: ChatSession, interrupts: _Interrupts, text: str) -> str:
         if self.turns is None:
             return await interrupts.turn(session.prompt(text))
-        await waiting(self.console, self._run(self.turns.begin), "checkpoint of the workspace")
+        await waiting(self.console, self._run(self.turns.begin), self._scanned)
         for note in await self._run(self.turns.take_notes) or []:  # what the user reverted since
             session.add_note(note)
         session.writes.take()  # what was written between turns belongs to no turn's agent
@@ -316,6 +316,11 @@ class TurnChanges:
             found = await self._run(self.turns.end, self.agent, *session.writes.take_turn())
             if found is not None:
                 print_changes(found)
+
+    def _scanned(self) -> str:
+        """The first checkpoint of a large folder reads every file: say how far it is."""
+        count = self.turns.checkpointer.scanned if self.turns is not None else 0
+        return f"checkpoint: {count:,} files".replace(",", " ") if count else "checkpoint of the workspace"
 
     async def command(self, words: list[str]) -> None:
         """`/restore ...` or `/changes` between turns."""
@@ -395,7 +400,9 @@ def _severity(code: int) -> int:
     return _SEVERITY.index(code if code in _SEVERITY else EXIT_INTERRUPTED)
 
 
-async def waiting(console: Console, awaitable: Awaitable[T], label: str, heard: Callable[[], int] = int) -> T:
+async def waiting(
+    console: Console, awaitable: Awaitable[T], label: str | Callable[[], str], heard: Callable[[], int] = int
+) -> T:
     """`awaitable`, with "LABEL… N s" as the status line after WAIT_SHOWN_AFTER s, rewritten each
     second until `heard()` changes (the agent said something): on a terminal only; a pipe gets
     nothing (a line a second would bury the reply, and the end says what happened anyway)."""
@@ -408,7 +415,8 @@ async def waiting(console: Console, awaitable: Awaitable[T], label: str, heard: 
         await asyncio.sleep(WAIT_SHOWN_AFTER)
         while heard() == before:
             shown.set()
-            console.status(f"{label}… {int(time.monotonic() - started)} s")
+            words = label if isinstance(label, str) else label()
+            console.status(f"{words}… {int(time.monotonic() - started)} s")
             await asyncio.sleep(1)
 
     ticker = asyncio.ensure_future(tick())

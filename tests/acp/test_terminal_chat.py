@@ -7,12 +7,14 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import re
 import sys
 import threading
 
 import pytest
 
 from companion import console as console_module
+from companion import terminal_chat
 from companion.acp.agents import custom_agent
 from companion.acp.session import ChatSession
 from companion.acp.unchecked import UncheckedEdits
@@ -207,3 +209,62 @@ def test_the_summary_names_a_few_edits_and_counts_them_all() -> None:
     taken = unchecked.take()
     assert (taken.refused.count, taken.refused.names()) == (1000, "/w/0.txt, /w/1.txt, /w/2.txt and 997 more")
     assert unchecked.refused.count == 0  # the next turn counts afresh
+
+
+class SeenTty(Tty):
+    """A terminal that tells when `text` has been written to it."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text, self.seen = text, threading.Event()
+
+    def write(self, s: str) -> int:
+        written = super().write(s)
+        if self.text in self.getvalue():
+            self.seen.set()
+        return written
+
+
+@pytest.mark.anyio
+async def test_a_quiet_step_shows_its_progress_in_one_line_rewritten_in_place_then_erased(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first checkpoint of a large folder took seconds with nothing on the screen."""
+    monkeypatch.setattr(terminal_chat, "WAIT_SHOWN_AFTER", 0)
+    out = SeenTty("checkpoint: 12 401 files")
+    counts = iter(range(12400, 12500))
+    step = asyncio.get_running_loop().run_in_executor(None, out.seen.wait, CEILING)
+    await terminal_chat.waiting(Console(out), step, lambda: f"checkpoint: {next(counts):,} files".replace(",", " "))
+    shown = r"checkpoint: 12 400 files… \d+ s\r\x1b\[2Kcheckpoint: 12 401 files… \d+ s\r\x1b\[2K"  # then erased
+    assert re.fullmatch(shown, out.getvalue()), repr(out.getvalue())
+
+
+@pytest.mark.anyio
+async def test_a_quiet_step_shows_nothing_in_a_pipe() -> None:
+    out = io.StringIO()
+    assert await terminal_chat.waiting(Console(out), asyncio.sleep(0, "done"), "waiting for the agent") == "done"
+    assert out.getvalue() == ""
+
+
+def test_a_checkpoint_under_way_counts_what_it_found(
+    workspace: str, tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `checkpoint: N files…` shows: the scan's count while it runs, 0 once it is over."""
+    from companion.core import checkpoints
+    from companion.core.turns import Turns
+
+    for n in range(3):
+        with open(os.path.join(workspace, f"{n}.txt"), "w", encoding="utf-8") as handle:
+            handle.write("x\n")
+    turns = Turns(os.path.join(str(tmp_path), "cache"), [workspace])
+    counted: list[int] = []
+    scan_folder = checkpoints.Scan.folder
+
+    def folder(scan: checkpoints.Scan, root: str) -> None:
+        scan_folder(scan, root)
+        counted.append(turns.checkpointer.scanned)  # the scan is still under way
+
+    monkeypatch.setattr(checkpoints.Scan, "folder", folder)
+    turns.begin()
+    assert counted == [3]
+    assert turns.checkpointer.scanned == 0
