@@ -302,11 +302,13 @@ class TurnChanges:
             self.turns = Turns(user_cache_folder(), [folder], watch=True)
         self.agent = agent
         self.off = not enabled
+        self.texts: list[str] = []  # the prompts that have a checkpoint, in order
 
     async def turn(self, session: ChatSession, interrupts: _Interrupts, text: str) -> str:
         if self.turns is None:
             return await interrupts.turn(session.prompt(text))
-        await waiting(self.console, self._run(self.turns.begin), self._scanned)
+        if await waiting(self.console, self._run(self.turns.begin), self._scanned) is not None:
+            self.texts.append(text)  # shown beside its restore point
         for note in await self._run(self.turns.take_notes) or []:  # what the user reverted since
             session.add_note(note)
         session.writes.take()  # what was written between turns belongs to no turn's agent
@@ -327,7 +329,7 @@ class TurnChanges:
         if self.turns is None or self.off:
             print("error: this chat keeps no checkpoints; start it with --checkpoints to restore or list changes.")
             return
-        await run_command(self.turns, words, self.console.ask, sys.stdin.isatty())
+        await run_command(self.turns, words, self.console.ask, sys.stdin.isatty(), self.texts)
 
     async def _run(self, call: Callable[..., T], *args: Any) -> T | None:
         if self.off:
