@@ -8,6 +8,7 @@ import asyncio
 import io
 import os
 import re
+import subprocess
 import sys
 import threading
 
@@ -21,9 +22,10 @@ from companion.acp.unchecked import UncheckedEdits
 from companion.console import STATUS_EVERY, Console
 from companion.headless import HeadlessEditor
 from companion.terminal_chat import TerminalView
-from tests.acp.conftest import CEILING, AsyncEditor, RecordingView
+from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView
 from tests.acp.raw_agent import REPLY, STATUSES
 from tests.acp.test_agent_answers import RAW_AGENT, raw_chat
+from tests.acp.test_chat_features import AGENT
 
 
 @pytest.mark.parametrize("policy", ["accept", "reject"])
@@ -268,3 +270,30 @@ def test_a_checkpoint_under_way_counts_what_it_found(
     turns.begin()
     assert counted == [3]
     assert turns.checkpointer.scanned == 0
+
+
+def piped_chat(workspace: str, lines: str) -> subprocess.CompletedProcess[str]:
+    """The interactive chat, `--diff-policy prompt`, with `lines` piped in (no terminal)."""
+    with open(os.path.join(workspace, "reviewed.txt"), "w", encoding="utf-8") as handle:
+        handle.write("before\n")
+    argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace, "--", sys.executable, AGENT]
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    return subprocess.run(
+        [*argv, "checkpoint"], cwd=ROOT, env=env, input=lines, capture_output=True, text=True, timeout=CEILING
+    )
+
+
+def test_in_a_pipe_a_review_is_answered_by_the_next_line(workspace: str) -> None:
+    result = piped_chat(workspace, "Edit\ny\n")
+    assert result.returncode == 0, result.stderr
+    with open(os.path.join(workspace, "reviewed.txt"), encoding="utf-8") as handle:
+        assert handle.read() == "after\n"
+
+
+def test_in_a_pipe_a_review_left_without_an_answer_is_rejected_with_a_line_saying_so(workspace: str) -> None:
+    """Input that ended at a review's question rejected it without a word."""
+    result = piped_chat(workspace, "Edit\n")
+    path = os.path.join(workspace, "reviewed.txt")
+    assert f"\nNo answer (input ended): the change to {path} is rejected.\n" in result.stdout, result.stdout
+    with open(path, encoding="utf-8") as handle:
+        assert handle.read() == "before\n"
