@@ -1,6 +1,7 @@
 """The commands of `chat --checkpoints` between turns: `/changes` prints the last turn's change set;
 `/restore N` brings the workspace back to how it was before prompt N of the chat, after printing what
-will change (`/restore undo` undoes the last restore, `/restore` lists what can be restored).
+will change (`/restore undo` undoes the last restore, `/restore` lists what can be restored: `prompt N`
+with the prompt's first line, and `undo N`, the files just before restore N).
 
 A file changed after the agent (someone's later work) is a conflict: in a terminal each is shown as
 a diff from your text to the checkpoint's, and you choose k (keep mine) or t (take the checkpoint);
