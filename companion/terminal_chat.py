@@ -64,7 +64,8 @@ EXIT_HELP = """exit status:
   2  the command line is wrong
   3  an edit was applied without review (the agent wrote without asking)
   4  an edit was refused before review (it could not be reviewed; the notices say why)
-  130  ended by Ctrl-C (twice at the `>` prompt; once more after a turn's cancel)
+  130  ended by Ctrl-C: twice at the `>` prompt, or again after it cancelled a turn;
+       with --prompt, its turn cancelled by Ctrl-C
   129, 131, 143  ended by SIGHUP (the terminal closed), SIGQUIT, SIGTERM (128 + the signal's number)
   3 and 4 win over the others, and 3 over 4; a `warning:` line on stderr names the edits."""
 
