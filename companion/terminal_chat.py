@@ -523,6 +523,7 @@ class _Interrupts:
     def _stop(self, number: int) -> None:
         if self._main is not None and not self.closing:
             self.stopped_by = self.stopped_by or number
+            self.editor.closed_by = "the chat is ending, so the change is not made"
             self._main.cancel()
 
     def _on_interrupt(self, number: int) -> None:
