@@ -67,6 +67,29 @@ def start_failure(exc: BaseException, port: int) -> str:
     return str(exc) or type(exc).__name__
 
 
+# The token files' messages are shared with Sublime, whose fix ends in a reload of the package; in
+# `serve` the same fix ends in starting it again.
+_SUBLIME_WORDS = (
+    ("start Sublime Text (or `serve`) and", "start `serve` and"),
+    ("before starting Sublime Text", "before starting `serve`"),
+    ("then reload the package", "then start `serve` again"),
+)
+
+
+def headless_words(text: str) -> str:
+    """A message shared with Sublime, in the words of `serve` (no package to reload)."""
+    for sublime, headless in _SUBLIME_WORDS:
+        text = text.replace(sublime, headless)
+    return text
+
+
+def _said_by_serve(record: logging.LogRecord) -> bool:
+    """False for the runtime's warning about a token file: `serve` says it in its own line."""
+    from .core.token_files import TokenFileError
+
+    return not (record.args and isinstance(record.args, tuple) and isinstance(record.args[0], TokenFileError))
+
+
 def program_name() -> str:
     """How the user ran us: `gemini-companion` (the installed script) or `python -m companion`."""
     name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
@@ -192,6 +215,8 @@ def run_serve(
     gemini: bool = True,
 ) -> int:
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_said_by_serve)  # the unsafe folder's warning once, not twice
     folder = os.path.realpath(workspace)
     if not os.path.isdir(folder):
         print(f"error: {workspace} is not a folder; pass --workspace with an existing folder.", file=sys.stderr)
@@ -223,7 +248,9 @@ def run_serve(
         print("Run `gemini` in that folder (once: `/ide enable`).", flush=True)
     else:
         print(
-            f"warning: Gemini CLI cannot find this companion: {handle.discovery_problem}", file=sys.stderr, flush=True
+            f"warning: Gemini CLI cannot find this companion: {headless_words(handle.discovery_problem)}",
+            file=sys.stderr,
+            flush=True,
         )
     if handle.lock_path:
         print(f"Claude Code lock file: {handle.lock_path}", flush=True)
@@ -231,7 +258,8 @@ def run_serve(
             f"Run `CLAUDE_CODE_SSE_PORT={handle.port} claude` in that folder, or `/ide` in a running one.", flush=True
         )
     elif handle.lock_problem:
-        print(f"warning: Claude Code cannot find this companion: {handle.lock_problem}", file=sys.stderr, flush=True)
+        problem = headless_words(handle.lock_problem)
+        print(f"warning: Claude Code cannot find this companion: {problem}", file=sys.stderr, flush=True)
     print("Press Ctrl-C to stop.", flush=True)
     try:
         while not stop.wait(0.5):

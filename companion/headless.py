@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .console import Console
+from .console import Console, Withdrawn
 
 if TYPE_CHECKING:  # `serve` imports this module before its discovery file is out: nothing heavy at the top
     from .core.diffs import Review
@@ -45,6 +45,9 @@ class HeadlessEditor:
         self.shown: list[Review] = []  # open reviews, oldest first: the one being asked about, then the queue
         self._changed = threading.Lock()  # guards `shown`
         self._prompter: threading.Thread | None = None
+        # Who closes a review still asked about: the MCP client (serve), the agent (chat); the chat
+        # says "you cancelled the turn" while it cancels one on your Ctrl-C.
+        self.closed_by = "the client closed it"
 
     @property
     def prompting(self) -> bool:
@@ -74,7 +77,7 @@ class HeadlessEditor:
             if review in self.shown:
                 self.shown.remove(review)
         if asked:  # the question is on the terminal: say it needs no answer any more
-            closed = f"\nThe client closed the review of {visible(review.file_path)}; no answer is needed.\n"
+            closed = f"\nNo answer is needed for {visible(review.file_path)}: {self.closed_by}.\n"
             self.console.withdraw(closed, _question(review))
         return review.proposal
 
@@ -124,7 +127,12 @@ class HeadlessEditor:
                 diff = unified_diff(review.file_path, review.proposal, review.disk)
             try:  # the diff is shown again when something was printed under it meanwhile
                 answer = self.console.ask(diff, question).strip().lower()
+            except Withdrawn:
+                continue  # closed meanwhile: close_review said so
             except EOFError:
+                if review.is_open:  # never a silent reject
+                    path = visible(review.file_path)
+                    self.console.say(f"\nNo answer (input ended): the change to {path} is rejected.\n")
                 answer = "n"
             if not review.is_open or revision != review.revision:
                 continue

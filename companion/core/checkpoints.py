@@ -440,6 +440,14 @@ class Checkpointer:
         self._watch: FolderWatch | None = None
         # What the watch vouches for, and its files with other hard links (which it cannot).
         self._watched: tuple[Checkpoint | None, list[Entry]] = (None, [])
+        self._scan: Scan | None = None  # the scan under way, for `scanned`
+
+    @property
+    def scanned(self) -> int:
+        """The entries the scan under way has found so far (0 when none runs): a status line's count,
+        read from another thread (a dict's length)."""
+        scan = self._scan
+        return len(scan.entries) if scan is not None else 0
 
     def take(self, full: bool = False) -> Checkpoint:
         """A checkpoint of the folders now (the previous one when nothing changed). `full`: look at
@@ -462,9 +470,12 @@ class Checkpointer:
             # file written within RACY_NS of that scan again).
             return previous
         watch = self._rewatch()
-        scan = Scan(self.store, self.limits, previous, settled, self._listings, watch)
-        for folder in self.folders:
-            scan.folder(folder)
+        scan = self._scan = Scan(self.store, self.limits, previous, settled, self._listings, watch)
+        try:
+            for folder in self.folders:
+                scan.folder(folder)
+        finally:
+            self._scan = None
         self._listings = scan.listings
         if previous is not None and scan.unchanged and previous.folders == self.folders:
             # Every file was read again or still has the lstat it had when read, by now: a file
