@@ -3,7 +3,8 @@ headless review (unified diff, y/n, or `--diff-policy accept|reject` for every p
 
 With `--prompt`, one turn: exit 0 when it ends with `end_turn`, else 1 with a one-line reason on
 stderr. Without it, prompts are read from stdin, one a line, until EOF. A turn with an edit that
-did not go through the review ends with a `warning:` summary line and exit status 3 (applied without
+did not go through the review (or a reviewed file whose bytes are not the accepted ones when the
+turn ends) ends with a `warning:` summary line and exit status 3 (applied without
 review) or 4 (refused before review), whatever else happened: scripts can tell (`EXIT_HELP`). Ctrl-C during a turn
 cancels it (`session/cancel`); a second Ctrl-C, or one between turns, ends the chat. The agent and
 everything it started are stopped in every case.
@@ -44,7 +45,8 @@ EXIT_HELP = """exit status:
   0  the chat ended normally (--prompt: with end_turn); every edit went through the review or policy
   1  the chat failed: one `error:` line on stderr says why
   2  the command line is wrong
-  3  an edit was applied without review (the agent wrote without asking)
+  3  an edit was applied without review (the agent wrote without asking, or a file you reviewed
+     does not hold the bytes you accepted when the turn ends: changed after your review)
   4  an edit was refused before review (it could not be reviewed; the notices say why)
   3 and 4 win over 1, and 3 over 4; a `warning:` line on stderr names the edits."""
 
@@ -333,13 +335,14 @@ def _checked(session: ChatSession, code: int) -> int:
     if not summary:
         return code
     print(f"warning: {summary}", file=sys.stderr, flush=True)
-    found = EXIT_UNREVIEWED if unchecked.applied.count else EXIT_REFUSED
+    found = EXIT_UNREVIEWED if unchecked.applied.count or unchecked.changed.count else EXIT_REFUSED
     return max(code, found, key=_SEVERITY.index)
 
 
 def _summary(unchecked: UncheckedEdits) -> str:
     kinds = (
         (unchecked.applied, "applied without review", "run the agent in a mode that asks before editing"),
+        (unchecked.changed, "changed after your review", "the file on disk is not what you accepted; check it"),
         (unchecked.refused, "refused before review", "the notices above say why"),
     )
     parts = [f"{_edits(t.count)} {what} ({one_line(t.names())}): {then}" for t, what, then in kinds if t.count]

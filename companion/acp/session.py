@@ -45,7 +45,7 @@ from .. import __version__
 from ..core.diffs import Outcome, Reviews
 from ..core.editor import Editor
 from ..core.paths import PathPolicy
-from ..core.turn_writes import TurnWrites, written_digest
+from ..core.turn_writes import TurnWrites, digest_of, written_digest
 from . import process, updates
 from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
 from .edits import NotRebuildable, edit_path, is_edit, proposed_text
@@ -111,6 +111,9 @@ class ChatSession:
         self.always_allowed = False  # the user allowed this agent's edits for the session
         self.unchecked = UncheckedEdits()  # edits that did not go through the review (`chat` reports them)
         self.writes = TurnWrites()  # what the agent wrote through us this turn, for the change set
+        # The bytes each accepted edit must leave on disk when the agent writes the file itself, by
+        # (tool call id, real path); None when the accepted text cannot be stored in the file's encoding.
+        self._accepted_bytes: dict[tuple[str, str], bytes | None] = {}
         self.mode: str | None = None
         self._conn: ClientSideConnection | None = None
         self._notes: list[str] = []  # told to the agent with the next prompt
@@ -327,9 +330,22 @@ class ChatSession:
             raise ChatFailed(await self._failure(exc, "the prompt")) from None
         finally:
             self._clear_status()
+            await self._check_reviewed()
         stop_reason = str(response.stop_reason)
         self.view.turn_ended(stop_reason)
         return stop_reason
+
+    async def _check_reviewed(self) -> None:
+        """The turn's end: a file counts as reviewed only if its bytes on disk are the bytes the user
+        accepted (core/turn_writes.py); each other one is named, and no longer reviewed."""
+        self._accepted_bytes.clear()
+        for path in await asyncio.to_thread(self.writes.changed_after_review):
+            self.unchecked.changed.add(path)
+            self.view.notice(
+                f"{path} changed after your review: the file on disk is not what you accepted "
+                f"(after {self.spec.name}'s write, it or another program wrote other bytes); check it.",
+                "warning",
+            )
 
     def _clear_status(self) -> None:
         """A status says what the agent does during a turn; once the turn is over it is stale."""
@@ -518,6 +534,7 @@ class ChatSession:
             return None
         final = decision.content or proposal
         edit = AcceptedEdit(call["toolCallId"], target.path, proposal, final, disk)
+        self._accepted_bytes[(edit.tool_call_id, edit.path)] = await self.files.accepted_bytes(target, final)
         self.gate.on_accepted(edit)
         self._mark_decided(call, "accepted with your edits" if edit.edited else "accepted")
         if decision.always and always:
@@ -602,9 +619,11 @@ class ChatSession:
             return
         accepted = self.gate.take_by_tool_call(call_id)
         if accepted is not None:
+            expected = self._accepted_bytes.pop((accepted.tool_call_id, accepted.path), None)
             if accepted.edited:  # the agent wrote its own proposal (Claude): now the user's version
                 await self._write_users_version(accepted)
-            await self._wrote(accepted.path, reviewed=True)  # the agent wrote what the user accepted
+            else:  # the agent wrote the file itself: the turn's end must find the accepted bytes there
+                self.writes.record(accepted.path, True, *_expected(expected))
         elif call.decision == "rejected":
             path = edit_path(said) or "the file"
             self.view.notice(
@@ -627,11 +646,21 @@ class ChatSession:
     async def _write_users_version(self, edit: AcceptedEdit) -> None:
         try:
             target = await self.files.resolve(edit.path)
-            await self.files.write_accepted(target, edit, check_disk=False)  # the agent has just written it
+            data = await self.files.write_accepted(target, edit, check_disk=False)  # the agent has just written it
         except FsRefused as exc:
             self.view.notice(f"Your edited version of {edit.path} could not be written: {exc}", "warning")
+            self.writes.record(edit.path, True, *_expected(None))  # what the agent wrote is not what you accepted
             return
+        await self._wrote_bytes(edit.path, True, data)
         self._note_edited(edit)
+
+    async def _wrote_bytes(self, path: str, reviewed: bool, data: bytes | None) -> None:
+        """Record our write from the bytes we wrote; the editor's save of its buffer (None) from
+        the file as it saved it, the one write whose bytes are the editor's."""
+        if data is None:
+            await self._wrote(path, reviewed)
+        else:
+            self.writes.wrote(path, reviewed, data)
 
     def add_note(self, note: str) -> None:
         """A note from the editor that the next prompt carries before the user's text, once (what
@@ -667,12 +696,13 @@ class ChatSession:
             self._unreviewed(message)
             self.unchecked.refused.add(path)
             raise RequestError(-32602, message)
+        self._accepted_bytes.pop((edit.tool_call_id, edit.path), None)  # we write it: our bytes count
         try:
-            await self.files.write_accepted(target, edit)
+            data = await self.files.write_accepted(target, edit)
         except FsRefused as exc:
             self.view.notice(str(exc), "warning")
             raise RequestError(-32603, str(exc)) from None
-        await self._wrote(target.path, reviewed=bool(edit.tool_call_id))  # "" when allowed for the session
+        await self._wrote_bytes(target.path, bool(edit.tool_call_id), data)  # "" when allowed for the session
         if edit.edited:
             self._note_edited(edit)
         return WriteTextFileResponse()
@@ -747,6 +777,12 @@ def _invalid(exc: ValidationError) -> str:
     wrong = [f"{'.'.join(str(part) for part in e['loc']) or 'the answer'}: {e['msg']}" for e in exc.errors()[:3]]
     more = f"; and {exc.error_count() - 3} more" if exc.error_count() > 3 else ""
     return _one_line("; ".join(wrong) + more)[:500]
+
+
+def _expected(data: bytes | None) -> tuple[str, int]:
+    """`TurnWrites.record`'s digest and size for accepted bytes; for None (no write can hold the
+    accepted text) a digest no file has."""
+    return (digest_of(data), len(data)) if data is not None else ("", -1)
 
 
 def _pick(choices: list[Choice], *kinds: str) -> str | None:

@@ -51,6 +51,7 @@ class LastTurn:
     before: Checkpoint
     after: Checkpoint
     writes: dict[str, bool]
+    changed: tuple[str, ...] = ()  # reviewed, but not left with the accepted bytes (change_set.CHANGED_AFTER_REVIEW)
 
 
 class Turns:
@@ -108,14 +109,23 @@ class Turns:
         if checking is not None:
             checking.join()
 
-    def end(self, agent: str, writes: dict[str, bool], digests: Mapping[str, str] | None = None) -> list[FileChange]:
+    def end(
+        self,
+        agent: str,
+        writes: dict[str, bool],
+        digests: Mapping[str, str] | None = None,
+        changed: Collection[str] = (),
+    ) -> list[FileChange]:
         """Record the turn's end state and return its change set. `digests` (TurnWrites.take_turn):
-        a written file the turn left with other content is not the agent's (turn_writes.py)."""
+        a written file the turn left with other content is not the agent's (turn_writes.py);
+        `changed`: the reviewed files whose bytes were not the accepted ones, listed as such."""
         with self._work:
             self._running = False
-            return self._end(agent, writes, digests or {})
+            return self._end(agent, writes, digests or {}, tuple(changed))
 
-    def _end(self, agent: str, writes: dict[str, bool], digests: Mapping[str, str]) -> list[FileChange]:
+    def _end(
+        self, agent: str, writes: dict[str, bool], digests: Mapping[str, str], changed: tuple[str, ...]
+    ) -> list[FileChange]:
         self.checked()
         before = self._before or self.checkpointer.take()
         after = self.checkpointer.take()
@@ -129,10 +139,10 @@ class Turns:
             mine = record.get("chat") == self.chat
             restores = record.get("restores", []) if mine else []
             notes = record.get("notes", []) if mine else []  # a chat before this one took none of its own
-            self._write(LastTurn(agent, before, after, writes), restores, notes)
+            self._write(LastTurn(agent, before, after, writes, changed), restores, notes)
         pinned = (before.id, after.id, *self.prompts, *(point_id for _label, point_id in restores))
         self.checkpointer.prune(pinned=pinned)
-        return diff(before, after, self.store, writes, agent)
+        return diff(before, after, self.store, writes, agent, changed=changed)
 
     def _unseen_before(self, before: Checkpoint, after: Checkpoint) -> Checkpoint:
         """`before`, with what changed before the prompt unseen by the folders' watch (a write through
@@ -168,12 +178,13 @@ class Turns:
         before, after = load(self.store, record["before"]), load(self.store, record["after"])
         if before is None or after is None:
             raise NoTurn("the last turn's checkpoints are gone from the cache; nothing can be restored.")
-        return LastTurn(str(record["agent"]), before, after, {str(k): bool(v) for k, v in record["writes"].items()})
+        writes = {str(k): bool(v) for k, v in record["writes"].items()}
+        return LastTurn(str(record["agent"]), before, after, writes, tuple(str(p) for p in record.get("changed", [])))
 
     def change_set(self, counted: bool = False) -> list[FileChange]:
         """The last turn's files, with +/- line counts when `counted` (`changes --json` prints none)."""
         turn = self.last()
-        return diff(turn.before, turn.after, self.store, turn.writes, turn.agent, counted=counted)
+        return diff(turn.before, turn.after, self.store, turn.writes, turn.agent, counted=counted, changed=turn.changed)
 
     def revert(self, paths: Sequence[str] | None) -> list[str]:
         """Revert `paths` (all when None) to the last turn's checkpoint; RestoreRefused writes
@@ -299,6 +310,7 @@ class Turns:
                 "before": turn.before.id,
                 "after": turn.after.id,
                 "writes": turn.writes,
+                "changed": list(turn.changed),
                 "chat": self.chat,
                 "prompts": list(self.prompts),
                 "restores": list(restores),

@@ -37,7 +37,17 @@ def write_atomically(policy: PathPolicy, target: Resolved, text: str, fmt: TextF
     step is relative to the checked folder's descriptor (see fdpath): a folder swapped for a symlink
     meanwhile is refused instead of followed.
     """
-    data = encode(text, fmt, name, _original_text(target, name))
+    return write_bytes(policy, target, encode(text, fmt, name, _original_text(target, name)), name)
+
+
+def encoded_as_stored(target: Resolved, text: str, name: str) -> bytes:
+    """The bytes `write_atomically` would write for `text` now (the file's encoding, BOM and line
+    endings): what a user accepting `text` accepts to find on disk. WorkspaceError as it raises."""
+    return encode(text, existing_format(target, name), name, _original_text(target, name))
+
+
+def write_bytes(policy: PathPolicy, target: Resolved, data: bytes, name: str) -> int:
+    """`write_atomically` of bytes already encoded (`encoded_as_stored`); returns the bytes written."""
     if DIR_FD:
         with parent_folder(target, name, create_missing=True) as (folder, leaf):
             return _replace(folder, leaf, data, name)

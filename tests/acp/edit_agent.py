@@ -8,6 +8,10 @@ order on every prompt:
   required) and the options allow_once `allow` and reject_once `reject`;
 - `{"write": PATH, "content": TEXT}`: fs/write_text_file, only when the last request was allowed
   (`"anyway": true` writes in any case);
+- `{"own": PATH, "bytes": LATIN1, "how": "write"|"append"|"rename"}`: the agent writes the file
+  itself, not through the client (as agents with their own file tools do): the bytes (each
+  character one byte) replace the file, are appended to it, or are written to a file beside it
+  that is renamed over it; only when the last request was allowed (or `"anyway": true`);
 In UPDATE and TOOL_CALL, `{"diff_of_read": [OLD, NEW], "path": PATH}` inside `content` becomes a
 diff block of the whole text read (`oldText`) and that text with OLD replaced by NEW (`newText`);
 `{"read_with": [OLD, NEW]}` as a write's content is the same new text. What happened (each
@@ -83,6 +87,9 @@ async def serve(steps: list[dict[str, Any]]) -> None:
                     outcome = answer.outcome.model_dump(mode="json", by_alias=True, exclude_none=True)
                     allowed = outcome.get("optionId") == "allow"
                     record({"permission": outcome})
+                elif "own" in step and (allowed or step.get("anyway")):
+                    write_itself(step["own"], step["bytes"].encode("latin-1"), step.get("how", "write"))
+                    record({"own": step.get("how", "write")})
                 elif "write" in step and (allowed or step.get("anyway")):
                     content = step["content"]
                     if isinstance(content, dict):
@@ -100,6 +107,18 @@ async def serve(steps: list[dict[str, Any]]) -> None:
             pass
 
     await run_agent(Agent())  # type: ignore[arg-type]
+
+
+def write_itself(path: str, data: bytes, how: str) -> None:
+    """The agent's own file tool: overwrite, append, or a file beside it renamed over it."""
+    if how == "rename":
+        beside = f"{path}.agent-tmp"
+        with open(beside, "wb") as handle:
+            handle.write(data)
+        os.replace(beside, path)
+        return
+    with open(path, "ab" if how == "append" else "wb") as handle:
+        handle.write(data)
 
 
 def with_diffs(data: dict[str, Any], read: str) -> dict[str, Any]:

@@ -91,7 +91,7 @@ def test_take_clears_the_digests_too(ws: str) -> None:
     writes = TurnWrites()
     writes.record(path, reviewed=True, digest=written_digest(path))
     assert writes.take() == {path: True}
-    assert writes.take_turn() == ({}, {})
+    assert writes.take_turn() == ({}, {}, [])
 
 
 def test_written_digest_reads_only_a_regular_file_within_the_limit(ws: str) -> None:
