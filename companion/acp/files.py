@@ -69,10 +69,14 @@ class AgentFiles:
         start = max((line or 1) - 1, 0)
         return "".join(lines[start : None if limit is None else start + max(limit, 0)])
 
-    async def write_accepted(self, target: Resolved, edit: AcceptedEdit, *, check_disk: bool = True) -> bytes | None:
+    async def write_accepted(
+        self, target: Resolved, edit: AcceptedEdit, *, check_disk: bool = True, data: bytes | None = None
+    ) -> bytes | None:
         """Write the text the user accepted: through the open buffer when there is one, else to disk.
         With `check_disk`, a file changed on disk since the user decided is refused: the user
         approved a diff against what it was, and writing would throw the other change away.
+        `data`: the accepted text as encoded when the user decided (`accepted_bytes`), written as
+        is: the file may since hold the agent's own bytes, whose encoding is not what was accepted.
         Returns the bytes written to disk; None when the editor saved its buffer (its bytes)."""
         if check_disk and edit.disk is not None:
             now = await asyncio.to_thread(disk_text.read, target.path)
@@ -86,7 +90,8 @@ class AgentFiles:
                 self.editor.write_through_buffer(target.path, edit.final), EDITOR_TIMEOUT_SECONDS
             ):
                 return None
-            data = await asyncio.to_thread(encoded_as_stored, target, edit.final, target.requested)
+            if data is None:
+                data = await asyncio.to_thread(encoded_as_stored, target, edit.final, target.requested)
             await asyncio.to_thread(write_bytes, self.policy, target, data, target.requested)
             return data
         except WorkspaceError as exc:

@@ -621,7 +621,7 @@ class ChatSession:
         if accepted is not None:
             expected = self._accepted_bytes.pop((accepted.tool_call_id, accepted.path), None)
             if accepted.edited:  # the agent wrote its own proposal (Claude): now the user's version
-                await self._write_users_version(accepted)
+                await self._write_users_version(accepted, expected)
             else:  # the agent wrote the file itself: the turn's end must find the accepted bytes there
                 self.writes.record(accepted.path, True, *_expected(expected))
         elif call.decision == "rejected":
@@ -643,10 +643,13 @@ class ChatSession:
         still find there for the write to count as the agent's (core/turn_writes.py)."""
         self.writes.record(path, reviewed, await asyncio.to_thread(written_digest, path))
 
-    async def _write_users_version(self, edit: AcceptedEdit) -> None:
+    async def _write_users_version(self, edit: AcceptedEdit, accepted: bytes | None) -> None:
+        """`accepted`: the user's version encoded when they decided (the agent's write may have
+        changed the file's encoding, BOM or line endings since)."""
         try:
             target = await self.files.resolve(edit.path)
-            data = await self.files.write_accepted(target, edit, check_disk=False)  # the agent has just written it
+            # check_disk=False: the agent has just written it
+            data = await self.files.write_accepted(target, edit, check_disk=False, data=accepted)
         except FsRefused as exc:
             self.view.notice(f"Your edited version of {edit.path} could not be written: {exc}", "warning")
             self.writes.record(edit.path, True, *_expected(None))  # what the agent wrote is not what you accepted
