@@ -53,7 +53,7 @@ def assert_changed_after_review(result: Any, path: str) -> None:
     assert any("changed after your review" in w and path in w for w in warnings), result.stderr
     listed = [line.strip() for line in result.stdout.splitlines() if f"  {path}  " in line]
     assert len(listed) == 1, result.stdout
-    assert listed[0].endswith("not reviewed  changed after your review"), listed[0]
+    assert "  not reviewed  changed after your review" in listed[0], listed[0]
     assert result.returncode == EXIT_UNREVIEWED, result.stderr
 
 
@@ -87,12 +87,18 @@ def test_an_agent_that_writes_exactly_the_accepted_bytes_itself_stays_reviewed(w
     assert f"  modified  {path}  +1 -1  by {os.path.basename(sys.executable)}  reviewed" in result.stdout
 
 
-def test_an_agent_that_appends_after_our_reviewed_write_is_not_reviewed(workspace: str, tmp_path: Any) -> None:
+@pytest.mark.parametrize(
+    "appended", [b"one more line\n", b"one more line\n" + b"x" * (17 << 20)], ids=["line", "17MiB"]
+)
+def test_an_agent_that_appends_after_our_reviewed_write_is_not_reviewed(
+    workspace: str, tmp_path: Any, appended: bytes
+) -> None:
+    """Also past the checkpoints' size limit (16 MiB): the file's size alone tells it differs."""
     path = file_with(workspace, b"hello\n")
     write = {"write": path, "content": {"read_with": ["hello", "hello world"]}}
-    steps = [{"read": path}, ask(path, "hello", "hello world"), write, own(path, b"one more line\n", "append")]
+    steps = [{"read": path}, ask(path, "hello", "hello world"), write, own(path, appended, "append")]
     result = headless(workspace, tmp_path, steps)
-    assert bytes_of(path) == b"hello world\none more line\n"
+    assert bytes_of(path) == b"hello world\n" + appended
     assert_changed_after_review(result, path)
 
 
