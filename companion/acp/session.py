@@ -699,9 +699,11 @@ class ChatSession:
             self._unreviewed(message)
             self.unchecked.refused.add(path)
             raise RequestError(-32602, message)
-        self._accepted_bytes.pop((edit.tool_call_id, edit.path), None)  # we write it: our bytes count
+        # The bytes encoded when the user decided: the write refuses a file changed since, so they
+        # are what encoding it now would give (once: keeping each line's ending costs a diff).
+        accepted = self._accepted_bytes.pop((edit.tool_call_id, edit.path), None)
         try:
-            data = await self.files.write_accepted(target, edit)
+            data = await self.files.write_accepted(target, edit, data=accepted)
         except FsRefused as exc:
             self.view.notice(str(exc), "warning")
             raise RequestError(-32603, str(exc)) from None
