@@ -654,16 +654,16 @@ class ChatSession:
             self.view.notice(f"Your edited version of {edit.path} could not be written: {exc}", "warning")
             self.writes.record(edit.path, True, *_expected(None))  # what the agent wrote is not what you accepted
             return
-        await self._wrote_bytes(edit.path, True, data)
+        self._wrote_bytes(edit.path, True, data)
         self._note_edited(edit)
 
-    async def _wrote_bytes(self, path: str, reviewed: bool, data: bytes | None) -> None:
-        """Record our write from the bytes we wrote; the editor's save of its buffer (None) from
-        the file as it saved it, the one write whose bytes are the editor's."""
-        if data is None:
-            await self._wrote(path, reviewed)
+    def _wrote_bytes(self, path: str, reviewed: bool, forms: tuple[bytes, ...]) -> None:
+        """Record our write from the bytes we wrote (or the forms the editor's save may store);
+        none: no bytes can hold the accepted text, so none is taken for it."""
+        if forms:
+            self.writes.wrote(path, reviewed, *forms)
         else:
-            self.writes.wrote(path, reviewed, data)
+            self.writes.record(path, reviewed, *_expected(None))
 
     def add_note(self, note: str) -> None:
         """A note from the editor that the next prompt carries before the user's text, once (what
@@ -707,7 +707,7 @@ class ChatSession:
         except FsRefused as exc:
             self.view.notice(str(exc), "warning")
             raise RequestError(-32603, str(exc)) from None
-        await self._wrote_bytes(target.path, bool(edit.tool_call_id), data)  # "" when allowed for the session
+        self._wrote_bytes(target.path, bool(edit.tool_call_id), data)  # "" when allowed for the session
         if edit.edited:
             self._note_edited(edit)
         return WriteTextFileResponse()

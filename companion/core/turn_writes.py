@@ -40,8 +40,10 @@ def digest_of(data: bytes) -> str:
 
 
 class Expected(NamedTuple):
-    digest: str  # sha256 of the bytes the file must hold
-    size: int  # their length: a file of another size differs without being read
+    """The bytes a file may hold after a write: one form for bytes we wrote, a few for the editor's
+    save of its buffer (`AgentFiles.write_accepted`)."""
+
+    forms: frozenset[tuple[int, str]]  # (length, sha256); length -1: not known (read the file)
 
 
 class Taken(NamedTuple):
@@ -62,30 +64,33 @@ class TurnWrites:
 
     def record(self, path: str, reviewed: bool, digest: str | None = None, size: int | None = None) -> None:
         """`digest` (and `size`): of the bytes the file must hold after this write (`digest_of` the
-        bytes written or accepted); None: not checked. Prefer `wrote` and `expect`."""
+        bytes written or accepted); None: not checked. `wrote` takes the bytes themselves."""
         self._writes[path] = self._writes.get(path, True) and reviewed
         if digest is None:
             self._digests.pop(path, None)
             self._unchecked.pop(path, None)
         else:
             self._digests[path] = digest
-            self._unchecked[path] = Expected(digest, -1 if size is None else size)
+            self._unchecked[path] = Expected(frozenset({(-1 if size is None else size, digest)}))
 
-    def wrote(self, path: str, reviewed: bool, data: bytes) -> None:
-        """We wrote `data` to `path` (the very bytes passed to the write)."""
+    def wrote(self, path: str, reviewed: bool, data: bytes, *others: bytes) -> None:
+        """We wrote `data` to `path` (the very bytes passed to the write); `others`: other bytes the
+        write may have left instead (the editor saving its buffer with the line endings it keeps)."""
         self.record(path, reviewed, digest_of(data), len(data))
-
-    def expect(self, path: str, data: bytes) -> None:
-        """The agent wrote `path` itself after the user accepted `data` (encoded as the file is written)."""
-        self.wrote(path, True, data)
+        self._unchecked[path] = Expected(frozenset((len(d), digest_of(d)) for d in (data, *others)))
 
     def changed_after_review(self) -> list[str]:
         """The reviewed files recorded since the last call whose bytes on disk are not the bytes
         recorded (sorted); each is no longer reviewed. Blocking: a worker thread."""
         checking, self._unchecked = self._unchecked, {}
-        changed = [p for p, e in sorted(checking.items()) if self._writes.get(p) and not holds(p, e)]
-        for path in changed:
-            self._writes[path] = False
+        changed: list[str] = []
+        for path, expected in sorted(checking.items()):
+            found = holds(path, expected) if self._writes.get(path) else ""
+            if found is None:
+                changed.append(path)
+                self._writes[path] = False
+            elif found:
+                self._digests[path] = found  # the form it holds: what the turn's end state must have
         self._changed += [p for p in changed if p not in self._changed]
         return changed
 
@@ -121,25 +126,26 @@ def written_digest(path: str, limit: int = DIGEST_LIMIT_BYTES) -> str | None:
     return digest.hexdigest() if length <= limit else None
 
 
-def holds(path: str, expected: Expected) -> bool:
-    """The regular file at `path` holds exactly the expected bytes (any size: read only when its
-    size is theirs). Blocking: a worker thread."""
+def holds(path: str, expected: Expected) -> str | None:
+    """The digest of the expected form the regular file at `path` holds exactly; None when it holds
+    none (any size: read only when its size is one of theirs). Blocking: a worker thread."""
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except OSError:
-        return False
+        return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or expected.size not in (-1, st.st_size):
-            return False
+        if not stat.S_ISREG(st.st_mode) or not any(size in (-1, st.st_size) for size, _ in expected.forms):
+            return None
         digest = hashlib.sha256()
         for chunk in iter_at_most(fd, st.st_size + 1):
             digest.update(chunk)
     except OSError:
-        return False
+        return None
     finally:
         os.close(fd)
-    return digest.hexdigest() == expected.digest
+    found = digest.hexdigest()
+    return found if any(found == d for _, d in expected.forms) else None
 
 
 def left_as_written(writes: Mapping[str, bool], digests: Mapping[str, str], after: Checkpoint) -> dict[str, bool]:
