@@ -4,8 +4,9 @@ edit it reported without asking) and the turn's end takes the record.
 
 Each write also keeps the sha256 of the bytes the file must hold: the bytes we wrote (taken from
 what we passed to the write, never by reading the file again: an agent renaming its own bytes over
-the file right after our write would be taken for ours), or, when the agent writes the file itself
-after a permission, the bytes the user accepted encoded as the file is written (`expected`). At the
+the file right after our write would be taken for ours; for the editor's save of its open buffer,
+the few forms that save may store), or, when the agent writes the file itself after a permission,
+the bytes the user accepted encoded as the file is written (`wrote`, `record`). At the
 turn's end `changed_after_review` compares them with the disk: "reviewed" holds only where the disk
 has exactly those bytes; any other content (other bytes, an append, a rename over, a rewrite with
 other line endings, a write that never came) is "changed after your review". A file the turn leaves
