@@ -42,6 +42,7 @@ from acp.utils import serialize_params
 from pydantic import ValidationError
 
 from .. import __version__
+from ..core import disk_text
 from ..core.diffs import Outcome, Reviews
 from ..core.editor import Editor
 from ..core.paths import PathPolicy
@@ -338,7 +339,7 @@ class ChatSession:
     async def _check_reviewed(self) -> None:
         """The turn's end: a file counts as reviewed only if its bytes on disk are the bytes the user
         accepted (core/turn_writes.py); each other one is named, and no longer reviewed."""
-        self._accepted_bytes.clear()
+        await self._written_unreported()
         for path in await asyncio.to_thread(self.writes.changed_after_review):
             self.unchecked.changed.add(path)
             self.view.notice(
@@ -346,6 +347,20 @@ class ChatSession:
                 f"(after {self.spec.name}'s write, it or another program wrote other bytes); check it.",
                 "warning",
             )
+
+    async def _written_unreported(self) -> None:
+        """An accepted edit neither written through us nor reported done whose file changed since the
+        user decided: the agent wrote it itself (or something else did), so it must hold the accepted
+        bytes. One whose file did not change still waits for its write."""
+        waiting = {(e.tool_call_id, e.path) for e in self.gate.accepted.values()}
+        self._accepted_bytes = {k: v for k, v in self._accepted_bytes.items() if k in waiting}
+        for edit in list(self.gate.accepted.values()):
+            now = await asyncio.to_thread(disk_text.read, edit.path)
+            if edit.disk is None or not disk_text.changed(edit.disk, now):
+                continue
+            self.gate.take(edit.path)
+            expected = self._accepted_bytes.pop((edit.tool_call_id, edit.path), None)
+            self.writes.record(edit.path, True, *_expected(expected))
 
     def _clear_status(self) -> None:
         """A status says what the agent does during a turn; once the turn is over it is stale."""

@@ -144,3 +144,20 @@ async def test_a_rename_over_the_file_right_after_our_write_is_not_taken_for_our
     assert session.unchecked.changed.named == [path]
     assert session.writes.take() == {path: False}
     assert any("changed after your review" in text for text in view.notices)
+
+
+@pytest.mark.parametrize("wrote", [b"hello world\n", b"hello, other bytes\n"], ids=["accepted", "other"])
+def test_an_agent_that_writes_itself_and_never_reports_the_call_done_is_checked_too(
+    workspace: str, tmp_path: Any, wrote: bytes
+) -> None:
+    """The agent was allowed the edit, wrote the file itself and said nothing more: reviewed when it
+    wrote the accepted bytes, changed after your review otherwise."""
+    path = file_with(workspace, b"hello\n")
+    steps = [{"read": path}, ask(path, "hello", "hello world"), own(path, wrote)]
+    result = headless(workspace, tmp_path, steps)
+    assert bytes_of(path) == wrote
+    if wrote == b"hello world\n":
+        assert result.returncode == 0, result.stderr
+        assert f"  modified  {path}  +1 -1  by {os.path.basename(sys.executable)}  reviewed" in result.stdout
+    else:
+        assert_changed_after_review(result, path)

@@ -7,7 +7,7 @@ its script rewritten for each example) and a checkpoint before and after each tu
 Drawn: the file's text (LF, CRLF, CR or mixed line endings, with or without a final newline, with
 or without a UTF-8 BOM), the agent's edit of one line, the user's own edit in the review (or
 none), the write path (fs/write_text_file, or the agent writing the file itself after the
-permission and reporting the call completed), and what the agent does after: nothing, write the
+permission, reporting the call completed or not), and what the agent does after: nothing, write the
 accepted bytes (again), other bytes, append, rename its own bytes over the file, rewrite it with LF.
 """
 
@@ -42,7 +42,7 @@ class Example:
     bom: bool
     edited_line: int
     user_edit: str | None  # a line the user adds in the review
-    path: str  # "fs" (we write) | "itself" (the agent writes after the permission)
+    path: str  # "fs" (we write) | "itself" (the agent writes after the permission) | "silently" (and never reports it)
     itself: str  # what the agent writes itself before reporting completed: accepted | other | lf | nothing
     after: str  # nothing | accepted | other | append | rename | lf
 
@@ -64,7 +64,7 @@ def examples(draw: Any) -> Example:
         bom=draw(st.booleans()),
         edited_line=draw(st.integers(0, count - 1)),
         user_edit=draw(st.sampled_from([None, "a line of the user's own"])),
-        path=draw(st.sampled_from(["fs", "itself"])),
+        path=draw(st.sampled_from(["fs", "itself", "silently"])),
         itself=draw(st.sampled_from(["accepted", "other", "lf", "nothing"])),
         after=draw(st.sampled_from(["nothing", "accepted", "other", "append", "rename", "lf"])),
     )
@@ -80,7 +80,8 @@ def agent_steps(example: Example, path: str, accepted_file: str) -> list[dict[st
         steps.append({"write": path, "content": {"read_with": [old, "changed"]}})
     else:
         steps += own(example.itself, path, accepted_file)
-        steps.append({"update": {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"}})
+        if example.path == "itself":
+            steps.append({"update": {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"}})
     return steps + own(example.after, path, accepted_file)
 
 
