@@ -3,7 +3,8 @@ headless review (unified diff, y/n, or `--diff-policy accept|reject` for every p
 
 With `--prompt`, one turn: exit 0 when it ends with `end_turn`, else 1 with a one-line reason on
 stderr. Without it, prompts are read from stdin, one a line, until EOF. A turn with an edit that
-did not go through the review ends with a `warning:` summary line and exit status 3 (applied without
+did not go through the review (or a reviewed file whose bytes are not the accepted ones when the
+turn ends) ends with a `warning:` summary line and exit status 3 (applied without
 review) or 4 (refused before review), whatever else happened: scripts can tell (`EXIT_HELP`).
 
 Ctrl-C during a turn cancels it (`session/cancel`), a review's question with it, and `>` comes back
@@ -63,7 +64,8 @@ EXIT_HELP = """exit status:
      rejected its edit); every edit went through the review or policy
   1  the chat failed: one `error:` line on stderr says why
   2  the command line is wrong
-  3  an edit was applied without review (the agent wrote without asking)
+  3  an edit was applied without review (the agent wrote without asking, or a file you reviewed
+     does not hold the bytes you accepted when the turn ends: changed after your review)
   4  an edit was refused before review (it could not be reviewed; the notices say why)
   130  ended by Ctrl-C: twice at the `>` prompt, or again after it cancelled a turn;
        with --prompt, its turn cancelled by Ctrl-C
@@ -395,7 +397,7 @@ def _checked(session: ChatSession, code: int) -> int:
     if not summary:
         return code
     print(f"warning: {summary}", file=sys.stderr, flush=True)
-    found = EXIT_UNREVIEWED if unchecked.applied.count else EXIT_REFUSED
+    found = EXIT_UNREVIEWED if unchecked.applied.count or unchecked.changed.count else EXIT_REFUSED
     return max(code, found, key=_severity)
 
 
@@ -435,6 +437,7 @@ async def waiting(
 def _summary(unchecked: UncheckedEdits) -> str:
     kinds = (
         (unchecked.applied, "applied without review", "run the agent in a mode that asks before editing"),
+        (unchecked.changed, "changed after your review", "the file on disk is not what you accepted; check it"),
         (unchecked.refused, "refused before review", "the notices above say why"),
     )
     parts = [f"{_edits(t.count)} {what} ({one_line(t.names())}): {then}" for t, what, then in kinds if t.count]

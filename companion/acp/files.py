@@ -11,7 +11,7 @@ from ..core.disk_text import DiskText
 from ..core.editor import Editor
 from ..core.paths import PathPolicy, Resolved, WorkspaceError
 from ..core.reading import read_text
-from ..core.writing import existing_format, write_atomically
+from ..core.writing import buffer_saves, encoded_as_stored, write_bytes
 from .review_gate import AcceptedEdit
 
 # A chat's agent reads whole source files (Claude's Read asks for a range, yet the whole file is
@@ -69,10 +69,17 @@ class AgentFiles:
         start = max((line or 1) - 1, 0)
         return "".join(lines[start : None if limit is None else start + max(limit, 0)])
 
-    async def write_accepted(self, target: Resolved, edit: AcceptedEdit, *, check_disk: bool = True) -> None:
+    async def write_accepted(
+        self, target: Resolved, edit: AcceptedEdit, *, check_disk: bool = True, data: bytes | None = None
+    ) -> tuple[bytes, ...]:
         """Write the text the user accepted: through the open buffer when there is one, else to disk.
         With `check_disk`, a file changed on disk since the user decided is refused: the user
-        approved a diff against what it was, and writing would throw the other change away."""
+        approved a diff against what it was, and writing would throw the other change away.
+        `data`: the accepted text as encoded when the user decided (`accepted_bytes`), written as
+        is: the file may since hold the agent's own bytes, whose encoding is not what was accepted.
+        Returns the bytes written to disk (one form); when the editor saved its open buffer, the
+        bytes its save may have stored (its line endings), read from the file before, never after:
+        a file renamed over it right after the save is not taken for the editor's."""
         if check_disk and edit.disk is not None:
             now = await asyncio.to_thread(disk_text.read, target.path)
             if disk_text.changed(edit.disk, now):
@@ -81,16 +88,29 @@ class AgentFiles:
                     "and that change is kept; read the file again and propose the edit anew"
                 )
         try:
-            if target.exists and await asyncio.wait_for(
-                self.editor.write_through_buffer(target.path, edit.final), EDITOR_TIMEOUT_SECONDS
-            ):
-                return
-            fmt = await asyncio.to_thread(existing_format, target, target.requested)
-            await asyncio.to_thread(write_atomically, self.policy, target, edit.final, fmt, target.requested)
+            if target.exists:
+                saves = await asyncio.to_thread(buffer_saves, target, edit.final, target.requested)
+                if await asyncio.wait_for(
+                    self.editor.write_through_buffer(target.path, edit.final), EDITOR_TIMEOUT_SECONDS
+                ):
+                    return saves
+            if data is None:
+                data = await asyncio.to_thread(encoded_as_stored, target, edit.final, target.requested)
+            await asyncio.to_thread(write_bytes, self.policy, target, data, target.requested)
+            return (data,)
         except WorkspaceError as exc:
             raise FsRefused(f"the accepted change could not be written: {exc}") from None
         except Exception as exc:  # the editor failed or timed out saving its buffer
             raise FsRefused(f"the editor could not save {target.requested}: {exc or type(exc).__name__}") from None
+
+    async def accepted_bytes(self, target: Resolved, text: str) -> bytes | None:
+        """`text` encoded as a write of it now would store it (the file's encoding, BOM, line
+        endings): what the agent writing the file itself must leave there. None when it cannot be
+        stored in the file's encoding (or the file cannot be read): no write can match it."""
+        try:
+            return await asyncio.to_thread(encoded_as_stored, target, text, target.requested)
+        except (WorkspaceError, OSError):
+            return None
 
     async def disk(self, target: Resolved) -> DiskText:
         return await asyncio.to_thread(disk_text.read, target.path)

@@ -42,10 +42,11 @@ from acp.utils import serialize_params
 from pydantic import ValidationError
 
 from .. import __version__
+from ..core import disk_text
 from ..core.diffs import Outcome, Reviews
 from ..core.editor import Editor
 from ..core.paths import PathPolicy
-from ..core.turn_writes import TurnWrites, written_digest
+from ..core.turn_writes import TurnWrites, digest_of, written_digest
 from . import process, updates
 from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
 from .edits import NotRebuildable, edit_path, is_edit, proposed_text
@@ -112,6 +113,9 @@ class ChatSession:
         self.always_allowed = False  # the user allowed this agent's edits for the session
         self.unchecked = UncheckedEdits()  # edits that did not go through the review (`chat` reports them)
         self.writes = TurnWrites()  # what the agent wrote through us this turn, for the change set
+        # The bytes each accepted edit must leave on disk when the agent writes the file itself, by
+        # (tool call id, real path); None when the accepted text cannot be stored in the file's encoding.
+        self._accepted_bytes: dict[tuple[str, str], bytes | None] = {}
         self.mode: str | None = None
         self.seen = Seen()  # what the agent did with edits in each mode: names are only hints (modes.py)
         self._conn: ClientSideConnection | None = None
@@ -333,6 +337,7 @@ class ChatSession:
             raise ChatFailed(await self._failure(exc, "the prompt")) from None
         finally:
             self._clear_status()
+            await self._check_reviewed()
         stop_reason = str(response.stop_reason)
         if self.stopped_after_rejection(stop_reason):
             self.view.notice(f"{self.spec.name} stopped its turn after you rejected its edit.", "info")
@@ -343,6 +348,32 @@ class ChatSession:
         """The turn ended `cancelled` right after the user rejected an edit: the agent's answer to
         the rejection (its only reject option ends the turn), not an error."""
         return stop_reason == "cancelled" and self.rejected_last
+
+    async def _check_reviewed(self) -> None:
+        """The turn's end: a file counts as reviewed only if its bytes on disk are the bytes the user
+        accepted (core/turn_writes.py); each other one is named, and no longer reviewed."""
+        await self._written_unreported()
+        for path in await asyncio.to_thread(self.writes.changed_after_review):
+            self.unchecked.changed.add(path)
+            self.view.notice(
+                f"{path} changed after your review: the file on disk is not what you accepted "
+                f"(after {self.spec.name}'s write, it or another program wrote other bytes); check it.",
+                "warning",
+            )
+
+    async def _written_unreported(self) -> None:
+        """An accepted edit neither written through us nor reported done whose file changed since the
+        user decided: the agent wrote it itself (or something else did), so it must hold the accepted
+        bytes. One whose file did not change still waits for its write."""
+        waiting = {(e.tool_call_id, e.path) for e in self.gate.accepted.values()}
+        self._accepted_bytes = {k: v for k, v in self._accepted_bytes.items() if k in waiting}
+        for edit in list(self.gate.accepted.values()):
+            now = await asyncio.to_thread(disk_text.read, edit.path)
+            if edit.disk is None or not disk_text.changed(edit.disk, now):
+                continue
+            self.gate.take(edit.path)
+            expected = self._accepted_bytes.pop((edit.tool_call_id, edit.path), None)
+            self.writes.record(edit.path, True, *_expected(expected))
 
     def _clear_status(self) -> None:
         """A status says what the agent does during a turn; once the turn is over it is stale."""
@@ -552,6 +583,7 @@ class ChatSession:
             return None
         final = decision.content or proposal
         edit = AcceptedEdit(call["toolCallId"], target.path, proposal, final, disk)
+        self._accepted_bytes[(edit.tool_call_id, edit.path)] = await self.files.accepted_bytes(target, final)
         self.gate.on_accepted(edit)
         self._mark_decided(call, "accepted with your edits" if edit.edited else "accepted")
         if decision.always and always:
@@ -630,6 +662,7 @@ class ChatSession:
         for (renamed_from, target, _, disk, proposal), decision in zip(prepared, decisions, strict=False):
             final = decision.content or proposal
             edit = AcceptedEdit(call["toolCallId"], target.path, proposal, final, disk, renamed_from)
+            self._accepted_bytes[(edit.tool_call_id, edit.path)] = await self.files.accepted_bytes(target, final)
             self.gate.on_accepted(edit)
             edited = edited or edit.edited
         self._mark_decided(call, "accepted with your edits" if edited else "accepted")
@@ -732,9 +765,11 @@ class ChatSession:
             return
         taken = self.gate.take_all_by_tool_call(call_id)  # one per file of an edit of several
         for accepted in taken:
+            expected = self._accepted_bytes.pop((accepted.tool_call_id, accepted.path), None)
             if accepted.edited:  # the agent wrote its own proposal (Claude): now the user's version
-                await self._write_users_version(accepted)
-            await self._wrote(accepted.path, reviewed=True)  # the agent wrote what the user accepted
+                await self._write_users_version(accepted, expected)
+            else:  # the agent wrote the file itself: the turn's end must find the accepted bytes there
+                self.writes.record(accepted.path, True, *_expected(expected))
             if accepted.renamed_from is not None:  # the rename's source is gone, as the user accepted
                 self.writes.record(accepted.renamed_from, reviewed=True)
         if taken:
@@ -759,14 +794,27 @@ class ChatSession:
         still find there for the write to count as the agent's (core/turn_writes.py)."""
         self.writes.record(path, reviewed, await asyncio.to_thread(written_digest, path))
 
-    async def _write_users_version(self, edit: AcceptedEdit) -> None:
+    async def _write_users_version(self, edit: AcceptedEdit, accepted: bytes | None) -> None:
+        """`accepted`: the user's version encoded when they decided (the agent's write may have
+        changed the file's encoding, BOM or line endings since)."""
         try:
             target = await self.files.resolve(edit.path)
-            await self.files.write_accepted(target, edit, check_disk=False)  # the agent has just written it
+            # check_disk=False: the agent has just written it
+            data = await self.files.write_accepted(target, edit, check_disk=False, data=accepted)
         except FsRefused as exc:
             self.view.notice(f"Your edited version of {edit.path} could not be written: {exc}", "warning")
+            self.writes.record(edit.path, True, *_expected(None))  # what the agent wrote is not what you accepted
             return
+        self._wrote_bytes(edit.path, True, data)
         self._note_edited(edit)
+
+    def _wrote_bytes(self, path: str, reviewed: bool, forms: tuple[bytes, ...]) -> None:
+        """Record our write from the bytes we wrote (or the forms the editor's save may store);
+        none: no bytes can hold the accepted text, so none is taken for it."""
+        if forms:
+            self.writes.wrote(path, reviewed, *forms)
+        else:
+            self.writes.record(path, reviewed, *_expected(None))
 
     def add_note(self, note: str) -> None:
         """A note from the editor that the next prompt carries before the user's text, once (what
@@ -803,12 +851,15 @@ class ChatSession:
             self._unreviewed(message)
             self.unchecked.refused.add(path)
             raise RequestError(-32602, message)
+        # The bytes encoded when the user decided: the write refuses a file changed since, so they
+        # are what encoding it now would give (once: keeping each line's ending costs a diff).
+        accepted = self._accepted_bytes.pop((edit.tool_call_id, edit.path), None)
         try:
-            await self.files.write_accepted(target, edit)
+            data = await self.files.write_accepted(target, edit, data=accepted)
         except FsRefused as exc:
             self.view.notice(str(exc), "warning")
             raise RequestError(-32603, str(exc)) from None
-        await self._wrote(target.path, reviewed=bool(edit.tool_call_id))  # "" when allowed for the session
+        self._wrote_bytes(target.path, bool(edit.tool_call_id), data)  # "" when allowed for the session
         if edit.edited:
             self._note_edited(edit)
         return WriteTextFileResponse()
@@ -883,6 +934,12 @@ def _invalid(exc: ValidationError) -> str:
     wrong = [f"{'.'.join(str(part) for part in e['loc']) or 'the answer'}: {e['msg']}" for e in exc.errors()[:3]]
     more = f"; and {exc.error_count() - 3} more" if exc.error_count() > 3 else ""
     return _one_line("; ".join(wrong) + more)[:500]
+
+
+def _expected(data: bytes | None) -> tuple[str, int]:
+    """`TurnWrites.record`'s digest and size for accepted bytes; for None (no write can hold the
+    accepted text) a digest no file has."""
+    return (digest_of(data), len(data)) if data is not None else ("", -1)
 
 
 def _pick(choices: list[Choice], *kinds: str) -> str | None:

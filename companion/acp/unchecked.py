@@ -1,6 +1,8 @@
 """The edits of a turn that did not go through the review, for `chat`'s summary and exit status:
-applied without one (the agent wrote in a mode that does not ask), or refused before one (the
-request could not be reviewed: no file named, outside the workspace, nothing to show).
+applied without one (the agent wrote in a mode that does not ask), changed after the review (the
+file's bytes at the turn's end are not the bytes the user accepted: core/turn_writes.py), or
+refused before one (the request could not be reviewed: no file named, outside the workspace,
+nothing to show).
 
 Counted whole; only the first few paths are kept, to name them (an agent may send thousands)."""
 
@@ -30,9 +32,10 @@ class Tally:
 class UncheckedEdits:
     applied: Tally = field(default_factory=Tally)  # reached the file with no review
     refused: Tally = field(default_factory=Tally)  # refused before any review
+    changed: Tally = field(default_factory=Tally)  # reviewed, but the disk does not hold what was accepted
 
     def take(self) -> UncheckedEdits:
         """What was counted since the last take (one turn's), and start counting afresh."""
-        taken = UncheckedEdits(self.applied, self.refused)
-        self.applied, self.refused = Tally(), Tally()
+        taken = UncheckedEdits(self.applied, self.refused, self.changed)
+        self.applied, self.refused, self.changed = Tally(), Tally(), Tally()
         return taken

@@ -11,7 +11,7 @@ writing by itself without telling, another program).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,6 +20,9 @@ from .checkpoints import Checkpoint, Entry
 from .textfile import BinaryFile, lines, text_of
 
 OUTSIDE = "outside"
+# The note of a file the user reviewed whose bytes at the turn's end are not the ones accepted
+# (core/turn_writes.py): never "reviewed", whoever wrote them.
+CHANGED_AFTER_REVIEW = "changed after your review"
 
 
 @dataclass(frozen=True)
@@ -69,9 +72,11 @@ def diff(
     writes: Mapping[str, bool],
     agent: str,
     counted: bool = True,
+    changed: Collection[str] = (),
 ) -> list[FileChange]:
     """The files that differ, sorted by path; `writes`: path -> reviewed, for what the agent wrote.
-    `counted`: with +/- line counts (each changed file's two contents read and compared)."""
+    `counted`: with +/- line counts (each changed file's two contents read and compared).
+    `changed`: the reviewed files whose bytes were not the accepted ones (CHANGED_AFTER_REVIEW)."""
     found: list[FileChange] = []
     for path in changed_paths(before, after):
         old, new = _file_side(before.entries.get(path)), _file_side(after.entries.get(path))
@@ -80,6 +85,8 @@ def diff(
         change = "added" if old is None else "deleted" if new is None else "modified"
         by = agent if path in writes else OUTSIDE
         change_of_file = FileChange(path, change, old, new, by, writes.get(path, False))
+        if path in changed:
+            change_of_file = replace(change_of_file, reviewed=False, note=CHANGED_AFTER_REVIEW)
         found.append(_counted(change_of_file, store) if counted else change_of_file)
     return found
 
@@ -88,12 +95,12 @@ def _counted(change: FileChange, store: CheckpointStore) -> FileChange:
     old, new = change.before, change.after
     note = _note(old, new)
     if note:
-        return replace(change, note=note)
+        return replace(change, note="; ".join(n for n in (change.note, note) if n))
     try:
         old_bytes = store.read_blob(old.digest) if old is not None else b""
         new_bytes = store.read_blob(new.digest) if new is not None else b""
     except OSError as exc:
-        return replace(change, note=f"content not available: {exc}")
+        return replace(change, note="; ".join(n for n in (change.note, f"content not available: {exc}") if n))
     try:
         added, removed = line_counts(old_bytes, new_bytes)
     except BinaryFile:  # what the review calls binary (textfile.decode)

@@ -19,7 +19,8 @@ only, `*`, `?`, `[...]` (with `!`/`^` negation, ranges and the POSIX classes `[:
 from `$XDG_CONFIG_HOME/git/config` and `~/.gitconfig`, or `$GIT_CONFIG_GLOBAL`; else
 `$XDG_CONFIG_HOME/git/ignore`, `~/.config/git/ignore`), the repository's `info/exclude` (in its
 common git folder, for a worktree or a submodule whose `.git` is a `gitdir:` file), then each
-`.gitignore` from the repository's root down. An ignored folder is not entered, so nothing under it can be re-included (as in git).
+`.gitignore` from the repository's root down. An ignored folder is not entered, so nothing under
+it can be re-included (as in git).
 Not read: the system git config, `include`d config files, `core.ignoreCase` (matching is
 case-sensitive, as git's default on Linux). Rule and config files are read only when they are
 regular files (never a FIFO or a device), and only their first `MAX_RULES_BYTES`.

@@ -2,9 +2,16 @@
 each applied write (`acp/session.py`: fs/write_text_file, a reviewed edit the agent wrote itself, an
 edit it reported without asking) and the turn's end takes the record.
 
-Each write also keeps the sha256 of the file just after it. A file the turn leaves with other
-content (a formatter, `sed -i` or a code generator the agent ran after writing it) is no longer the
-agent's write, and never "reviewed": the user did not see what is there now (`left_as_written`).
+Each write also keeps the sha256 of the bytes the file must hold: the bytes we wrote (taken from
+what we passed to the write, never by reading the file again: an agent renaming its own bytes over
+the file right after our write would be taken for ours; for the editor's save of its open buffer,
+the few forms that save may store), or, when the agent writes the file itself after a permission,
+the bytes the user accepted encoded as the file is written (`wrote`, `record`). At the
+turn's end `changed_after_review` compares them with the disk: "reviewed" holds only where the disk
+has exactly those bytes; any other content (other bytes, an append, a rename over, a rewrite with
+other line endings, a write that never came) is "changed after your review". A file the turn leaves
+with other content (a formatter, `sed -i` or a code generator the agent ran after writing it) is no
+longer the agent's write either (`left_as_written`).
 """
 
 from __future__ import annotations
@@ -28,9 +35,22 @@ DIGEST_LIMIT_BYTES = 16 * 1024 * 1024
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
 
 
+def digest_of(data: bytes) -> str:
+    """The sha256 `record` takes: of the bytes written (or to be written), as the checkpoints hash them."""
+    return hashlib.sha256(data).hexdigest()
+
+
+class Expected(NamedTuple):
+    """The bytes a file may hold after a write: one form for bytes we wrote, a few for the editor's
+    save of its buffer (`AgentFiles.write_accepted`)."""
+
+    forms: frozenset[tuple[int, str]]  # (length, sha256); length -1: not known (read the file)
+
+
 class Taken(NamedTuple):
     writes: dict[str, bool]  # real path -> reviewed
-    digests: dict[str, str]  # real path -> sha256 just after the agent's last write (when read)
+    digests: dict[str, str]  # real path -> sha256 of the bytes the agent's last write must have left
+    changed: list[str]  # the reviewed files whose bytes were not the accepted ones (changed_after_review)
 
 
 class TurnWrites:
@@ -40,14 +60,40 @@ class TurnWrites:
     def __init__(self) -> None:
         self._writes: dict[str, bool] = {}
         self._digests: dict[str, str] = {}
+        self._unchecked: dict[str, Expected] = {}  # recorded since the last `changed_after_review`
+        self._changed: list[str] = []  # what it found since the last take
 
-    def record(self, path: str, reviewed: bool, digest: str | None = None) -> None:
-        """`digest`: the file's sha256 just after this write (`written_digest`); None: not checked."""
+    def record(self, path: str, reviewed: bool, digest: str | None = None, size: int | None = None) -> None:
+        """`digest` (and `size`): of the bytes the file must hold after this write (`digest_of` the
+        bytes written or accepted); None: not checked. `wrote` takes the bytes themselves."""
         self._writes[path] = self._writes.get(path, True) and reviewed
         if digest is None:
             self._digests.pop(path, None)
+            self._unchecked.pop(path, None)
         else:
             self._digests[path] = digest
+            self._unchecked[path] = Expected(frozenset({(-1 if size is None else size, digest)}))
+
+    def wrote(self, path: str, reviewed: bool, data: bytes, *others: bytes) -> None:
+        """We wrote `data` to `path` (the very bytes passed to the write); `others`: other bytes the
+        write may have left instead (the editor saving its buffer with the line endings it keeps)."""
+        self.record(path, reviewed, digest_of(data), len(data))
+        self._unchecked[path] = Expected(frozenset((len(d), digest_of(d)) for d in (data, *others)))
+
+    def changed_after_review(self) -> list[str]:
+        """The reviewed files recorded since the last call whose bytes on disk are not the bytes
+        recorded (sorted); each is no longer reviewed. Blocking: a worker thread."""
+        checking, self._unchecked = self._unchecked, {}
+        changed: list[str] = []
+        for path, expected in sorted(checking.items()):
+            found = holds(path, expected) if self._writes.get(path) else ""
+            if found is None:
+                changed.append(path)
+                self._writes[path] = False
+            elif found:
+                self._digests[path] = found  # the form it holds: what the turn's end state must have
+        self._changed += [p for p in changed if p not in self._changed]
+        return changed
 
     def take(self) -> dict[str, bool]:
         """The turn's writes, and start recording afresh."""
@@ -55,8 +101,8 @@ class TurnWrites:
 
     def take_turn(self) -> Taken:
         """The turn's writes with their digests (for `Turns.end`), and start recording afresh."""
-        taken = Taken(self._writes, self._digests)
-        self._writes, self._digests = {}, {}
+        taken = Taken(self._writes, self._digests, self._changed)
+        self._writes, self._digests, self._changed, self._unchecked = {}, {}, [], {}
         return taken
 
 
@@ -79,6 +125,28 @@ def written_digest(path: str, limit: int = DIGEST_LIMIT_BYTES) -> str | None:
     finally:
         os.close(fd)
     return digest.hexdigest() if length <= limit else None
+
+
+def holds(path: str, expected: Expected) -> str | None:
+    """The digest of the expected form the regular file at `path` holds exactly; None when it holds
+    none (any size: read only when its size is one of theirs). Blocking: a worker thread."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or not any(size in (-1, st.st_size) for size, _ in expected.forms):
+            return None
+        digest = hashlib.sha256()
+        for chunk in iter_at_most(fd, st.st_size + 1):
+            digest.update(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    found = digest.hexdigest()
+    return found if any(found == d for _, d in expected.forms) else None
 
 
 def left_as_written(writes: Mapping[str, bool], digests: Mapping[str, str], after: Checkpoint) -> dict[str, bool]:

@@ -53,6 +53,7 @@ class LastTurn:
     before: Checkpoint
     after: Checkpoint
     writes: dict[str, bool]
+    changed: tuple[str, ...] = ()  # reviewed, but not left with the accepted bytes (change_set.CHANGED_AFTER_REVIEW)
 
 
 class Turns:
@@ -160,14 +161,23 @@ class Turns:
         if checking is not None:
             checking.join()
 
-    def end(self, agent: str, writes: dict[str, bool], digests: Mapping[str, str] | None = None) -> list[FileChange]:
+    def end(
+        self,
+        agent: str,
+        writes: dict[str, bool],
+        digests: Mapping[str, str] | None = None,
+        changed: Collection[str] = (),
+    ) -> list[FileChange]:
         """Record the turn's end state and return its change set. `digests` (TurnWrites.take_turn):
-        a written file the turn left with other content is not the agent's (turn_writes.py)."""
+        a written file the turn left with other content is not the agent's (turn_writes.py);
+        `changed`: the reviewed files whose bytes were not the accepted ones, listed as such."""
         with self._work:
             self._running = False
-            return self._end(agent, writes, digests or {})
+            return self._end(agent, writes, digests or {}, tuple(changed))
 
-    def _end(self, agent: str, writes: dict[str, bool], digests: Mapping[str, str]) -> list[FileChange]:
+    def _end(
+        self, agent: str, writes: dict[str, bool], digests: Mapping[str, str], changed: tuple[str, ...]
+    ) -> list[FileChange]:
         self.checked()
         before = self._before or self._take_pinned()
         after = self._take_pinned()
@@ -184,7 +194,7 @@ class Turns:
             mine = record.get("chat") == self.chat
             restores = record.get("restores", []) if mine else []
             notes = record.get("notes", []) if mine else []  # a chat before this one took none of its own
-            self._write(LastTurn(agent, before, after, writes), restores, notes)
+            self._write(LastTurn(agent, before, after, writes, changed), restores, notes)
         self._after = after.id
         self._share(before.id)
         pinned = (before.id, after.id, *self.prompts, *(point_id for _label, point_id in restores))
@@ -193,7 +203,7 @@ class Turns:
             self.store.remove_stale_temps()
             remove_gone_stores(self.cache_folder, self.gone_days)
             self.gone_days = None
-        return diff(before, after, self.store, writes, agent)
+        return diff(before, after, self.store, writes, agent, changed=changed)
 
     def _still_there(self, point: Checkpoint, reference: Checkpoint, save: bool = True) -> Checkpoint:
         """`point`, with each path `reference` has and `point` left out though it is still there: a
@@ -294,7 +304,8 @@ class Turns:
         try:
             before, after = load_checked(self.store, record["before"]), load_checked(self.store, record["after"])
             writes = {str(k): bool(v) for k, v in record["writes"].items()}
-            return LastTurn(str(record["agent"]), before, after, writes)
+            changed = tuple(str(p) for p in record.get("changed", []))
+            return LastTurn(str(record["agent"]), before, after, writes, changed)
         except OSError:
             raise NoTurn("the last turn's checkpoints are gone from the cache; nothing can be restored.") from None
         except StoreDamaged as exc:
@@ -305,7 +316,7 @@ class Turns:
     def change_set(self, counted: bool = False) -> list[FileChange]:
         """The last turn's files, with +/- line counts when `counted` (`changes --json` prints none)."""
         turn = self.last()
-        return diff(turn.before, turn.after, self.store, turn.writes, turn.agent, counted=counted)
+        return diff(turn.before, turn.after, self.store, turn.writes, turn.agent, counted=counted, changed=turn.changed)
 
     def revert(self, paths: Sequence[str] | None) -> list[str]:
         """Revert `paths` (all when None) to the last turn's checkpoint; RestoreRefused writes
@@ -442,6 +453,7 @@ class Turns:
                 "before": turn.before.id,
                 "after": turn.after.id,
                 "writes": turn.writes,
+                "changed": list(turn.changed),
                 "chat": self.chat,
                 "prompts": list(self.prompts),
                 "restores": list(restores),

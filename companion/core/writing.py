@@ -11,7 +11,7 @@ import stat
 
 from .fdpath import DIR_FD, parent_folder
 from .paths import PathPolicy, Resolved, WorkspaceError, is_inside, real_path
-from .textfile import NEW_FILE, TextFormat, decode, encode
+from .textfile import NEW_FILE, TextFormat, decode, encode, to_newline
 
 _BINARY = getattr(os, "O_BINARY", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -37,7 +37,29 @@ def write_atomically(policy: PathPolicy, target: Resolved, text: str, fmt: TextF
     step is relative to the checked folder's descriptor (see fdpath): a folder swapped for a symlink
     meanwhile is refused instead of followed.
     """
-    data = encode(text, fmt, name, _original_text(target, name))
+    return write_bytes(policy, target, encode(text, fmt, name, _original_text(target, name)), name)
+
+
+def encoded_as_stored(target: Resolved, text: str, name: str) -> bytes:
+    """The bytes `write_atomically` would write for `text` now (the file's encoding, BOM and line
+    endings): what a user accepting `text` accepts to find on disk. WorkspaceError as it raises."""
+    return encode(text, existing_format(target, name), name, _original_text(target, name))
+
+
+def buffer_saves(target: Resolved, text: str, name: str) -> tuple[bytes, ...]:
+    """The bytes an editor may store saving `text` from its open buffer: one line ending throughout
+    (the file's own first; the buffer may hold another), the file's encoding and BOM. () when the
+    text has no form in that encoding. WorkspaceError as `existing_format` raises."""
+    fmt = existing_format(target, name)
+    endings = dict.fromkeys((fmt.newline or "\n", "\n", "\r\n", "\r"))
+    try:
+        return tuple(fmt.bom + to_newline(text, ending).encode(fmt.encoding) for ending in endings)
+    except UnicodeEncodeError:
+        return ()
+
+
+def write_bytes(policy: PathPolicy, target: Resolved, data: bytes, name: str) -> int:
+    """`write_atomically` of bytes already encoded (`encoded_as_stored`); returns the bytes written."""
     if DIR_FD:
         with parent_folder(target, name, create_missing=True) as (folder, leaf):
             return _replace(folder, leaf, data, name)

@@ -109,13 +109,18 @@ class ChatCheckpoints:
         return await self._run(turns.take_notes) or []
 
     async def end(
-        self, agent: str, writes: dict[str, bool], digests: Mapping[str, str] | None = None
+        self,
+        agent: str,
+        writes: dict[str, bool],
+        digests: Mapping[str, str] | None = None,
+        changed: Sequence[str] = (),
     ) -> list[FileChange] | None:
-        """The turn's change set (None without checkpoints). `digests`: TurnWrites.take_turn's, so
-        a file rewritten after the agent wrote it is not credited to the agent."""
+        """The turn's change set (None without checkpoints). `digests`, `changed`: TurnWrites.take_turn's,
+        so a file rewritten after the agent wrote it is not credited to the agent, and a reviewed file
+        whose bytes are not the accepted ones is listed "changed after your review"."""
         if self.turns is None:
             return None
-        return await self._run(self.turns.end, agent, writes, digests)
+        return await self._run(self.turns.end, agent, writes, digests, changed)
 
     def close(self) -> None:
         """The chat ended: stop watching its folders (the first checkpoint, if still being taken,

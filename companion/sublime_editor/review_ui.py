@@ -150,10 +150,11 @@ class WindowReviews:
         # Set when the window's server is going away: from then on the server must not wait for
         # the main thread (which may be the one stopping it, in plugin_unloaded).
         self.detached = False
-        # Every file the user accepted a review of (its path as the client sent it, who asked): the
-        # terminal agents write the accepted text themselves, so this is how their change set
-        # knows who made a change and that it was reviewed (terminal_checkpoints).
-        self.accepted: list[tuple[str, str]] = []
+        # Every file the user accepted a review of (its path as the client sent it, who asked, the
+        # text accepted): the terminal agents write the accepted text themselves, so this is how
+        # their change set knows who made a change and whether the disk holds what was accepted
+        # (terminal_checkpoints).
+        self.accepted: list[tuple[str, str, str]] = []
 
     # -- called by the server (through the Editor port, marshalled to the main thread) --
 
@@ -270,7 +271,7 @@ class WindowReviews:
         sublime.status_message(f"The proposal for {name} changed after you accepted it: check it, then accept again")
 
     def _finish_accept(self, entry: ReviewViews, content: str) -> None:
-        self.accepted.append((entry.review.file_path, entry.review.requested_by))
+        self.accepted.append((entry.review.file_path, entry.review.requested_by, content))
         self._dispose(entry)
         if entry.always:
             entry.review.accept_always(content)

@@ -3,8 +3,11 @@ Checkpoint" takes one of the window's folders now (kept per window); "Review Cha
 Checkpoint" shows, in the change-set tab, every file that differs from it now.
 
 Who made a change: "outside" (we do not see a terminal agent write), except a file whose review the
-user accepted in this window since the checkpoint: those are the reviewing agent's, reviewed
-(`WindowReviews.accepted`; the agent writes the accepted text itself). Its checkpoints share the
+user accepted in this window since the checkpoint: those are the reviewing agent's
+(`WindowReviews.accepted`; the agent writes the accepted text itself), reviewed only while the file
+holds the accepted text as bytes: encoded as the file was stored (its encoding, BOM, line endings:
+what our own write would store) or as the UTF-8 text the agent was sent. Any other bytes are
+"changed after your review" (issue 36). Its checkpoints share the
 window's checkpoint store with its chats, whose pruning keeps a store's last 20 checkpoints: the
 window's active terminal checkpoint is pinned (`core/checkpoint_pins.py`), so it and its contents
 stay however many turns the chats run, until Start Checkpoint replaces it or the window closes.
@@ -24,7 +27,10 @@ from ..core import checkpoint_pins
 from ..core.change_set import OUTSIDE, FileChange, diff
 from ..core.checkpoint_store import CheckpointStore
 from ..core.checkpoints import Checkpoint, Checkpointer
+from ..core.paths import WorkspaceError
 from ..core.restore import restore
+from ..core.textfile import NEW_FILE, decode, encode
+from ..core.turn_writes import digest_of
 from . import change_set_view
 from .chat_checkpoints import CheckpointConfig
 from .review_ui import WindowReviews
@@ -128,7 +134,7 @@ class SinceCheckpoint:
 
     title = "since the checkpoint"
 
-    def __init__(self, point: StartedPoint, folders: Sequence[str], accepted: Sequence[tuple[str, str]]) -> None:
+    def __init__(self, point: StartedPoint, folders: Sequence[str], accepted: Sequence[tuple[str, str, str]]) -> None:
         self.point = point
         self._folders = list(folders)
         self.accepted = list(accepted)
@@ -140,8 +146,11 @@ class SinceCheckpoint:
 
     def changes(self) -> list[FileChange]:
         after = self.after = self.point.now()
-        by = {_real(path): agent for path, agent in self.accepted}
-        found = diff(self.point.before, after, self.point.checkpointer.store, dict.fromkeys(by, True), OUTSIDE)
+        by = {_real(path): agent for path, agent, _text in self.accepted}
+        texts = {_real(path): text for path, _agent, text in self.accepted}  # the last accepted text of each
+        store = self.point.checkpointer.store
+        changed = [p for p, text in texts.items() if not _holds_accepted(store, self.point.before, after, p, text)]
+        found = diff(self.point.before, after, store, dict.fromkeys(by, True), OUTSIDE, changed=changed)
         return [replace(c, by=by[c.path]) if c.path in by else c for c in found]
 
     def checkpoint_bytes(self, change: FileChange) -> bytes:
@@ -158,6 +167,24 @@ class SinceCheckpoint:
 
     def applied(self, path: str, shown: str, written: str) -> None:
         """No chat to tell: an agent in a terminal reads the file again itself."""
+
+
+def _holds_accepted(store: CheckpointStore, before: Checkpoint, after: Checkpoint, path: str, text: str) -> bool:
+    """`after` holds `text` at `path` as bytes a write of it may store: encoded as the file was at
+    the checkpoint (or as a new file), or as the UTF-8 text the agent was sent (worker thread)."""
+    now, old = after.entries.get(path), before.entries.get(path)
+    if now is None or now.kind != "file" or not now.digest:
+        return False  # gone, not a file, or too large to compare
+    forms = [text.encode("utf-8")]
+    try:
+        if old is not None and old.kind == "file" and old.digest:
+            original, fmt = decode(store.read_blob(old.digest))
+            forms.append(encode(text, fmt, original=original))
+        else:
+            forms.append(encode(text, NEW_FILE))
+    except (OSError, WorkspaceError):
+        pass  # not text before, or its content gone: the UTF-8 form alone
+    return now.digest in {digest_of(form) for form in forms}
 
 
 def _real(path: str) -> str:

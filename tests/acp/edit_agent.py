@@ -12,11 +12,16 @@ order on every prompt:
   `{"rename": [FROM, TO]}` likewise renames a file, `{"remove": PATH}` deletes one;
 - `{"stop_if_rejected": REASON}`: the turn ends with stopReason REASON (`cancelled`) right away
   when the last request was not allowed (an agent whose reject ends its turn);
+- `{"own": PATH, "bytes": LATIN1, "how": "write"|"append"|"rename"}`: the agent writes the file
+  itself, not through the client (as agents with their own file tools do): the bytes (each
+  character one byte; or `"from": FILE`, that file's bytes now) replace the file, are appended to
+  it, or are written to a file beside it that is renamed over it; only when the last request was
+  allowed (or `"anyway": true`);
 In UPDATE and TOOL_CALL, `{"diff_of_read": [OLD, NEW], "path": PATH}` inside `content` becomes a
 diff block of the whole text read (`oldText`) and that text with OLD replaced by NEW (`newText`);
 `{"read_with": [OLD, NEW]}` as a write's content is the same new text. What happened (each
 request's outcome or error) is appended as JSON lines to $EDIT_AGENT_RECORD when set; the reply is
-"done".
+"done". SCRIPT is read again at every prompt (a test may run many turns in one chat).
 """
 
 from __future__ import annotations
@@ -29,9 +34,12 @@ from typing import Any
 
 
 def main() -> None:
-    with open(sys.argv[1], encoding="utf-8") as handle:
-        steps = json.load(handle)
-    asyncio.run(serve(steps))
+    asyncio.run(serve(sys.argv[1]))
+
+
+def load(script: str) -> list[dict[str, Any]]:
+    with open(script, encoding="utf-8") as handle:
+        return json.load(handle)
 
 
 def record(entry: dict[str, Any]) -> None:
@@ -41,7 +49,7 @@ def record(entry: dict[str, Any]) -> None:
             handle.write(json.dumps(entry) + "\n")
 
 
-async def serve(steps: list[dict[str, Any]]) -> None:
+async def serve(script: str) -> None:
     from acp import RequestError, run_agent, text_block, update_agent_message
     from acp.schema import (
         AgentCapabilities,
@@ -73,7 +81,7 @@ async def serve(steps: list[dict[str, Any]]) -> None:
         async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
             read = ""
             allowed = False
-            for step in steps:
+            for step in load(script):
                 if "read" in step:
                     read = (await self.conn.read_text_file(session_id=session_id, path=step["read"])).content
                     record({"read": read})
@@ -96,6 +104,9 @@ async def serve(steps: list[dict[str, Any]]) -> None:
                     os.replace(*step["rename"])
                 elif "remove" in step and allowed:
                     os.remove(step["remove"])
+                elif "own" in step and (allowed or step.get("anyway")):
+                    write_itself(step["own"], own_bytes(step), step.get("how", "write"))
+                    record({"own": step.get("how", "write")})
                 elif "write" in step and (allowed or step.get("anyway")):
                     content = step["content"]
                     if isinstance(content, dict):
@@ -113,6 +124,25 @@ async def serve(steps: list[dict[str, Any]]) -> None:
             pass
 
     await run_agent(Agent())  # type: ignore[arg-type]
+
+
+def own_bytes(step: dict[str, Any]) -> bytes:
+    if "from" in step:
+        with open(step["from"], "rb") as handle:
+            return handle.read()
+    return step["bytes"].encode("latin-1")
+
+
+def write_itself(path: str, data: bytes, how: str) -> None:
+    """The agent's own file tool: overwrite, append, or a file beside it renamed over it."""
+    if how == "rename":
+        beside = f"{path}.agent-tmp"
+        with open(beside, "wb") as handle:
+            handle.write(data)
+        os.replace(beside, path)
+        return
+    with open(path, "ab" if how == "append" else "wb") as handle:
+        handle.write(data)
 
 
 def with_diffs(data: dict[str, Any], read: str) -> dict[str, Any]:

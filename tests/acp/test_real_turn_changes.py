@@ -320,7 +320,8 @@ def test_chat_checkpoints_prints_the_rewritten_file_as_outside(
     gemini: AgentSetup, workspace: str, files: dict[str, str], cache: str
 ) -> None:
     """The headless `chat --checkpoints --prompt` with the real Gemini CLI, every permission allowed
-    once: the change set it prints after the turn says the same."""
+    once: the change set it prints after the turn says the same, and the file rewritten after your
+    review is named in the warning line, exit 3 (issue 36: its bytes are not the ones accepted)."""
     gemini.record_turns(
         *[[write_file_call(files[name], text(name))] for name in REVIEWED[:2]],
         [shell_call(REWRITES)],
@@ -330,12 +331,13 @@ def test_chat_checkpoints_prints_the_rewritten_file_as_outside(
     argv += ["--checkpoints", "--prompt", "Edit the files.", "--", *gemini.command]
     env = {**gemini.env, "GEMINI_COMPANION_CACHE": cache}
     result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=CEILING)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 3, result.stderr
+    assert f"warning: 1 edit changed after your review ({files['reviewed_1.txt']})" in result.stderr
     agent = os.path.basename(gemini.command[0])  # a command line's agent is named by its program
     printed = result.stdout[result.stdout.index("[changes: 2 files]") :].strip().splitlines()
     assert printed == [
         "[changes: 2 files]",
-        f"  modified  {files['reviewed_1.txt']}  +2 -1  by outside  not reviewed",
+        f"  modified  {files['reviewed_1.txt']}  +2 -1  by outside  not reviewed  changed after your review",
         f"  modified  {files['reviewed_2.txt']}  +1 -1  by {agent}  reviewed",
     ]
 

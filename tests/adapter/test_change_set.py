@@ -5,11 +5,13 @@ and refusals that write nothing when a file changed since it was shown or has un
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 import sublime
 
 from tests.adapter.conftest import Companion, loop_threads, write
@@ -17,6 +19,7 @@ from tests.adapter.test_chat import (
     CEILING,
     prompts_file,
     recorded,
+    review_proposal,
     scripted,
     send,
     setup,
@@ -283,3 +286,70 @@ def test_a_change_set_tab_an_earlier_load_left_is_closed_when_the_window_serves_
     companion.load()
     companion.ready(window)
     control.pump_until(lambda: not tab.is_valid(), CEILING, "the old tab to close")
+
+
+def test_a_file_the_agent_wrote_other_bytes_to_after_your_accept_is_changed_after_your_review(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    """Issue 36: the agent (edit_agent.py) is allowed an edit you accepted, then writes other bytes
+    itself and reports the call completed: the chat warns, the tab lists it not reviewed."""
+    path = write(workspace, "notes.txt", "hello\n")
+    edit = {"toolCallId": "t1", "kind": "edit", "content": [{"diff_of_read": ["hello", "hello world"], "path": path}]}
+    steps = [
+        {"read": path},
+        {"ask": edit},
+        {"own": path, "bytes": "something else\n"},
+        {"update": {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"}},
+    ]
+    script = os.path.join(str(tmp_path), "script.json")
+    with open(script, "w", encoding="utf-8") as handle:
+        json.dump(steps, handle)
+    agent = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "acp", "edit_agent.py")
+    window = setup(companion, workspace, [{"name": "Edits", "command": sys.executable, "args": [agent, script]}])
+    chat = start_chat(companion, window, "Edits")
+    send(chat, "edit")
+    control.click_link(review_proposal(window), "accept", BANNER)
+    wait_turn(chat)
+    tab = control.pump_until(lambda: tab_of(window), CEILING, "the change-set tab")
+    wait_tab(tab, "- ")
+    rows = [line for line in text(tab).splitlines() if line.startswith("- ")]
+    assert rows == ["- modified  notes.txt  +1 -1  by outside the agent  not reviewed  changed after your review"]
+    assert "changed after your review" in text(chat)
+    assert read(path) == b"something else\n"
+
+
+@pytest.mark.parametrize("then", ["nothing", "rename"])
+def test_a_write_through_the_open_buffer_is_reviewed_until_the_agent_renames_its_bytes_over_it(
+    companion: Companion, workspace: str, tmp_path: Any, then: str
+) -> None:
+    """fs/write_text_file into a file open in Sublime: the editor saves its buffer (its own line
+    endings), which stays reviewed; the agent's own file renamed over it right after is not taken
+    for the editor's save (issue 36: nothing is read back after the write)."""
+    path = write(workspace, "open.txt", "one\r\ntwo\r\n")
+    edit = {"toolCallId": "t1", "kind": "edit", "content": [{"diff_of_read": ["two", "2"], "path": path}]}
+    steps: list[dict[str, Any]] = [
+        {"read": path},
+        {"ask": edit},
+        {"write": path, "content": {"read_with": ["two", "2"]}},
+    ]
+    if then == "rename":
+        steps.append({"own": path, "bytes": "the agent's own\n", "how": "rename"})
+    script = os.path.join(str(tmp_path), "script.json")
+    with open(script, "w", encoding="utf-8") as handle:
+        json.dump(steps, handle)
+    agent = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "acp", "edit_agent.py")
+    window = setup(companion, workspace, [{"name": "Edits", "command": sys.executable, "args": [agent, script]}])
+    control.open_file(window, path)
+    chat = start_chat(companion, window, "Edits")
+    send(chat, "edit")
+    control.click_link(review_proposal(window), "accept", BANNER)
+    wait_turn(chat)
+    tab = control.pump_until(lambda: tab_of(window), CEILING, "the change-set tab")
+    wait_tab(tab, "- ")
+    rows = [line for line in text(tab).splitlines() if line.startswith("- ")]
+    if then == "nothing":
+        assert read(path) == b"one\r\n2\r\n"
+        assert rows == ["- modified  open.txt  +1 -1  by Edits  reviewed"], rows
+    else:
+        assert read(path) == b"the agent's own\n"
+        assert rows == ["- modified  open.txt  +1 -2  by outside the agent  not reviewed  changed after your review"]

@@ -138,3 +138,34 @@ def test_a_closed_windows_terminal_checkpoint_is_let_go_at_the_next_start(compan
     assert b"open window's\n" in kept
     assert b"closed window's\n" not in kept
     assert closing.id() not in points
+
+
+def test_a_file_the_terminal_agent_wrote_other_bytes_to_after_your_accept_is_not_reviewed(
+    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+) -> None:
+    """Issue 36: the CLI was sent the accepted text; it wrote other bytes (here: the CRLF file
+    rewritten with LF, then a line appended). Reviewed only while the disk holds the accepted text."""
+    kept = write(workspace, "kept.txt", "a\r\nb\r\n")
+    changed = write(workspace, "changed.txt", "a\r\nb\r\n")
+    window = control.new_window([workspace])
+    companion.load()
+    client = clients(window)
+    assert control.run_from_palette(window, "gemini_companion_start_checkpoint")
+    points = pkg("sublime_editor.terminal_checkpoints")._points
+    control.pump_until(lambda: window.id() in points, CEILING, "the checkpoint")
+    for count, path in enumerate((kept, changed), 1):
+        client.open_diff(path, "a\r\nB\r\n")
+        control.click_link(review_proposal(window), "accept", "gemini_companion.banner")
+        control.pump_until(lambda n=count: len(client.received("ide/diffAccepted")) >= n, CEILING, "the accept")
+    with open(kept, "wb") as handle:
+        handle.write(b"a\r\nB\r\n")  # the accepted text, as the file is stored
+    with open(changed, "wb") as handle:
+        handle.write(b"a\nB\nand more\n")
+    assert control.run_from_palette(window, "gemini_companion_review_checkpoint_changes")
+    tab = control.pump_until(lambda: tab_of(window), CEILING, "the change-set tab")
+    wait_tab(tab, "- ")
+    rows = [line for line in text(tab).splitlines() if line.startswith("- ")]
+    assert rows == [
+        "- modified  changed.txt  +2 -1  by test-client  not reviewed  changed after your review",
+        "- modified  kept.txt  +1 -1  by test-client  reviewed",
+    ], rows

@@ -91,7 +91,7 @@ def test_take_clears_the_digests_too(ws: str) -> None:
     writes = TurnWrites()
     writes.record(path, reviewed=True, digest=written_digest(path))
     assert writes.take() == {path: True}
-    assert writes.take_turn() == ({}, {})
+    assert writes.take_turn() == ({}, {}, [])
 
 
 def test_written_digest_reads_only_a_regular_file_within_the_limit(ws: str) -> None:
@@ -108,3 +108,28 @@ def test_written_digest_reads_only_a_regular_file_within_the_limit(ws: str) -> N
         fifo = os.path.join(ws, "fifo")
         os.mkfifo(fifo)
         assert written_digest(fifo) is None  # opened without waiting for a writer, then refused
+
+
+def test_the_turns_end_finds_each_reviewed_file_whose_bytes_are_not_the_accepted_ones(ws: str) -> None:
+    """Issue 36: compared with the bytes written or accepted, never with a reading taken after the
+    write; a file of another size is not read; an unreviewed write is not a review to check."""
+    names = ("kept", "renamed_over", "appended", "gone", "never_written", "same_bytes_again", "unreviewed")
+    paths = {n: os.path.join(ws, n) for n in names}
+    writes = TurnWrites()
+    for name, path in paths.items():
+        if name != "never_written":
+            put(path, b"accepted\r\n")
+        writes.wrote(path, reviewed=name != "unreviewed", data=b"accepted\r\n")
+    put(paths["renamed_over"] + ".tmp", b"accepted\n\n")  # the same size, other bytes
+    os.replace(paths["renamed_over"] + ".tmp", paths["renamed_over"])
+    with open(paths["appended"], "ab") as handle:
+        handle.write(b"x" * (DIGEST_LIMIT_BYTES + 1))
+    os.remove(paths["gone"])
+    put(paths["same_bytes_again"], b"accepted\r\n")
+    put(paths["unreviewed"], b"other\n")
+    changed = writes.changed_after_review()
+    assert changed == sorted(paths[n] for n in ("renamed_over", "appended", "gone", "never_written"))
+    assert writes.changed_after_review() == []  # each turn's writes are checked once
+    taken = writes.take_turn()
+    assert taken.changed == changed
+    assert {p: r for p, r in taken.writes.items() if r} == {paths["kept"]: True, paths["same_bytes_again"]: True}
