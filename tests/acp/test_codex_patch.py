@@ -188,11 +188,6 @@ WAITS_ON_EXACT_PROPOSAL = pytest.mark.xfail(
     "Codex writes with LF",
 )
 # The turn's end comparing disk with the accepted bytes: branch i36-truth (717c5b1), not merged here.
-WAITS_ON_I36_TRUTH = pytest.mark.xfail(
-    strict=True,
-    reason="waits on i36-truth (TurnWrites.changed_after_review): without it a file Codex wrote other "
-    "than reviewed still counts as reviewed",
-)
 
 
 @WAITS_ON_EXACT_PROPOSAL
@@ -211,7 +206,6 @@ async def test_a_one_line_edit_of_a_crlf_file_lands_exactly_as_reviewed(codex: A
     assert not [n for n in view.notices if "after your review" in n or "without review" in n], view.notices
 
 
-@WAITS_ON_I36_TRUTH
 async def test_a_crlf_edit_is_never_called_reviewed_unless_on_disk_as_shown(codex: Any, workspace: str) -> None:
     """Whatever the review showed: either the file holds exactly those bytes, or the chat names it as
     changed after your review."""
