@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""The two everyday commands, each installing what it needs (pinned) on first run.
+"""The everyday commands, each installing what it needs (pinned) on first run.
 
     python3 dev.py serve [--diff-policy prompt|accept|reject] [--workspace DIR]
     python3 dev.py chat --workspace DIR [--diff-policy ...] [--prompt TEXT] (--agent gemini|claude | -- COMMAND ...)
+    python3 dev.py changes|bridge|doctor ...   any other `python -m companion` command (`--help` for each)
     python3 dev.py test                      everything CI runs (below)
     python3 dev.py test [pytest arguments]   lint, types and pytest on this machine's Python only
     python3 dev.py test --on 3.14|3.10 [pytest arguments]   pytest on that Python only
@@ -62,26 +63,32 @@ PY314_ROOT = os.environ.get("PY314_ROOT", "/var/tmp/gemini-companion-py314")
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 
 
+# Every `python -m companion` subcommand: dev.py installs the runtime pins, then runs it.
+COMPANION_COMMANDS = ("serve", "chat", "changes", "bridge", "doctor")
+
+
 def main(argv: list[str]) -> int:
     if argv and argv[0] in ("-h", "--help", "help"):
         print(__doc__)
         return 0
-    if not argv or argv[0] not in ("serve", "chat", "test"):
+    if not argv or argv[0] not in (*COMPANION_COMMANDS, "test"):
         if argv:
-            print(f"dev.py: unknown command {argv[0]!r}; the commands are serve, chat and test.", file=sys.stderr)
+            commands = ", ".join(COMPANION_COMMANDS)
+            print(f"dev.py: unknown command {argv[0]!r}; the commands are {commands} and test.", file=sys.stderr)
         print(__doc__, file=sys.stderr)
         return 2
     command, rest = argv[0], argv[1:]
     if os.environ.get(INNER):
         # Inside the Python 3.14 root, where this folder is shared with the host: never touch the
         # host's environments, whatever the command (the suite runs `dev.py serve` too).
-        python = ensure_venv(os.environ[INNER], sys.executable, "dev.txt")
-        if command in ("serve", "chat"):
-            return run_until_done([python, "-m", "companion", command, *rest])
-        return run_pytest(python, rest)
-    if command in ("serve", "chat"):
-        python = ensure_venv(".venv", find_python(), "runtime.txt")
-        return run_until_done([python, "-m", "companion", command, *rest])
+        if command in COMPANION_COMMANDS:
+            python = ensure_venv(os.environ[INNER], sys.executable, "dev.txt", quiet=True)
+            return run_companion([python, "-m", "companion", command, *rest])
+        return run_pytest(ensure_venv(os.environ[INNER], sys.executable, "dev.txt"), rest)
+    if command in COMPANION_COMMANDS:
+        # Progress goes to stderr: `bridge` speaks MCP on stdout.
+        python = ensure_venv(".venv", find_python(), "runtime.txt", quiet=True)
+        return run_companion([python, "-m", "companion", command, *rest])
     if rest[:1] == ["--on"]:
         if len(rest) < 2 or rest[1] not in ("3.14", "3.10"):
             print("dev.py: --on takes 3.14 or 3.10.", file=sys.stderr)
@@ -93,10 +100,22 @@ def main(argv: list[str]) -> int:
     return test_everywhere()
 
 
+def run_companion(cmd: list[str]) -> int:
+    """Become `cmd` (POSIX: exec, same process id): every signal (SIGTERM from `kill` or CI, SIGHUP
+    from a closed terminal, SIGQUIT, Ctrl-C) then reaches the companion itself, which stops its
+    agents and removes its discovery file; a parent of its own would die and leave them running."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.name != "nt":
+        os.execve(cmd[0], cmd, _env())
+    return run_until_done(cmd)
+
+
 def run_until_done(cmd: list[str]) -> int:
-    """Run `cmd` and return its exit code. Ctrl-C reaches the whole foreground process group, so the
-    child gets it too and cleans up; this process only waits for it (no traceback of its own)."""
+    """Windows, which has no exec: run `cmd` and return its exit code. Ctrl-C and Ctrl-Break reach the
+    whole console, so the child gets them too and cleans up; SIGTERM is passed on to it."""
     child = subprocess.Popen(cmd, cwd=os.getcwd(), env=_env())
+    signal.signal(signal.SIGTERM, lambda *_: child.terminate())
     while True:
         try:
             return child.wait()
@@ -240,28 +259,31 @@ def _version_text(python: str) -> str:
     return f"Python {version[0]}.{version[1]}" if version else python
 
 
-def ensure_venv(name: str, base: str, lock: str) -> str:
+def ensure_venv(name: str, base: str, lock: str, quiet: bool = False) -> str:
     """Create the virtual environment `name` with `base` and install `requirements/<lock>`, unless that
-    exact lock is installed already. Returns its Python."""
+    exact lock (or dev.txt, which includes runtime.txt) is installed already. Returns its Python.
+    `quiet`: progress and pip's output go to stderr, stdout stays the command's own."""
     venv = os.path.join(ROOT, name)
     python = os.path.join(venv, "Scripts", "python.exe") if os.name == "nt" else os.path.join(venv, "bin", "python")
     lock_path = os.path.join(ROOT, "requirements", lock)
     digest = _digest(*sorted(glob.glob(os.path.join(ROOT, "requirements", "*.txt"))))
     marker = os.path.join(venv, f".installed-{lock}")
+    out = sys.stderr if quiet else sys.stdout
     if os.path.exists(python) and _version(python) != _version(base):
-        print(f"Removing {name}: it was made with another Python ...", flush=True)
+        print(f"Removing {name}: it was made with another Python ...", file=out, flush=True)
         shutil.rmtree(venv)
-    if _read(marker) == digest and os.path.exists(python):
+    supersets = [marker] + ([os.path.join(venv, ".installed-dev.txt")] if lock == "runtime.txt" else [])
+    if any(_read(path) == digest for path in supersets) and os.path.exists(python):
         return python
     if not os.path.exists(python):
-        print(f"Creating {name} with {base} ...", flush=True)
-        subprocess.check_call([base, "-m", "venv", venv])
-    print(f"Installing requirements/{lock} (pinned) into {name} ...", flush=True)
+        print(f"Creating {name} with {base} ...", file=out, flush=True)
+        subprocess.check_call([base, "-m", "venv", venv], stdout=out)
+    print(f"Installing requirements/{lock} (pinned) into {name} ...", file=out, flush=True)
     pip = [python, "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    subprocess.check_call([*pip, "-r", lock_path])
+    subprocess.check_call([*pip, "-r", lock_path], stdout=out)
     if lock == "dev.txt":
         # The 4213 stubs declare Python >= 3.13 but are plain .pyi files, usable from any version.
-        subprocess.check_call([*pip, "--no-deps", "--ignore-requires-python", "sublime-text-stubs==4213.0"])
+        subprocess.check_call([*pip, "--no-deps", "--ignore-requires-python", "sublime-text-stubs==4213.0"], stdout=out)
     with open(marker, "w") as handle:
         handle.write(digest)
     return python
