@@ -31,6 +31,7 @@ ABOVE_THE_ROOMS = (
     "bridge",
     "doctor",
     "headless",
+    "headless_doctor",
     "console",
     "terminal_chat",
     "terminal_restore",
