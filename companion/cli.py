@@ -20,6 +20,7 @@ from typing import Any
 from . import __version__
 from .core import pywin32_path
 from .core.processes import STOP_SIGNALS
+from .gemini_ide.discovery import discovery_dir
 from .headless import POLICIES, HeadlessEditor
 from .runtime import Runtime
 from .workspace.factory import tool_factory
@@ -239,6 +240,23 @@ def run_changes(workspace: str, as_json: bool, revert: str | None, restore_all: 
     return 0
 
 
+def _other_servers(folder: str) -> list[str]:
+    """ "PID n, port p" of each live companion whose discovery file names `folder` among its folders."""
+    from .core.token_files import is_stale
+    from .gemini_ide.discovery import our_files
+
+    found = []
+    for path, pid, port in our_files(discovery_dir()):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                folders = str(json.load(handle).get("workspacePath", "")).split(os.pathsep)
+        except (OSError, ValueError, AttributeError):
+            continue
+        if folder in folders and not is_stale(path, pid, port, os.getpid()):
+            found.append(f"PID {pid}, port {port}")
+    return found
+
+
 def run_serve(
     workspace: str,
     policy: str,
@@ -249,6 +267,12 @@ def run_serve(
     gemini: bool = True,
 ) -> int:
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(message)s")
+    if not workspace.strip():
+        print(
+            "error: --workspace is empty; give the folder to serve, or leave --workspace out to serve the current one.",
+            file=sys.stderr,
+        )
+        return 2
     folder = os.path.realpath(workspace)
     if not os.path.isdir(folder):
         print(f"error: {workspace} is not a folder; pass --workspace with an existing folder.", file=sys.stderr)
@@ -262,7 +286,14 @@ def run_serve(
             signal.signal(getattr(signal, name), lambda *_: stop.set())
     runtime = Runtime()
     factory = tool_factory(tools or WorkspaceToolSettings())
-    editor = HeadlessEditor(policy)
+    editor = HeadlessEditor(policy, announce=True)
+    for other in _other_servers(folder):
+        print(
+            f"warning: another companion ({other}) already serves {folder}; a `gemini` started there connects to "
+            "either one. Stop the other (Ctrl-C in its terminal) unless you mean to run both.",
+            file=sys.stderr,
+            flush=True,
+        )
     handle = runtime.open_window(editor, [folder], port=port, tool_factory=factory, claude=claude, gemini=gemini)
     try:
         handle.ready.result(30)
