@@ -240,6 +240,20 @@ def run_changes(workspace: str, as_json: bool, revert: str | None, restore_all: 
     return 0
 
 
+def headless_words(problem: str) -> str:
+    """A problem worded for Sublime (shared with the package) as `serve` says it."""
+    return problem.replace("reload the package", "start `serve` again")
+
+
+def _printed_by_serve(record: logging.LogRecord) -> bool:
+    """Drop the runtime's log line of a discovery or lock file it could not write: `serve` prints that
+    problem itself, once, as a `warning:` line."""
+    from .core.token_files import TokenFileError
+
+    args = record.args if isinstance(record.args, tuple) else ()
+    return not (record.msg == "%s" and len(args) == 1 and isinstance(args[0], TokenFileError))
+
+
 def _other_servers(folder: str) -> list[str]:
     """ "PID n, port p" of each live companion whose discovery file names `folder` among its folders."""
     from .core.token_files import is_stale
@@ -267,6 +281,8 @@ def run_serve(
     gemini: bool = True,
 ) -> int:
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_printed_by_serve)
     if not workspace.strip():
         print(
             "error: --workspace is empty; give the folder to serve, or leave --workspace out to serve the current one.",
@@ -311,7 +327,9 @@ def run_serve(
         print("Run `gemini` in that folder (once: `/ide enable`).", flush=True)
     else:
         print(
-            f"warning: Gemini CLI cannot find this companion: {handle.discovery_problem}", file=sys.stderr, flush=True
+            f"warning: Gemini CLI cannot find this companion: {headless_words(handle.discovery_problem)}",
+            file=sys.stderr,
+            flush=True,
         )
     if handle.lock_path:
         print(f"Claude Code lock file: {handle.lock_path}", flush=True)
@@ -319,7 +337,11 @@ def run_serve(
             f"Run `CLAUDE_CODE_SSE_PORT={handle.port} claude` in that folder, or `/ide` in a running one.", flush=True
         )
     elif handle.lock_problem:
-        print(f"warning: Claude Code cannot find this companion: {handle.lock_problem}", file=sys.stderr, flush=True)
+        print(
+            f"warning: Claude Code cannot find this companion: {headless_words(handle.lock_problem)}",
+            file=sys.stderr,
+            flush=True,
+        )
     print("Press Ctrl-C to stop.", flush=True)
     try:
         while not stop.wait(0.5):

@@ -132,6 +132,8 @@ class HeadlessEditor:
                 answer = self.console.ask(diff, question).strip().lower()
             except EOFError:
                 answer = "n"
+                if self.announce:  # `serve` with its input closed (a pipe, /dev/null): say why it was rejected
+                    self.console.say(f"\nno answer (input ended): rejected the change to {visible(review.file_path)}\n")
             if not review.is_open or revision != review.revision:
                 continue
             if answer in ("y", "yes"):

@@ -377,3 +377,34 @@ async def test_serve_says_what_its_diff_policy_decided_one_line_each(
             await client.wait_for("ide/diffAccepted" if policy == "accept" else "ide/diffRejected")
             line = await anyio.to_thread.run_sync(server.expect, f"{done} the change")
     assert line == f"{done} the change to {target} (--diff-policy {policy})\n"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="folder modes are POSIX")
+def test_an_unsafe_temporary_folder_is_one_warning_in_serve_words(tmp_path: str, workspace: str) -> None:
+    """A TMPDIR every user can write to (no sticky bit): the discovery file is refused, said once."""
+    open_folder = os.path.join(str(tmp_path), "open")
+    os.mkdir(open_folder)
+    os.chmod(open_folder, 0o777)
+    with serve(open_folder, workspace, "reject") as server:
+        server.expect("Press Ctrl-C to stop.")
+        server.process.send_signal(signal.SIGINT)
+        server.process.wait(15)
+    output = "".join(server.output)
+    assert output.count("Refused to write the discovery file") == 1, output
+    warning = next(line for line in server.output if "Refused to write the discovery file" in line)
+    assert warning.startswith("warning: Gemini CLI cannot find this companion: ")
+    assert "reload the package" not in warning and warning.endswith("then start `serve` again.\n")
+
+
+@pytest.mark.anyio
+async def test_serve_with_no_input_says_why_it_rejected_a_review(tmp_path: str, workspace: str) -> None:
+    """`--diff-policy prompt` (the default) with stdin at its end (/dev/null, a closed pipe)."""
+    target = os.path.join(workspace, "hello.txt")
+    with serve(tmp_path, workspace, "prompt") as server:
+        await anyio.to_thread.run_sync(server.expect, "Discovery file:")
+        _, url, token = endpoint(tmp_path)
+        async with connect(url, token) as client:
+            await client.open_diff(target, "hello\n")
+            await client.wait_for("ide/diffRejected")
+            line = await anyio.to_thread.run_sync(server.expect, "no answer")
+    assert line == f"no answer (input ended): rejected the change to {target}\n"
