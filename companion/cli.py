@@ -82,9 +82,9 @@ SERVE_EXIT = """exit status:
   1  the companion could not start: one `error:` line on stderr says why
   2  the command line is wrong (a missing folder, an unknown value)"""
 BRIDGE_EXIT = """exit status:
-  0  the client closed stdin (the normal end)
-  1  no window serves this folder or port, or the bridge cannot start: one `error:` line says why
-  2  the command line is wrong"""
+  0  the client closed stdin, or Ctrl-C (without a window, each tool call answers with an error meanwhile)
+  1  the bridge cannot start (a library is missing): one `error:` line on stderr says why
+  2  the command line is wrong (a missing folder, a bad port)"""
 CHANGES_EXIT = """exit status:
   0  done: the change set listed, or the files reverted or restored (one line each)
   1  refused, nothing written (no turn recorded, or a file changed since the turn): one `error:` line
