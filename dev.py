@@ -47,6 +47,7 @@ NODE_PROJECTS = (
     os.path.join(CONFORMANCE, "acp_claude"),  # claude-agent-acp, for the ACP chat tests (tests/acp)
     os.path.join(CONFORMANCE, "qwen_code"),  # Qwen Code and opencode, two ACP registry agents for tests/acp
     os.path.join(CONFORMANCE, "opencode"),
+    os.path.join(CONFORMANCE, "codex"),  # Codex (codex-acp), a registry agent that edits through one multi-file patch
     os.path.join(ROOT, "tests", "workspace", "cmd_shim"),  # npm's cmd-shim, for the Windows batch-shim tests
 )
 MIN_PYTHON = (3, 10)

@@ -71,6 +71,29 @@ def start_failure(exc: BaseException, port: int) -> str:
     return str(exc) or type(exc).__name__
 
 
+# The token files' messages are shared with Sublime, whose fix ends in a reload of the package; in
+# `serve` the same fix ends in starting it again.
+_SUBLIME_WORDS = (
+    ("start Sublime Text (or `serve`) and", "start `serve` and"),
+    ("before starting Sublime Text", "before starting `serve`"),
+    ("then reload the package", "then start `serve` again"),
+)
+
+
+def headless_words(text: str) -> str:
+    """A message shared with Sublime, in the words of `serve` (no package to reload)."""
+    for sublime, headless in _SUBLIME_WORDS:
+        text = text.replace(sublime, headless)
+    return text
+
+
+def _said_by_serve(record: logging.LogRecord) -> bool:
+    """False for the runtime's warning about a token file: `serve` says it in its own line."""
+    from .core.token_files import TokenFileError
+
+    return not (record.args and isinstance(record.args, tuple) and isinstance(record.args[0], TokenFileError))
+
+
 def program_name() -> str:
     """How the user ran us: `gemini-companion` (the installed script) or `python -m companion`."""
     name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
@@ -240,20 +263,6 @@ def run_changes(workspace: str, as_json: bool, revert: str | None, restore_all: 
     return 0
 
 
-def headless_words(problem: str) -> str:
-    """A problem worded for Sublime (shared with the package) as `serve` says it."""
-    return problem.replace("reload the package", "start `serve` again")
-
-
-def _printed_by_serve(record: logging.LogRecord) -> bool:
-    """Drop the runtime's log line of a discovery or lock file it could not write: `serve` prints that
-    problem itself, once, as a `warning:` line."""
-    from .core.token_files import TokenFileError
-
-    args = record.args if isinstance(record.args, tuple) else ()
-    return not (record.msg == "%s" and len(args) == 1 and isinstance(args[0], TokenFileError))
-
-
 def _other_servers(folder: str) -> list[str]:
     """ "PID n, port p" of each live companion whose discovery file names `folder` among its folders."""
     from .core.token_files import is_stale
@@ -282,7 +291,7 @@ def run_serve(
 ) -> int:
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(message)s")
     for handler in logging.getLogger().handlers:
-        handler.addFilter(_printed_by_serve)
+        handler.addFilter(_said_by_serve)  # the unsafe folder's warning once, not twice
     if not workspace.strip():
         print(
             "error: --workspace is empty; give the folder to serve, or leave --workspace out to serve the current one.",
@@ -337,11 +346,8 @@ def run_serve(
             f"Run `CLAUDE_CODE_SSE_PORT={handle.port} claude` in that folder, or `/ide` in a running one.", flush=True
         )
     elif handle.lock_problem:
-        print(
-            f"warning: Claude Code cannot find this companion: {headless_words(handle.lock_problem)}",
-            file=sys.stderr,
-            flush=True,
-        )
+        problem = headless_words(handle.lock_problem)
+        print(f"warning: Claude Code cannot find this companion: {problem}", file=sys.stderr, flush=True)
     print("Press Ctrl-C to stop.", flush=True)
     try:
         while not stop.wait(0.5):

@@ -6,6 +6,9 @@ agent prints can land under the real question (a fake diff and a fake question d
 past `HOLD_CHARS` is printed at once and the question asked again under it (memory stays bounded).
 After held output was printed, the next question shows its context (the diff) again.
 
+In the terminal chat every answer and prompt comes from one reader of stdin (`StdinLines`), so a
+question withdrawn while it waits never takes the next line typed.
+
 One status line (an agent retrying its connection for minutes) is rewritten in place on a terminal,
 and printed at most every `STATUS_EVERY` seconds elsewhere (a pipe, a log).
 
@@ -16,11 +19,15 @@ erase sequence is added here.
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import shutil
 import threading
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO, TypeVar
+
+T = TypeVar("T")
 
 HOLD_CHARS = 1 << 20  # output held under one question before it is printed and the question asked again
 STATUS_EVERY = 10.0  # seconds between status lines when they cannot be rewritten in place
@@ -33,15 +40,18 @@ class Console:
         out: TextIO,
         read_line: Callable[[str], str] = input,
         clock: Callable[[], float] = time.monotonic,
+        lines: StdinLines | None = None,
     ) -> None:
         self.out = out
         self.read_line = read_line
+        self.lines = lines  # the chat's one reader of stdin: a withdrawn question takes no line
         self.clock = clock
         isatty = getattr(out, "isatty", None)
         self.rewrites = bool(isatty and isatty())  # a terminal: the status line is rewritten in place
         self._lock = threading.Lock()  # the state below and every write
         self._one_question = threading.Lock()  # one question on the terminal at a time
         self._question: tuple[str, str] | None = None  # (context, question) waiting for its answer
+        self._withdrawn: threading.Event | None = None  # set when that question needs no answer any more
         self._held: list[str] = []
         self._held_chars = 0
         self._shown_context = ""  # the context last shown above a question
@@ -83,19 +93,27 @@ class Console:
     def ask(self, context: str, question: str, withdrawn: threading.Event | None = None) -> str:
         """Show `context` (unless it is already the last thing above) and `question`, read one line
         (blocks: never call it on the event loop). Output meanwhile is printed after the answer.
-        EOFError when input has ended, or when `withdrawn` was set before the question's turn."""
+        EOFError when input has ended; Withdrawn (an EOFError) when `withdrawn` was set before the
+        question's turn, or (reading from `lines`) when it is withdrawn while it waits."""
         with self._one_question:
             if withdrawn is not None and withdrawn.is_set():
-                raise EOFError("the question was withdrawn before it was asked")
+                raise Withdrawn("the question was withdrawn before it was asked")
             with self._lock:
                 self._erase_status()
                 if context and (context != self._shown_context or self._printed_since_context):
                     self._write(context)
                 self._shown_context, self._printed_since_context = context, False
                 self._question = (context, question)
+                self._withdrawn = withdrawn or threading.Event()
+                if self.lines is not None:
+                    self._write(question)
+                else:
+                    self._at_line_start = False  # read_line shows the question
                 self.out.flush()
             try:
-                return self.read_line(question)
+                if self.lines is None:
+                    return self.read_line(question)
+                return self.lines.take(self._withdrawn)
             finally:
                 with self._lock:
                     self._at_line_start = True  # the answer ended its line
@@ -110,8 +128,39 @@ class Console:
             if self._question is None or self._question[1] != question:
                 return
             self._question = None
+            if self._withdrawn is not None:
+                self._withdrawn.set()  # its reader stops waiting and takes no line
+            if self._at_line_start and text.startswith("\n"):
+                text = text[1:]  # the line was ended already (a ^C, then "cancelling the turn")
             self._print(text)
             self._release()
+        if self.lines is not None:
+            self.lines.wake()
+
+    def abandon(self) -> None:
+        """The end: a question still on the terminal needs no answer (its reader stops waiting)."""
+        with self._lock:
+            question = self._question
+        if question is not None:
+            self.withdraw("\n", question[1])
+
+    def prompt(self, text: str) -> None:
+        """Show the `>` prompt (a line read next ends it)."""
+        with self._lock:
+            self._print(("" if self._at_line_start else "\n") + text)
+
+    def line_read(self) -> None:
+        """The terminal echoed the line typed, with its line break."""
+        with self._lock:
+            self._at_line_start = True
+
+    def end_line(self) -> None:
+        """The cursor to the start of a line (after `> ` and Ctrl-D, ^C, or a reply with no line
+        break), before a line of our own; nothing when it is there already."""
+        with self._lock:
+            self._erase_status()
+            if not self._at_line_start:
+                self._write("\n")
 
     # -- under the lock --
 
@@ -151,3 +200,118 @@ def _fit(text: str) -> str:
     """One terminal line: longer text would wrap, and the erase would then clear only its last row."""
     width = max(shutil.get_terminal_size().columns - 1, 20)
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# -- the one reader of stdin --
+# Every reader of its own (an `input()` per question, each on a thread) left a question that was
+# withdrawn (Ctrl-C, or the agent closed the review) still blocked in its read: it took the next
+# line the user typed for the `>` prompt, and the line was lost. StdinLines is the chat's one reader:
+# a thread reads line after line into a queue, and whoever needs a line (the `>` prompt, a review's
+# y/n, a permission's menu, a restore's k/t) takes the next one; a withdrawn taker stops waiting at
+# once and takes nothing. The thread is a daemon blocked in a read: the chat ends with `os._exit`
+# once it has flushed (`started`), since a normal exit would wait for stdin's lock (see `serve`).
+
+
+class Withdrawn(EOFError):
+    """The taker was withdrawn before a line came: it took none."""
+
+
+class StdinLines:
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self._changed = threading.Condition()  # guards the state below
+        self._lines: collections.deque[str] = collections.deque()
+        self._ended = False
+        self._thread: threading.Thread | None = None
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
+    def take(self, withdrawn: threading.Event | None = None) -> str:
+        """The next line, without its line break (blocks: never call it on the event loop).
+        EOFError once input has ended; Withdrawn when `withdrawn` is set (see `wake`) first."""
+        self._start()
+        with self._changed:
+            while not self._lines:
+                if withdrawn is not None and withdrawn.is_set():
+                    raise Withdrawn("the question was withdrawn")
+                if self._ended:
+                    raise EOFError("input ended")
+                self._changed.wait()
+            return self._lines.popleft()
+
+    async def next_line(self) -> str:
+        """`take` for the event loop: cancelled, it takes nothing (a line it had already taken is
+        put back first in the queue), and its thread returns at once."""
+        withdrawn = threading.Event()
+        taking = asyncio.ensure_future(off_the_loop(self.take, withdrawn))
+        try:
+            return await asyncio.shield(taking)
+        except asyncio.CancelledError:
+            withdrawn.set()
+            self.wake()
+            taking.add_done_callback(self._put_back)
+            raise
+
+    def wake(self) -> None:
+        """Takers look at their `withdrawn` event again (call it after setting one)."""
+        with self._changed:
+            self._changed.notify_all()
+
+    def _put_back(self, taking: asyncio.Future[str]) -> None:
+        """A line taken just as its taker was cancelled goes back first in the queue: never lost."""
+        if not taking.cancelled() and taking.exception() is None:
+            with self._changed:
+                self._lines.appendleft(taking.result())
+                self._changed.notify_all()
+
+    def _start(self) -> None:
+        with self._changed:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._read, name="companion-stdin", daemon=True)
+                self._thread.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                line = self.stream.readline()
+            except (OSError, ValueError):  # a closed terminal (EIO), a closed stream
+                line = ""
+            with self._changed:
+                if not line:
+                    self._ended = True
+                else:
+                    self._lines.append(line[:-1] if line.endswith("\n") else line)
+                self._changed.notify_all()
+            if not line:
+                return
+
+
+async def off_the_loop(call: Callable[..., T], *args: Any) -> T:
+    """`call(*args)` on a daemon thread of its own: a call blocked in a read (a question nobody will
+    answer any more) never holds up the end of the chat, as a thread of the loop's executor would
+    (asyncio.run joins them)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: T | None, error: BaseException | None) -> None:
+        if done.done():
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(result)  # type: ignore[arg-type]
+
+    def run() -> None:
+        try:
+            result, error = call(*args), None
+        except BaseException as exc:  # handed over to the awaiting task
+            result, error = None, exc
+        try:
+            loop.call_soon_threadsafe(settle, result, error)
+        except RuntimeError:
+            pass  # the loop is closed: nobody waits any more
+
+    threading.Thread(target=run, name="companion-ask", daemon=True).start()
+    return await done

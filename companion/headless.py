@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .console import Console
+from .console import Console, Withdrawn
 
 if TYPE_CHECKING:  # `serve` imports this module before its discovery file is out: nothing heavy at the top
     from .core.diffs import Review
@@ -47,6 +47,9 @@ class HeadlessEditor:
         self.shown: list[Review] = []  # open reviews, oldest first: the one being asked about, then the queue
         self._changed = threading.Lock()  # guards `shown`
         self._prompter: threading.Thread | None = None
+        # Who closes a review still asked about: the MCP client (serve), the agent (chat); the chat
+        # says "you cancelled the turn" while it cancels one on your Ctrl-C.
+        self.closed_by = "the client closed it"
 
     @property
     def prompting(self) -> bool:
@@ -80,7 +83,7 @@ class HeadlessEditor:
             if review in self.shown:
                 self.shown.remove(review)
         if asked:  # the question is on the terminal: say it needs no answer any more
-            closed = f"\nThe client closed the review of {visible(review.file_path)}; no answer is needed.\n"
+            closed = f"\nNo answer is needed for {visible(review.file_path)}: {self.closed_by}.\n"
             self.console.withdraw(closed, _question(review))
         return review.proposal
 
@@ -130,10 +133,13 @@ class HeadlessEditor:
                 diff = unified_diff(review.file_path, review.proposal, review.disk)
             try:  # the diff is shown again when something was printed under it meanwhile
                 answer = self.console.ask(diff, question).strip().lower()
+            except Withdrawn:
+                continue  # closed meanwhile: close_review said so
             except EOFError:
+                if review.is_open:  # never a silent reject
+                    path = visible(review.file_path)
+                    self.console.say(f"\nNo answer (input ended): the change to {path} is rejected.\n")
                 answer = "n"
-                if self.announce:  # `serve` with its input closed (a pipe, /dev/null): say why it was rejected
-                    self.console.say(f"\nno answer (input ended): rejected the change to {visible(review.file_path)}\n")
             if not review.is_open or revision != review.revision:
                 continue
             if answer in ("y", "yes"):
@@ -145,7 +151,16 @@ class HeadlessEditor:
 
 
 def _question(review: Review) -> str:
-    return f"Apply this change to {visible(review.file_path)}? [y]es / [n]o: "
+    return f"Apply this change to {visible(review.file_path)}{visible(what_else(review))}? [y]es / [n]o: "
+
+
+def what_else(review: Review) -> str:
+    """What the file's review is part of, in parentheses: a rename, one file of several (the edit
+    is allowed only when every file is accepted); "" for a plain one-file review."""
+    notes = [f"rename {review.renamed_from} → {review.file_path}"] if review.renamed_from else []
+    if review.part is not None:
+        notes.append(f"file {review.part[0]} of {review.part[1]} of one edit: all must be accepted")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def unified_diff(file_path: str, proposal: str, disk: DiskText | None = None) -> str:

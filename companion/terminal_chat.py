@@ -4,9 +4,15 @@ headless review (unified diff, y/n, or `--diff-policy accept|reject` for every p
 With `--prompt`, one turn: exit 0 when it ends with `end_turn`, else 1 with a one-line reason on
 stderr. Without it, prompts are read from stdin, one a line, until EOF. A turn with an edit that
 did not go through the review ends with a `warning:` summary line and exit status 3 (applied without
-review) or 4 (refused before review), whatever else happened: scripts can tell (`EXIT_HELP`). Ctrl-C during a turn
-cancels it (`session/cancel`); a second Ctrl-C, or one between turns, ends the chat. The agent and
-everything it started are stopped in every case.
+review) or 4 (refused before review), whatever else happened: scripts can tell (`EXIT_HELP`).
+
+Ctrl-C during a turn cancels it (`session/cancel`), a review's question with it, and `>` comes back
+when the agent has ended the turn; a second Ctrl-C ends the chat. At the idle `>` prompt, as in
+Claude Code and Gemini CLI, the first Ctrl-C clears the line and the second ends the chat (exit 130);
+Ctrl-D ends it too (exit as the turns left it). SIGTERM, SIGHUP and SIGQUIT end it at once (exit 128 +
+the signal's number). The agent and everything it started are stopped in every case.
+
+Stdin has one reader (console.StdinLines), so a question withdrawn meanwhile never takes the next line.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
@@ -26,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 from .acp.agents import PRESETS, AgentSpec, custom_agent, demo_agent
 from .acp.unchecked import UncheckedEdits
 from .acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
-from .console import Console
+from .console import Console, StdinLines, off_the_loop
 from .core.processes import STOP_SIGNALS
 from .headless import HeadlessEditor, one_line, visible
 from .terminal_restore import print_changes, run_command
@@ -39,14 +46,29 @@ T = TypeVar("T")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_UNREVIEWED, EXIT_REFUSED = 3, 4  # an edit was applied without review / refused before review
-_SEVERITY = (EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_REFUSED, EXIT_UNREVIEWED)  # the last one wins
+EXIT_INTERRUPTED = 128 + signal.SIGINT  # 130, the shell's convention; other stop signals: 128 + their number
+_SEVERITY = (EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_REFUSED, EXIT_UNREVIEWED)  # the last wins
+LOCAL_HELP = """The chat's own commands (not sent to the agent):
+  /help          this list
+  /mode [ID]     switch the agent to mode ID; without ID, list its modes
+  /changes       what the last turn changed (a chat started with --checkpoints)
+  /restore [N]   the files as they were before prompt N; /restore lists the points, /restore undo undoes
+  //COMMAND      sends /COMMAND to the agent (its own slash commands, such as //help)
+Any other line is a prompt for the agent. Ctrl-C cancels a turn (and a review's question with it);
+at the `>` prompt it clears the line, and a second one ends the chat; Ctrl-D ends it too.
+"""
+WAIT_SHOWN_AFTER = 2.0  # seconds of silence before "waiting for the agent… N s" (a terminal only)
 EXIT_HELP = """exit status:
-  0  the chat ended normally (--prompt: with end_turn); every edit went through the review or policy
+  0  the chat ended normally (--prompt: with end_turn, or `cancelled` by the agent right after you
+     rejected its edit); every edit went through the review or policy
   1  the chat failed: one `error:` line on stderr says why
   2  the command line is wrong
   3  an edit was applied without review (the agent wrote without asking)
   4  an edit was refused before review (it could not be reviewed; the notices say why)
-  3 and 4 win over 1, and 3 over 4; a `warning:` line on stderr names the edits."""
+  130  ended by Ctrl-C: twice at the `>` prompt, or again after it cancelled a turn;
+       with --prompt, its turn cancelled by Ctrl-C
+  129, 131, 143  ended by SIGHUP (the terminal closed), SIGQUIT, SIGTERM (128 + the signal's number)
+  3 and 4 win over the others, and 3 over 4; a `warning:` line on stderr names the edits."""
 
 
 class TerminalView:
@@ -60,6 +82,10 @@ class TerminalView:
         self.console = console or Console(out or sys.stdout)
         self.interactive = interactive  # prompts are read from stdin, where `/mode ID` switches
         self._statuses: dict[str, str] = {}
+        self._heard = 0  # what came from the agent so far: a "waiting for the agent" line stops
+
+    def heard(self) -> int:
+        return self._heard
 
     def user_text(self, text: str) -> None:
         self._say(f"\n> {visible(text)}")  # a continued session's history, replayed
@@ -109,6 +135,7 @@ class TerminalView:
         self.notice(f"{text} To review its edits, switch to its mode {mode.id!r}, which asks: {how}.", "warning")
 
     def status(self, text: str | None) -> None:
+        self._heard += 1
         self.console.status(one_line(text) if text else None)
 
     async def choose(self, title: str, choices: list[Choice]) -> str | None:
@@ -116,12 +143,13 @@ class TerminalView:
             wanted = ("allow_once",) if self.policy == "accept" else ("reject_once", "reject_always")
             found = [c.option_id for kind in wanted for c in choices if c.kind == kind]
             return found[0] if found else None
+        self._heard += 1
         menu = "\n".join(f"  {n}) {visible(c.name)}" for n, c in enumerate(choices, 1))
         context, question = f"\nThe agent asks: {visible(title)}\n{menu}\n", f"Choose 1-{len(choices)}: "
         withdrawn = threading.Event()  # a question cancelled before its turn is never asked
         while True:
             try:
-                answer = await asyncio.to_thread(self.console.ask, context, question, withdrawn)
+                answer = await off_the_loop(self.console.ask, context, question, withdrawn)
             except EOFError:
                 return None
             except asyncio.CancelledError:  # the turn was cancelled: the agent no longer asks
@@ -132,6 +160,7 @@ class TerminalView:
                 return choices[int(answer) - 1].option_id
 
     def _say(self, text: str) -> None:
+        self._heard += 1
         self.console.say(text)
 
 
@@ -172,20 +201,30 @@ def run_chat(
     if mode:
         spec = replace(spec, mode=mode.strip())
     _log_without_the_sdk()
-    console = Console(sys.stdout)  # the review's questions and the agent's output, one terminal
+    lines = StdinLines(sys.stdin)  # the one reader of stdin: prompts and every question's answer
+    console = Console(sys.stdout, lines=lines)  # the review's questions and the agent's output, one terminal
     editor = HeadlessEditor(policy, console=console)
+    editor.closed_by = "the agent withdrew it"
     try:
         view = TerminalView(policy, console=console, interactive=prompt is None)
         code = asyncio.run(_chat(spec, folder, editor, view, prompt, checkpoints))
-    except KeyboardInterrupt:
-        code = EXIT_FAILED
-    if editor.prompting:
-        # The review's prompt thread may be blocked reading stdin: a normal exit would wait for
-        # stdin's lock at shutdown (as `serve` explains). Everything is stopped and flushed.
-        sys.stdout.flush()
-        sys.stderr.flush()
+    except KeyboardInterrupt:  # before the chat's own handler was in place, or after it was removed
+        _tell("Stopped.")
+        code = EXIT_INTERRUPTED
+    if lines.started or editor.prompting:
+        # The reader of stdin may be blocked in a read: a normal exit would wait for stdin's lock
+        # at shutdown (as `serve` explains). Everything is stopped and flushed.
+        _flush()
         os._exit(code)
     return code
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:  # the terminal is gone (SIGHUP)
+            pass
 
 
 class _VisibleFormatter(logging.Formatter):
@@ -215,19 +254,21 @@ async def _chat(
 
     # This command is a process of its own: it may adopt the agent's orphans (process_tree.py).
     session = ChatSession(spec, [folder], editor, view, subreaper=True)
-    interrupts = _Interrupts(session)
+    interrupts = _Interrupts(session, editor, view)
     changes = TurnChanges(folder, spec.name, checkpoints, view.console)
     try:
-        await interrupts.run(session.start())
+        await interrupts.run(waiting(view.console, session.start(), "waiting for the agent to start", view.heard))
         if prompt is not None:
             return await _one_turn(session, interrupts, changes, prompt)
         return await _repl(session, interrupts, changes)
     except ChatFailed as exc:
-        _tell(f"\nerror: {one_line(str(exc))}")
+        view.console.end_line()
+        _tell(f"error: {one_line(str(exc))}")
         return _checked(session, EXIT_FAILED)
     except asyncio.CancelledError:
-        _tell("\nStopped.")
-        return _checked(session, EXIT_FAILED)
+        view.console.end_line()
+        _tell("Stopped.")
+        return _checked(session, 128 + (interrupts.stopped_by or signal.SIGINT))
     finally:
         # The handlers stay through the close (up to a few seconds): a second stop signal meanwhile
         # would otherwise kill us and leave the agent and its temporary folder.
@@ -235,6 +276,7 @@ async def _chat(
         try:
             await session.close()
         finally:
+            view.console.abandon()  # a question still on the terminal (a restore's) needs no answer
             interrupts.remove()
             if changes.turns is not None:
                 changes.turns.close()
@@ -264,11 +306,13 @@ class TurnChanges:
             self.turns = Turns(user_cache_folder(), [folder], watch=True)
         self.agent = agent
         self.off = not enabled
+        self.texts: list[str] = []  # the prompts that have a checkpoint, in order
 
     async def turn(self, session: ChatSession, interrupts: _Interrupts, text: str) -> str:
         if self.turns is None:
             return await interrupts.turn(session.prompt(text))
-        await self._run(self.turns.begin)
+        if await waiting(self.console, self._run(self.turns.begin), self._scanned) is not None:
+            self.texts.append(text)  # shown beside its restore point
         for note in await self._run(self.turns.take_notes) or []:  # what the user reverted since
             session.add_note(note)
         session.writes.take()  # what was written between turns belongs to no turn's agent
@@ -279,12 +323,17 @@ class TurnChanges:
             if found is not None:
                 print_changes(found)
 
+    def _scanned(self) -> str:
+        """The first checkpoint of a large folder reads every file: say how far it is."""
+        count = self.turns.checkpointer.scanned if self.turns is not None else 0
+        return f"checkpoint: {count:,} files".replace(",", " ") if count else "checkpoint of the workspace"
+
     async def command(self, words: list[str]) -> None:
         """`/restore ...` or `/changes` between turns."""
         if self.turns is None or self.off:
             print("error: this chat keeps no checkpoints; start it with --checkpoints to restore or list changes.")
             return
-        await run_command(self.turns, words, self.console.ask, sys.stdin.isatty())
+        await run_command(self.turns, words, self.console.ask, sys.stdin.isatty(), self.texts)
 
     async def _run(self, call: Callable[..., T], *args: Any) -> T | None:
         if self.off:
@@ -300,31 +349,44 @@ class TurnChanges:
 async def _one_turn(session: ChatSession, interrupts: _Interrupts, changes: TurnChanges, prompt: str) -> int:
     stop = await changes.turn(session, interrupts, prompt)
     print(flush=True)
-    if stop == "end_turn":
+    if stop == "end_turn" or session.stopped_after_rejection(stop):  # the view said the agent stopped
         return _checked(session, EXIT_OK)
+    if interrupts.cancelled_turn:  # your Ctrl-C: the shell's status for an interrupt, no error
+        return _checked(session, EXIT_INTERRUPTED)
     print(f"error: the turn ended with {one_line(stop)!r} instead of end_turn.", file=sys.stderr, flush=True)
     return _checked(session, EXIT_FAILED)
 
 
 async def _repl(session: ChatSession, interrupts: _Interrupts, changes: TurnChanges) -> int:
     mode = visible(session.mode) if session.mode else "the agent’s own"
-    print(f"Chat with {visible(session.spec.name)} (mode: {mode}); Ctrl-D ends it.", flush=True)
+    console = changes.console
+    name = visible(session.spec.name)
+    console.say(f"Chat with {name} (mode: {mode}); /help lists the chat's commands, Ctrl-D ends it.\n")
     code = EXIT_OK
     while True:
         try:
-            line = await interrupts.run(asyncio.to_thread(input, "> "))
+            line = await interrupts.prompt(console)
         except EOFError:
+            console.end_line()  # Ctrl-D leaves the cursor after `> `
             return code
         if not line.strip():
             continue
-        if line.split()[0] == "/mode":
+        word = line.split()[0]
+        if word == "/help":
+            console.say(LOCAL_HELP)
+            continue
+        if word == "/mode":
             await _switch_mode(session, line.split()[1:])
             continue
-        if line.split()[0] in ("/restore", "/changes"):
+        if word in ("/restore", "/changes"):
             await changes.command(line.split())
             continue
+        if word.startswith("//"):  # the agent's own slash command, such as //help
+            line = line.lstrip()[1:]
         stop = await changes.turn(session, interrupts, line)
-        print(f"\n[{one_line(stop)}]" if stop != "end_turn" else "", flush=True)
+        console.end_line()
+        if stop != "end_turn":
+            console.say(f"[{one_line(stop)}]\n")
         code = _checked(session, code)
 
 
@@ -336,7 +398,40 @@ def _checked(session: ChatSession, code: int) -> int:
         return code
     print(f"warning: {summary}", file=sys.stderr, flush=True)
     found = EXIT_UNREVIEWED if unchecked.applied.count else EXIT_REFUSED
-    return max(code, found, key=_SEVERITY.index)
+    return max(code, found, key=_severity)
+
+
+def _severity(code: int) -> int:
+    """3 and 4 win over everything; a stop signal's 128 + N ranks as Ctrl-C's 130."""
+    return _SEVERITY.index(code if code in _SEVERITY else EXIT_INTERRUPTED)
+
+
+async def waiting(
+    console: Console, awaitable: Awaitable[T], label: str | Callable[[], str], heard: Callable[[], int] = int
+) -> T:
+    """`awaitable`, with "LABEL… N s" as the status line after WAIT_SHOWN_AFTER s, rewritten each
+    second until `heard()` changes (the agent said something): on a terminal only; a pipe gets
+    nothing (a line a second would bury the reply, and the end says what happened anyway)."""
+    if not console.rewrites:
+        return await awaitable
+    shown = threading.Event()
+
+    async def tick() -> None:
+        started, before = time.monotonic(), heard()
+        await asyncio.sleep(WAIT_SHOWN_AFTER)
+        while heard() == before:
+            shown.set()
+            words = label if isinstance(label, str) else label()
+            console.status(f"{words}… {int(time.monotonic() - started)} s")
+            await asyncio.sleep(1)
+
+    ticker = asyncio.ensure_future(tick())
+    try:
+        return await awaitable
+    finally:
+        ticker.cancel()
+        if shown.is_set():
+            console.status(None)
 
 
 def _summary(unchecked: UncheckedEdits) -> str:
@@ -366,12 +461,18 @@ class _Interrupts:
     The other stop signals (kill, a closed terminal, as `serve` handles them) stop the chat at once,
     which still stops the agent with all it started and removes its temporary folder."""
 
-    def __init__(self, session: ChatSession) -> None:
+    def __init__(self, session: ChatSession, editor: HeadlessEditor, view: TerminalView) -> None:
         self.session = session
+        self.editor = editor
+        self.view = view
+        self.lines = view.console.lines or StdinLines(sys.stdin)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._main: asyncio.Task[Any] | None = None
         self._in_turn = False
-        self._cancelled_turn = False
+        self.cancelled_turn = False  # the user's Ctrl-C cancelled the last turn
+        self._at_prompt = False
+        self._cleared = False  # a Ctrl-C at `>` cleared the line: the next one ends the chat
+        self.stopped_by: int | None = None  # the signal that ended the chat
         self._previous: dict[int, Any] = {}
         self._cancelling: asyncio.Future[None] | None = None
         self.closing = False  # the chat is stopping: further signals change nothing
@@ -382,11 +483,26 @@ class _Interrupts:
 
     async def turn(self, awaitable: Awaitable[T]) -> T:
         self._install()
-        self._in_turn, self._cancelled_turn = True, False
+        self._in_turn, self.cancelled_turn = True, False
+        self.editor.closed_by = "the agent withdrew it"
         try:
-            return await awaitable
+            return await waiting(self.view.console, awaitable, "waiting for the agent", self.view.heard)
         finally:
             self._in_turn = False
+
+    async def prompt(self, console: Console) -> str:
+        """The next line typed at `>` (EOFError at the end of input). A first Ctrl-C here clears the
+        line (the terminal drops what was typed) and says how to end; a second one ends the chat."""
+        self._install()
+        console.prompt("> ")
+        self._at_prompt = True
+        try:
+            line = await self.lines.next_line()
+        finally:
+            self._at_prompt = False
+        console.line_read()
+        self._cleared = False
+        return line
 
     def _install(self) -> None:
         if self._loop is not None:
@@ -400,22 +516,36 @@ class _Interrupts:
                 self._previous[number] = signal.signal(number, self._from_signal)
 
     def _from_signal(self, number: int, *_: object) -> None:
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._on_interrupt if number == signal.SIGINT else self._stop)
+        if self._loop is None:
+            return
+        try:
+            self._loop.call_soon_threadsafe(self._on_interrupt if number == signal.SIGINT else self._stop, number)
+        except RuntimeError:
+            pass  # the loop is closed: the chat is ending anyway
 
-    def _stop(self) -> None:
+    def _stop(self, number: int) -> None:
         if self._main is not None and not self.closing:
+            self.stopped_by = self.stopped_by or number
+            self.editor.closed_by = "the chat is ending, so the change is not made"
             self._main.cancel()
 
-    def _on_interrupt(self) -> None:
+    def _on_interrupt(self, number: int) -> None:
         if self.closing:
             return
-        if self._in_turn and not self._cancelled_turn:
-            self._cancelled_turn = True
-            print("\n[cancelling the turn; Ctrl-C again to stop the chat]", file=sys.stderr, flush=True)
+        console = self.view.console
+        if self._in_turn and not self.cancelled_turn:
+            self.cancelled_turn = True
+            self.editor.closed_by = "you cancelled the turn (Ctrl-C), so the change is not made"
+            console.end_line()
+            _tell("[cancelling the turn; Ctrl-C again ends the chat]")
             self._cancelling = asyncio.ensure_future(self.session.cancel())
+        elif self._at_prompt and not self._cleared:
+            self._cleared = True
+            console.end_line()  # after the ^C the terminal echoed
+            console.say("[Ctrl-C again, or Ctrl-D, ends the chat]\n")
+            console.prompt("> ")
         else:
-            self._stop()
+            self._stop(number)
 
     def remove(self) -> None:
         for number, previous in self._previous.items():

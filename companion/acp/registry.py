@@ -6,11 +6,16 @@ The published `registry.json` is `{"version", "agents": [{id, name, version, des
 distribution: {npx: {package, args, env} | uvx: {…} | binary: {<os>-<arch>: {archive, cmd, args,
 env}}}}], "extensions"}` (its FORMAT.md). A trimmed copy ships with the package
 (`registry_snapshot.json`, dated); `refreshed` fetches the live one at most once a day into the
-editor's cache folder, with a timeout and a size cap, and keeps the last good copy on any failure.
+editor's cache folder and keeps the last good copy on any failure. The fetch is https only, every
+redirect included; `FETCH_TIMEOUT_SECONDS` bounds all of it (connecting, TLS, headers, body: a
+server that sends a byte a second is cut off), `MAX_BYTES` its size. The certificates trusted are
+Python's default ones (`ssl.create_default_context`). Registry text shown to the user (ids, names,
+versions, descriptions) is made one line, with control characters written as visible escapes.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import os
@@ -18,8 +23,12 @@ import pkgutil
 import platform
 import re
 import shutil
+import socket
+import ssl
 import sys
+import threading
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -116,11 +125,22 @@ def _id_of(entry: object) -> object:
     return entry.get("id") if isinstance(entry, dict) else entry
 
 
+# Characters that would hide, reorder or break a line of text as shown (controls, bidi controls, BOM).
+_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+
+
+def one_line(text: str) -> str:
+    """`text` as the registry's text is shown: one line (every run of white space, line breaks
+    included, one space) and every control character a visible escape like `\\x1b`."""
+    text = " ".join(text.split())
+    return _HIDDEN.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def _text(entry: Mapping[str, Any], key: str) -> str:
     value = entry.get(key)
     if not isinstance(value, str) or not value.strip() or len(value) > 500:
         raise RegistryRefused(f"{key!r} is not a short string")
-    return value.strip()
+    return one_line(value)
 
 
 def _strings(value: object, what: str) -> tuple[str, ...]:
@@ -144,6 +164,8 @@ def _agent(entry: Any) -> RegistryAgent | None:
     if not isinstance(entry, dict):
         raise RegistryRefused("an agent is not an object")
     common = {k: _text(entry, k) for k in ("id", "name", "version", "description")}
+    if common["name"].casefold() == "you":
+        raise RegistryRefused('the name "You" is the chat\'s heading of your own prompts')
     distribution = entry.get("distribution")
     if not isinstance(distribution, dict):
         raise RegistryRefused("no distribution")
@@ -197,39 +219,180 @@ def due(folder: str, now: float | None = None) -> bool:
     return not 0 <= age < REFRESH_SECONDS
 
 
-def fetch(url: str = REGISTRY_URL, timeout: float = FETCH_TIMEOUT_SECONDS, limit: int = MAX_BYTES) -> bytes:
-    """The registry's bytes; OSError (with what went wrong) on failure, a too large answer included."""
-    if not url.startswith(("https://", "http://127.0.0.1", "http://localhost")):
+def fetch(
+    url: str = REGISTRY_URL,
+    timeout: float = FETCH_TIMEOUT_SECONDS,
+    limit: int = MAX_BYTES,
+    context: ssl.SSLContext | None = None,
+) -> bytes:
+    """The registry's bytes; OSError (with what went wrong) on failure: a URL or a redirect that is
+    not https, the whole fetch taking more than `timeout` seconds, an answer larger than `limit`.
+    `context`: the certificates to trust (default: Python's)."""
+    if not _allowed(url):
         raise OSError(f"refusing to fetch the registry from {url!r}: only https")
+    deadline = _Deadline(timeout)
+    handlers = (_Redirects(), _HttpsHandler(deadline, context), _HttpHandler(deadline))
+    opener = urllib.request.build_opener(*handlers)
     request = urllib.request.Request(url, headers={"User-Agent": "gemini-companion"})
-    with urllib.request.urlopen(request, timeout=timeout) as answer:  # the scheme is checked above
-        data = answer.read(limit + 1)
+    try:
+        with opener.open(request, timeout=timeout) as answer:  # the scheme is checked above
+            data = answer.read(limit + 1)
+    except (OSError, http.client.HTTPException) as exc:
+        if deadline.expired:
+            raise OSError(f"the registry did not arrive within {timeout:g} s") from None
+        raise exc if isinstance(exc, OSError) else OSError(f"the registry's answer is broken: {exc!r}") from None
+    finally:
+        deadline.close()
+    if deadline.expired:
+        raise OSError(f"the registry did not arrive within {timeout:g} s")
     if len(data) > limit:
         raise OSError(f"the registry is larger than {limit} bytes")
     return data
 
 
+def _allowed(url: str) -> bool:
+    """https, or plain http to this machine (a test's server)."""
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost"))
+
+
+class _Redirects(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only to https (never down to plain http, where anyone on the way could
+    answer with their own registry)."""
+
+    def redirect_request(
+        self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> urllib.request.Request | None:
+        if urllib.parse.urlsplit(newurl).scheme != "https":
+            fp.close()
+            raise OSError(f"refusing the registry's redirect from {req.full_url!r} to {newurl!r}: only https")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+class _Deadline:
+    """The end of a whole fetch: each connection's socket is shut down when it comes (a socket
+    timeout only bounds each read: a server sending a byte a second never trips it)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.expired = False
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []  # duplicates: TLS takes over the original's descriptor
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+        self._end = time.monotonic() + seconds
+
+    def connect(
+        self, address: tuple[str, int], timeout: float | None = None, source_address: Any = None
+    ) -> socket.socket:
+        """socket.create_connection, watched (http.client's `_create_connection`)."""
+        left = max(0.001, self._end - time.monotonic())
+        sock = socket.create_connection(address, min(timeout or left, left), source_address)
+        with self._lock:
+            if self.expired:
+                sock.close()
+                raise OSError("timed out")
+            self._sockets.append(sock.dup())
+        return sock
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._sockets:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)  # a blocked read returns at once
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self._timer.cancel()
+        with self._lock:
+            for sock in self._sockets:
+                sock.close()
+            self._sockets.clear()
+
+
+class _HttpsHandler(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: _Deadline, context: ssl.SSLContext | None) -> None:
+        super().__init__(context=context)
+        self._deadline = deadline
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        deadline = self._deadline
+
+        class Connection(http.client.HTTPSConnection):
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                self._create_connection = deadline.connect
+
+        return self.do_open(Connection, req, context=self._context)  # type: ignore[attr-defined]
+
+
+class _HttpHandler(urllib.request.HTTPHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self._deadline = deadline
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        deadline = self._deadline
+
+        class Connection(http.client.HTTPConnection):
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                self._create_connection = deadline.connect
+
+        return self.do_open(Connection, req)
+
+
 def agents(folder: str, allow_fetch: bool, url: str = REGISTRY_URL, now: float | None = None) -> list[RegistryAgent]:
     """The registry's agents for New Chat: refreshed from `url` when allowed and due (at most
     daily), else the last fetched copy, else the shipped snapshot. A failed fetch only logs."""
+    return listing(folder, allow_fetch, url, now)[0]
+
+
+def listing(
+    folder: str, allow_fetch: bool, url: str = REGISTRY_URL, now: float | None = None
+) -> tuple[list[RegistryAgent], str]:
+    """`agents`, and when they are the shipped snapshot, one line saying so and why ("" otherwise)."""
+    why = ""
     if allow_fetch and due(folder, now):
         _touch(folder, time.time() if now is None else now)
         try:
             data = fetch(url)
             found = parse(data)
             _save(folder, data)
-            return found
+            return found, ""
         except (OSError, RegistryRefused, ValueError) as exc:
-            log.warning("Gemini Companion: the ACP registry could not be refreshed (%s); using the last copy", exc)
-    return cached(folder) or snapshot()[0]
+            why = one_line(str(exc))[:300]
+            log.warning("Gemini Companion: the ACP registry could not be refreshed (%s); using the last copy", why)
+            _touch(folder, time.time() if now is None else now, why)
+    found = cached(folder)
+    if found is not None:
+        return found, ""
+    if not allow_fetch:
+        why = 'the setting "acp_registry_fetch" is false'
+    elif not why:
+        why = _last_failure(folder) or "the fetched copy is missing or unreadable"
+    agents, date = snapshot()
+    return agents, f"the list shipped with the package ({date}): {why}"
 
 
-def _touch(folder: str, now: float) -> None:
+def _last_failure(folder: str) -> str:
+    try:
+        with open(os.path.join(folder, STAMP_NAME), encoding="utf-8", errors="replace") as handle:
+            return one_line(handle.read(1000))
+    except OSError:
+        return ""
+
+
+def _touch(folder: str, now: float, failure: str = "") -> None:
+    """The stamp of an attempt at `now`, holding why it failed (New Chat says it the next day too)."""
     stamp = os.path.join(folder, STAMP_NAME)
     try:
         os.makedirs(folder, exist_ok=True)
-        with open(stamp, "w", encoding="utf-8"):
-            pass
+        with open(stamp, "w", encoding="utf-8") as handle:
+            handle.write(failure)
         os.utime(stamp, (now, now))
     except OSError as exc:
         log.debug("ACP registry stamp not written: %s", exc)

@@ -40,6 +40,7 @@ class AcceptedEdit:
     proposal: str  # what the agent proposed
     final: str  # what the user accepted (their edits included)
     disk: DiskText | None = None  # the file on disk when the user decided (to refuse a stale write)
+    renamed_from: str | None = None  # a rename's source (real path): the agent removes it, as accepted
 
     @property
     def edited(self) -> bool:
@@ -59,10 +60,21 @@ class ReviewGate:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._mine: set[Review] = set()  # the open reviews this chat opened
 
-    async def review(self, path: str, before: DiskText, proposal: str, allow_always: str | None = None) -> Decision:
+    async def review(
+        self,
+        path: str,
+        before: DiskText,
+        proposal: str,
+        allow_always: str | None = None,
+        *,
+        part: tuple[int, int] | None = None,
+        renamed_from: str | None = None,
+    ) -> Decision:
         """Show the proposal against `before` and wait for the user's decision; a cancelled call
         closes the review (its outcome is then CLOSED, never an accept). `allow_always` is the
-        agent's "allow for this session" option name, when it offered one (Review.allow_always)."""
+        agent's "allow for this session" option name, when it offered one (Review.allow_always).
+        `part` (n, count): file n of an edit of several files; `renamed_from`: a rename's source
+        (`path` is its target, `before` the source's text)."""
         loop = self._loop = asyncio.get_running_loop()
         decision: asyncio.Future[Decision] = loop.create_future()
 
@@ -80,6 +92,7 @@ class ReviewGate:
             raise ReviewOpen(f"a review of {path} is already open; finish it, then ask the agent again")
         review.disk = before
         review.allow_always = allow_always
+        review.part, review.renamed_from = part, renamed_from
         self._mine.add(review)
         try:
             await asyncio.wait_for(self.editor.show_review(review), SHOW_TIMEOUT_SECONDS)
@@ -122,6 +135,13 @@ class ReviewGate:
     def take(self, path: str) -> AcceptedEdit | None:
         """The accepted edit of `path`, once: a second write of it is not covered by the review."""
         return self.accepted.pop(path, None)
+
+    def take_all_by_tool_call(self, tool_call_id: str) -> list[AcceptedEdit]:
+        """Every accepted edit of the call, once (an edit of several files has one per file)."""
+        found = []
+        while (edit := self.take_by_tool_call(tool_call_id)) is not None:
+            found.append(edit)
+        return found
 
     def take_by_tool_call(self, tool_call_id: str) -> AcceptedEdit | None:
         for path, edit in list(self.accepted.items()):

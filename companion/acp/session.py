@@ -49,8 +49,9 @@ from ..core.turn_writes import TurnWrites, written_digest
 from . import process, updates
 from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
 from .edits import NotRebuildable, edit_path, is_edit, proposed_text
+from .file_changes import FileChange, file_changes, location_paths
 from .files import READ_LIMIT_BYTES, AgentFiles, FsRefused
-from .modes import Kind, asking_mode, starting_mode
+from .modes import Kind, Seen, asking_mode, starting_mode
 from .modes import kind as mode_kind
 from .resources import Attachment, Resource, attach
 from .review_gate import AcceptedEdit, ReviewGate, ReviewOpen
@@ -112,6 +113,7 @@ class ChatSession:
         self.unchecked = UncheckedEdits()  # edits that did not go through the review (`chat` reports them)
         self.writes = TurnWrites()  # what the agent wrote through us this turn, for the change set
         self.mode: str | None = None
+        self.seen = Seen()  # what the agent did with edits in each mode: names are only hints (modes.py)
         self._conn: ClientSideConnection | None = None
         self._notes: list[str] = []  # told to the agent with the next prompt
         self._calls = updates.ToolCalls()  # by id: updates carry only what changed; content capped
@@ -127,6 +129,9 @@ class ChatSession:
         self._watcher: asyncio.Task[None] | None = None
         self._temp = ""  # the agent's own temporary folder (with_private_temp), removed with the chat
         self._status_shown = False  # the view shows a status from the agent's notifications
+        # The user's last answer this turn rejected an edit: a turn then ending `cancelled` is the
+        # agent stopping after the rejection (some agents' reject ends the turn), not a failure.
+        self.rejected_last = False
 
     # -- lifecycle --
 
@@ -251,7 +256,7 @@ class ChatSession:
 
     def _warn_if_unreviewed_mode(self) -> None:
         current = next((m for m in self.modes if m.id == self.mode), None)
-        if current is not None and mode_kind(current) is Kind.WRITES:
+        if current is not None and mode_kind(current, self.seen) is Kind.WRITES:
             self.view.notice(
                 f"{self.spec.name} runs in mode {current.id!r}, which applies edits without review (you set it).",
                 "warning",
@@ -260,10 +265,10 @@ class ChatSession:
     def _unreviewed(self, text: str) -> None:
         """A warning about an edit that went through no review: with a one-click switch to the
         agent's asking mode when it runs in another one."""
-        asking = asking_mode(self.modes)
+        asking = asking_mode(self.modes, self.seen)
         if asking is not None and asking.id != self.mode:
             self.view.offer_mode(text, asking)
-        elif asking is None and self.modes:
+        elif asking is None and self.modes and asking_mode(self.modes) is None:  # else: said to ask, did not
             hint = 'to review its edits, set its "mode" in the setting "agents" (or --mode) to one that asks'
             self.view.notice(f"{text} None of {self.spec.name}'s modes is known to ask; {hint}.", "warning")
         else:
@@ -320,6 +325,7 @@ class ChatSession:
         blocks: list[Any] = [text_block(note) for note in self._notes] + [text_block(text)]
         blocks += [block for a in attached for block in _resource_blocks(a)]
         self._notes = []
+        self.rejected_last = False
         try:
             with self.agent.turn() if self.agent else contextlib.nullcontext():  # its tree is tracked meanwhile
                 response = await self._conn.prompt(self.session_id, blocks)
@@ -328,8 +334,15 @@ class ChatSession:
         finally:
             self._clear_status()
         stop_reason = str(response.stop_reason)
+        if self.stopped_after_rejection(stop_reason):
+            self.view.notice(f"{self.spec.name} stopped its turn after you rejected its edit.", "info")
         self.view.turn_ended(stop_reason)
         return stop_reason
+
+    def stopped_after_rejection(self, stop_reason: str) -> bool:
+        """The turn ended `cancelled` right after the user rejected an edit: the agent's answer to
+        the rejection (its only reject option ends the turn), not an error."""
+        return stop_reason == "cancelled" and self.rejected_last
 
     def _clear_status(self) -> None:
         """A status says what the agent does during a turn; once the turn is over it is stale."""
@@ -401,6 +414,7 @@ class ChatSession:
     async def cancel(self) -> None:
         """session/cancel; permission requests still open are answered `cancelled` (the protocol
         requires it) and their reviews closed."""
+        self.rejected_last = False  # the turn ends `cancelled` because the user cancelled it
         for task in list(self._asking):
             task.cancel()
         if self._conn is not None and self.session_id:
@@ -487,8 +501,28 @@ class ChatSession:
         kind = call.get("kind") or (known.kind if known else None)
         if not is_edit(call, kind):
             return await self.view.choose(str(call.get("title") or kind or "a tool"), choices)
+        self.seen.asked(self.mode)  # this mode asks before an edit, whatever its name
         reject = _pick(choices, "reject_once", "reject_always")
+        try:
+            changes = file_changes(call, kind)
+        except NotRebuildable as exc:
+            what = edit_path(call) or "several files"
+            self.view.notice(
+                f"Rejected {self.spec.name}'s edit of {what}: {exc}; nothing of it was reviewed.", "warning"
+            )
+            self.unchecked.refused.add(what)
+            return reject
         path = edit_path(call)
+        named = [p for c in changes for p in (c.path, c.target)] if changes else [path] if path else []
+        unchanged = await self._unchanged_locations(call, named)
+        if unchanged:  # reviewing the others would let one review stand for files it does not show
+            what = ", ".join(unchanged)
+            message = f"it names {what} but carries no change for it; nothing of it was reviewed"
+            self.view.notice(f"Rejected {self.spec.name}'s edit of {path or what}: {message}.", "warning")
+            self.unchecked.refused.add(what)
+            return reject
+        if changes:  # several files, a rename or a patch: each file reviewed, all or nothing
+            return await self._decide_files(call, changes, choices, reject)
         if path is None:
             message = f"Rejected an edit by {self.spec.name}: it names no file, so it cannot be reviewed."
             self.view.notice(message, "warning")
@@ -524,9 +558,105 @@ class ChatSession:
             self._allowed_always(always)
         return allow
 
+    async def _unchanged_locations(self, call: dict[str, Any], named: list[str]) -> list[str]:
+        """The files the call's `locations` name that are none of `named` (the files it changes),
+        compared as real paths; a location outside the workspace is one of them."""
+        found = location_paths(call)
+        if all(p in named for p in found):
+            return []
+        real = set()
+        for path in named:
+            with contextlib.suppress(FsRefused):
+                real.add((await self.files.resolve(path)).path)
+        unchanged = []
+        for path in found:
+            try:
+                if (await self.files.resolve(path)).path not in real:
+                    unchanged.append(path)
+            except FsRefused:
+                unchanged.append(path)
+        return unchanged
+
+    async def _decide_files(
+        self, call: dict[str, Any], changes: list[FileChange], choices: list[Choice], reject: str | None
+    ) -> str | None:
+        """A call changing several files (or renaming one): every file's proposal is built first
+        (one that cannot be refuses the whole call: no subset is ever reviewed), then each is
+        reviewed in turn; the call is allowed only when the user accepted every one of them."""
+        names = ", ".join(c.describe() for c in changes)
+        what = f"edit of {len(changes)} files ({names})" if len(changes) > 1 else f"edit ({names})"
+        always = next((c for c in choices if c.kind == "allow_always"), None)
+        prepared = []
+        try:
+            for change in changes:
+                source = await self.files.resolve(change.path)
+                target = await self.files.resolve(change.target) if change.new_path else source
+                disk = await self.files.disk(source)
+                before = await self.files.current(source, disk)
+                if before.not_shown is not None:
+                    raise NotRebuildable(f"the current text of {change.path} cannot be shown: {before.not_shown}")
+                try:
+                    proposal = change.proposal(before.text, None if before is disk else disk.text)
+                except NotRebuildable as exc:
+                    raise NotRebuildable(f"{change.path}: {exc}") from None
+                prepared.append((source.path if change.new_path else None, target, before, disk, proposal))
+        except (FsRefused, NotRebuildable) as exc:
+            self.view.notice(f"Rejected {self.spec.name}'s {what}: {exc}; nothing of it was reviewed.", "warning")
+            self.unchecked.refused.add(names)
+            return reject
+        decisions = []
+        for n, (renamed_from, target, before, _, proposal) in enumerate(prepared, 1):
+            part = (n, len(prepared)) if len(prepared) > 1 else None
+            try:
+                offer = always.name if always else None
+                decision = await self.gate.review(
+                    target.path, before, proposal, offer, part=part, renamed_from=renamed_from
+                )
+            except ReviewOpen as exc:
+                self.view.notice(f"Rejected {self.spec.name}'s {what}: {exc}.", "warning")
+                self.unchecked.refused.add(names)
+                return reject
+            if decision.outcome is not Outcome.ACCEPTED:
+                self._partly_rejected(call, changes, n, decision.outcome)
+                return reject
+            decisions.append(decision)
+        allow = always.option_id if always and all(d.always for d in decisions) else _pick(choices, "allow_once")
+        if allow is None:
+            self.view.notice(
+                f"{self.spec.name} offers no one-time allow for its {what}; it was not allowed.", "warning"
+            )
+            return None
+        edited = False
+        for (renamed_from, target, _, disk, proposal), decision in zip(prepared, decisions, strict=False):
+            final = decision.content or proposal
+            edit = AcceptedEdit(call["toolCallId"], target.path, proposal, final, disk, renamed_from)
+            self.gate.on_accepted(edit)
+            edited = edited or edit.edited
+        self._mark_decided(call, "accepted with your edits" if edited else "accepted")
+        if always and allow == always.option_id:
+            self._allowed_always(always)
+        return allow
+
+    def _partly_rejected(self, call: dict[str, Any], changes: list[FileChange], n: int, outcome: Outcome) -> None:
+        """One line: which file of the edit the user rejected (or closed), and that nothing of it
+        was allowed, the files accepted before it included."""
+        said = "rejected" if outcome is Outcome.REJECTED else "closed the review of"
+        line = f"You {said} {changes[n - 1].describe()}"
+        if len(changes) > 1:
+            accepted = [c.describe() for c in changes[: n - 1]]
+            unseen = [c.describe() for c in changes[n:]]
+            line += f", so {self.spec.name}'s whole edit of {len(changes)} files was rejected"
+            others = [f"accepted: {', '.join(accepted)}"] if accepted else []
+            others += [f"not reviewed: {', '.join(unseen)}"] if unseen else []
+            line += f" ({'; '.join(others)})" if others else ""
+        self.view.notice(line + ".", "info")
+        if outcome is Outcome.REJECTED:
+            self._mark_decided(call, "rejected")
+
     def _mark_decided(self, call: dict[str, Any], decision: str) -> None:
         """The call's card says what the user decided, whatever the agent reports about it later."""
         call_id = call["toolCallId"]
+        self.rejected_last = decision == "rejected"
         known = self._calls.get(call_id) or updates.merge_tool_call(None, call, True)
         self._calls[call_id] = replace(known, decision=decision, reviewed=True)
         self.view.tool_call(self._calls[call_id])
@@ -597,15 +727,19 @@ class ChatSession:
         self._calls[call_id] = call
         self.view.tool_call(call)
         if data.get("status") == "failed":
-            self.gate.take_by_tool_call(call_id)
+            self.gate.take_all_by_tool_call(call_id)
         if data.get("status") != "completed":
             return
-        accepted = self.gate.take_by_tool_call(call_id)
-        if accepted is not None:
+        taken = self.gate.take_all_by_tool_call(call_id)  # one per file of an edit of several
+        for accepted in taken:
             if accepted.edited:  # the agent wrote its own proposal (Claude): now the user's version
                 await self._write_users_version(accepted)
             await self._wrote(accepted.path, reviewed=True)  # the agent wrote what the user accepted
-        elif call.decision == "rejected":
+            if accepted.renamed_from is not None:  # the rename's source is gone, as the user accepted
+                self.writes.record(accepted.renamed_from, reviewed=True)
+        if taken:
+            return
+        if call.decision == "rejected":
             path = edit_path(said) or "the file"
             self.view.notice(
                 f"{self.spec.name} reports its edit of {path} as done, but you rejected it: nothing was written "
@@ -614,6 +748,7 @@ class ChatSession:
             )
         elif call_id not in self._asked and is_edit(said, call.kind):
             path = edit_path(said) or (call.diffs[0].path if call.diffs else "a file")
+            self.seen.wrote(self.mode)  # this mode applies edits without asking, whatever its name
             self._unreviewed(f"{self.spec.name} changed {path} without asking: applied without review.")
             self.unchecked.applied.add(path)
             with contextlib.suppress(FsRefused):  # outside the workspace: no change set holds it
@@ -664,6 +799,7 @@ class ChatSession:
             edit = AcceptedEdit("", target.path, content, content)
         if edit is None:
             message = f"Refused the write of {path}: no review accepted it. Every edit goes through a review."
+            self.seen.wrote(self.mode)
             self._unreviewed(message)
             self.unchecked.refused.add(path)
             raise RequestError(-32602, message)

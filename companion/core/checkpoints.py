@@ -30,13 +30,14 @@ import secrets
 import stat
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from . import checkpoint_pins, folder_watch
-from .checkpoint_store import KEEP_CHECKPOINTS, CheckpointStore, hash_fd
+from .checkpoint_store import KEEP_CHECKPOINTS, CheckpointStore, StoreDamaged, damaged, hash_fd, is_digest, key_of_real
 from .folder_watch import FolderWatch
+from .paths import is_inside
 from .patterns import Exclusions, GitIgnore, IgnoreFile
 
 _S_IFREG = stat.S_IFREG
@@ -99,9 +100,20 @@ class Checkpoint:
         return {"folders": list(self.folders), "taken_ns": self.taken_ns, "entries": list(self.entries.values())}
 
     @classmethod
-    def from_payload(cls, point_id: str, payload: dict[str, Any]) -> Checkpoint:
+    def from_payload(cls, point_id: str, payload: dict[str, Any], key: str | None = None) -> Checkpoint:
+        """The checkpoint a store saved. With `key` (the store's workspace key), every field is
+        checked to be what the store writes (StoreDamaged otherwise): the folders are the store's
+        own, each path is below one of them, each digest a sha256, each kind and mode one a scan
+        records. A restore never follows a tampered index out of the workspace or the store."""
+        folders = tuple(payload["folders"])
         entries = {row[0]: Entry(*row) for row in payload["entries"]}
-        return cls(point_id, tuple(payload["folders"]), int(payload["taken_ns"]), entries)
+        if key is not None:
+            problem = _folders_problem(folders, key) or next(
+                (p for e in entries.values() if (p := _entry_problem(e, folders))), ""
+            )
+            if problem or len(entries) != len(payload["entries"]) or type(payload["taken_ns"]) is not int:
+                raise StoreDamaged(problem or "a checkpoint's entries are not as saved")
+        return cls(point_id, folders, int(payload["taken_ns"]), entries)
 
     def digests(self) -> set[str]:
         return {e.digest for e in self.entries.values() if e.digest}
@@ -114,6 +126,36 @@ class Limits:
     file_excludes: Sequence[str] = ()
     folder_excludes: Sequence[str] = ()
     use_gitignore: bool = True
+
+
+_KINDS = frozenset(("file", "symlink", "dir", "fifo", "device", "socket"))
+
+
+def _folders_problem(folders: tuple[Any, ...], key: str) -> str:
+    if not folders or not all(isinstance(f, str) and os.path.isabs(f) for f in folders):
+        return "a checkpoint's folders are not absolute paths"
+    if key_of_real(folders) != key:
+        return "a checkpoint names folders of another workspace"
+    return ""
+
+
+def _entry_problem(entry: Entry, folders: tuple[str, ...]) -> str:
+    """Why `entry` is not one a scan of `folders` records ("" when it is)."""
+    path = entry.path
+    if not isinstance(path, str) or not os.path.isabs(path) or os.path.normpath(path) != path:
+        return f"{str(path)[:200]!r} is not a normalised absolute path"
+    if not any(is_inside(path, f) and path != f for f in folders):
+        return f"{path} is outside the workspace folders"
+    if entry.kind not in _KINDS:
+        return f"{path} has the unknown kind {str(entry.kind)[:40]!r}"
+    numbers = (entry.size, entry.mtime_ns, entry.ctime_ns, entry.ino, entry.mode)
+    if not all(type(n) is int for n in numbers) or not 0 <= entry.mode <= _MODE_BITS:
+        return f"{path} has a size, time or mode that is not one"
+    if entry.digest and (entry.kind != "file" or not is_digest(entry.digest)):
+        return f"{path} names a content that is not a sha256"
+    if not isinstance(entry.target, str) or not isinstance(entry.reason, str):
+        return f"{path} has a link target or reason that is not text"
+    return ""
 
 
 def new_id() -> str:
@@ -215,6 +257,7 @@ class Scan:
         self.old_listings = listings or {}
         self.listings: dict[str, Listing] = {}
         self.watch = watch
+        self.cache = store.cache_folder
         self.linked: list[Entry] = []  # covered files with other hard links (a watch misses writes through those)
 
     def folder(self, root: str) -> None:
@@ -229,6 +272,21 @@ class Scan:
         return not self.changed and len(self.entries) == len(self.previous)
 
     def _walk(self, folder: str, rel: str, ignore: GitIgnore | None, repo_rel: str, first: bool) -> None:
+        """Depth first, in the order of a recursive walk, without recursion: an agent's chain of
+        thousands of nested folders cannot reach Python's recursion limit."""
+        stack = [self._folder(folder, rel, ignore, repo_rel, first)]
+        while stack:
+            inner = next(stack[-1], None)
+            if inner is None:
+                stack.pop()
+            else:
+                stack.append(self._folder(*inner, first=False))
+
+    def _folder(
+        self, folder: str, rel: str, ignore: GitIgnore | None, repo_rel: str, first: bool
+    ) -> Iterator[tuple[str, str, GitIgnore | None, str]]:
+        """Scan one folder's entries; yields each inner folder to walk (folder, rel, rules, repo rel)
+        when it comes, before the entries after it."""
         if self.watch is not None:
             self.watch.folder(folder)  # before the listing: a change after it is an event
         try:
@@ -256,8 +314,8 @@ class Scan:
                 self.listings.pop(folder, None)
                 is_dir = not is_dir
                 left_out = self.exclusions.excluded(item.name, item.path, rel, is_dir, ignore, repo_rel)
-            if left_out:
-                continue
+            if left_out or (is_dir and item.path == self.cache):
+                continue  # the cache, inside a workspace: the store never checkpoints itself
             old = previous.get(item.path)
             if (  # inline, not a function: this runs once per file of the workspace
                 old is not None
@@ -272,7 +330,9 @@ class Scan:
                 if st.st_nlink > 1:
                     self.linked.append(old)
             else:
-                self._entry(item, st, old, rel, ignore, repo_rel)
+                inner = self._entry(item, st, old, rel, ignore, repo_rel)
+                if inner is not None:
+                    yield inner
 
     def _listing(
         self,
@@ -322,13 +382,14 @@ class Scan:
         rel: str,
         ignore: GitIgnore | None,
         repo: str,
-    ) -> None:
+    ) -> tuple[str, str, GitIgnore | None, str] | None:
+        """Record the entry; a folder's, to walk next."""
         entry = stat_entry(item.path, st)
         if entry.kind == "dir":
             self._record(entry, old)
-            self._walk(item.path, rel + item.name + "/", ignore, repo + item.name + "/", first=False)
-            return
+            return item.path, rel + item.name + "/", ignore, repo + item.name + "/"
         self._record(self._content(entry, st.st_nlink), old)
+        return None
 
     def _record(self, entry: Entry, old: Entry | None) -> None:
         if old is not None and entry == old:
@@ -379,6 +440,14 @@ class Checkpointer:
         self._watch: FolderWatch | None = None
         # What the watch vouches for, and its files with other hard links (which it cannot).
         self._watched: tuple[Checkpoint | None, list[Entry]] = (None, [])
+        self._scan: Scan | None = None  # the scan under way, for `scanned`
+
+    @property
+    def scanned(self) -> int:
+        """The entries the scan under way has found so far (0 when none runs): a status line's count,
+        read from another thread (a dict's length)."""
+        scan = self._scan
+        return len(scan.entries) if scan is not None else 0
 
     def take(self, full: bool = False) -> Checkpoint:
         """A checkpoint of the folders now (the previous one when nothing changed). `full`: look at
@@ -401,9 +470,12 @@ class Checkpointer:
             # file written within RACY_NS of that scan again).
             return previous
         watch = self._rewatch()
-        scan = Scan(self.store, self.limits, previous, settled, self._listings, watch)
-        for folder in self.folders:
-            scan.folder(folder)
+        scan = self._scan = Scan(self.store, self.limits, previous, settled, self._listings, watch)
+        try:
+            for folder in self.folders:
+                scan.folder(folder)
+        finally:
+            self._scan = None
         self._listings = scan.listings
         if previous is not None and scan.unchanged and previous.folders == self.folders:
             # Every file was read again or still has the lstat it had when read, by now: a file
@@ -483,11 +555,13 @@ class Checkpointer:
         store); delete unreferenced blobs. Reads only the checkpoints this Checkpointer did not save
         or load itself (another chat's, a revert's), and each pinned older one once (its digests are
         kept while it stays pinned). Skipped while another checkpoint of this store is being taken."""
+        # A little before now: a file's time comes from the kernel's coarse clock, a few ms behind.
+        started = time.time() - 0.05
         with checkpoint_pins.pruning(self.store.root) as others:
             if others is not None:
-                self._prune([*pinned, *others])
+                self._prune([*pinned, *others], started)
 
-    def _prune(self, pinned: Sequence[str]) -> None:
+    def _prune(self, pinned: Sequence[str], started: float | None = None) -> None:
         ids = self.store.point_ids()
         if len(ids) <= self.keep:
             return
@@ -503,7 +577,7 @@ class Checkpointer:
         self._pinned = {point_id: digests for point_id, digests in self._pinned.items() if point_id in older}
         self._newest = {digest: point_id for digest, point_id in self._newest.items() if digest in used}
         self._seen &= set(newest)
-        self.store.remove_unused({*newest, *pinned}, used)
+        self.store.remove_unused({*newest, *pinned}, used, started)
 
     def _pinned_digests(self, point_id: str) -> frozenset[str]:
         """A pinned checkpoint's digests, read once: a saved checkpoint never changes (ids are new)."""
@@ -525,7 +599,26 @@ class Checkpointer:
 
 
 def load(store: CheckpointStore, point_id: str) -> Checkpoint | None:
+    """A saved checkpoint, or None when it is gone or damaged (`load_checked` says which)."""
     try:
-        return Checkpoint.from_payload(point_id, store.load_point(point_id))
-    except (OSError, ValueError, KeyError, TypeError):
+        return load_checked(store, point_id)
+    except (OSError, StoreDamaged):
         return None
+
+
+def load_checked(store: CheckpointStore, point_id: str) -> Checkpoint:
+    """A saved checkpoint, every field checked (`Checkpoint.from_payload`). OSError when it is gone;
+    StoreDamaged, with what to do, when it is not what the store wrote."""
+    payload: Any = None
+    try:
+        payload = store.load_point(point_id)  # StoreDamaged (with what to do) for a name no checkpoint has
+    except StoreDamaged:
+        raise
+    except ValueError:
+        pass  # not JSON: from_payload finds no payload
+    try:
+        return Checkpoint.from_payload(point_id, payload, store.key)
+    except StoreDamaged as exc:
+        raise damaged(store.root, str(exc)) from None
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+        raise damaged(store.root, f"the checkpoint {point_id} is not one the store wrote") from None

@@ -59,6 +59,10 @@ class Review:
     # editor may then offer `accept_always` beside Accept. `always` says the user chose it.
     allow_always: str | None = None
     always: bool = False
+    # One file of an edit that changes several (ACP: one permission, several files): (n, count),
+    # shown so the user knows the edit is allowed only when every file of it is accepted.
+    part: tuple[int, int] | None = None
+    renamed_from: str | None = None  # a rename: the file's path before (file_path is the new one)
 
     def accept(self, content: str) -> None:
         """The user accepted; `content` is the proposal as the user left it (edits included)."""

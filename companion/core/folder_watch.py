@@ -35,6 +35,8 @@ import sys
 import weakref
 from collections.abc import Collection
 
+from . import patterns
+
 # The user's watches (max_user_watches: 8192 on kernels before 5.11) are shared with Sublime and
 # every other program: a chat takes at most this many, and none once the limit is reached.
 MAX_FOLDERS = 4_000
@@ -166,21 +168,53 @@ class FolderWatch:
 
     def rules_above(self, root: str) -> None:
         """Watch what decides the `.gitignore` rules in force at `root`: a `.git` or `.gitignore`
-        appearing or changing in a folder above it, a repository's `info/exclude` at or above it."""
+        appearing or changing in a folder above it, a repository's `info/exclude` at or above it,
+        the user's git config files and global excludes file."""
         folder = root
         while True:
             self.repository(folder)
             parent = os.path.dirname(folder)
             if parent == folder:
-                return
+                break
             self.names(parent, (".git", ".gitignore"))
             folder = parent
+        for path in (*patterns.user_config_files(), patterns.global_excludes(root)):
+            if path is not None:
+                self.file(path)
 
     def repository(self, folder: str) -> None:
-        """Watch `folder`'s `.git/info/exclude`, if `folder` is (or becomes) a repository."""
-        git = os.path.join(folder, ".git")
-        self.names(git, ("info",))
-        self.names(os.path.join(git, "info"), ("exclude",))
+        """Watch `folder`'s `info/exclude`, if `folder` is (or becomes) a repository: in `.git`, or
+        in the common git folder a `.git` file (a worktree's, a submodule's) leads to."""
+        git, common = patterns.git_dirs(folder)
+        if git != os.path.join(folder, ".git"):  # a `.git` file led elsewhere: its commondir may come
+            self.names(git, ("commondir",))
+        self.names(common, ("info",))
+        self.names(os.path.join(common, "info"), ("exclude",))
+
+    def file(self, path: str) -> None:
+        """Watch `path`, a rule or config file outside the workspace, wherever it is: in its folder's
+        real path (a linked home or `.config` is common), or (a folder missing) the nearest folder
+        above that exists, for the missing one's name; a file that is a link (dotfiles kept
+        elsewhere), as its name and its target."""
+        for _ in range(8):  # a chain of links
+            path = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
+            missing = path
+            while not os.path.isdir(os.path.dirname(missing)) and os.path.dirname(missing) != missing:
+                missing = os.path.dirname(missing)
+            identity = self._add(os.path.dirname(missing), frozenset((os.path.basename(missing),)))
+            if identity is None:
+                self.complete = False
+                return
+            self._folders[os.path.dirname(missing)] = identity
+            if missing != path or not os.path.islink(path):
+                if not self._plain(path):
+                    self.complete = False  # another hard link can change it unseen
+                return
+            try:
+                path = os.path.join(os.path.dirname(path), os.readlink(path))
+            except OSError:
+                return
+        self.complete = False
 
     def arm(self) -> None:
         """The scan is done: from now on `quiet()` tells whether anything changed since it began."""

@@ -8,18 +8,28 @@ whole path: a single leading `/` makes it absolute, a leading `//` relative to t
 match `/`; a trailing `/` makes it a folder pattern.
 
 gitignore (https://git-scm.com/docs/gitignore), implemented here rather than by running `git` (not
-installed everywhere Sublime is): blank lines and `#` comments, `\\#`/`\\!` escapes, trailing spaces,
-`!` negation (last matching rule wins; a deeper `.gitignore` overrides a shallower one), a `/` at
+installed everywhere Sublime is), as git's own `dir.c` and `wildmatch.c` read and match it: lines end
+at LF (a CR before it is dropped), a UTF-8 byte-order mark at the start is skipped, blank lines and
+`#` comments, trailing spaces (unless the last is escaped with `\\`), `!` negation (last matching
+rule wins; a deeper `.gitignore` overrides a shallower one), `\\` escaping any character, a `/` at
 the start or in the middle anchors the pattern to its file's folder, a trailing `/` matches folders
-only, `*`, `?`, `[...]` (with `!`/`^` negation), `**/`, `/**` and `/**/`. Also `.git/info/exclude`.
-Not read: the user's global `core.excludesFile`. An ignored folder is not entered, so nothing under
-it can be re-included (as in git).
+only, `*`, `?`, `[...]` (with `!`/`^` negation, ranges and the POSIX classes `[:digit:]` etc.),
+`**/`, `/**` and `/**/`; a pattern git cannot match (an unclosed `[`, an unknown class, a trailing
+`\\`) matches nothing. The files, weakest first: the user's global excludes (`core.excludesFile`
+from `$XDG_CONFIG_HOME/git/config` and `~/.gitconfig`, or `$GIT_CONFIG_GLOBAL`; else
+`$XDG_CONFIG_HOME/git/ignore`, `~/.config/git/ignore`), the repository's `info/exclude` (in its
+common git folder, for a worktree or a submodule whose `.git` is a `gitdir:` file), then each
+`.gitignore` from the repository's root down. An ignored folder is not entered, so nothing under it can be re-included (as in git).
+Not read: the system git config, `include`d config files, `core.ignoreCase` (matching is
+case-sensitive, as git's default on Linux). Rule and config files are read only when they are
+regular files (never a FIFO or a device), and only their first `MAX_RULES_BYTES`.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -104,6 +114,36 @@ def _join(parts: list[str]) -> re.Pattern[str] | None:
 
 # -- gitignore --
 
+MAX_RULES_BYTES = 4 * 1024 * 1024  # of one rule or config file: more is not read
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+_BOM = "\ufeff"
+
+
+def read_text(path: str) -> str | None:
+    """The text of `path` when it is a regular file (a FIFO or a device is never waited on), its
+    first MAX_RULES_BYTES; None when it cannot be read. Bytes that are not UTF-8 stay as the
+    surrogates `os.fsdecode` gives the same bytes in a file name."""
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while size < MAX_RULES_BYTES:
+            chunk = os.read(fd, MAX_RULES_BYTES - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8", "surrogateescape")
+
 
 @dataclass(frozen=True)
 class IgnoreFile:
@@ -117,8 +157,10 @@ class IgnoreFile:
     @classmethod
     def parse(cls, text: str, base: str = "") -> IgnoreFile:
         rules = []
-        for line in text.splitlines():
-            rule = _gitignore_rule(line)
+        if text.startswith(_BOM):  # git skips a UTF-8 byte-order mark (an editor's on Windows)
+            text = text[1:]
+        for line in text.split("\n"):  # LF only, as git: a lone CR, FF or NEL is part of a pattern
+            rule = _gitignore_rule(line[:-1] if line.endswith("\r") else line)
             if rule is not None:
                 rules.append(rule)
         any_rule = file_rule = None
@@ -130,10 +172,8 @@ class IgnoreFile:
 
     @classmethod
     def read(cls, path: str, base: str = "") -> IgnoreFile | None:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                text = handle.read()
-        except OSError:
+        text = read_text(path)
+        if text is None:
             return None
         parsed = cls.parse(text, base)
         return parsed if parsed.rules else None
@@ -152,7 +192,8 @@ class IgnoreFile:
 
 
 class GitIgnore:
-    """The ignore files in force in one folder of a repository (outermost first)."""
+    """The ignore files in force in one folder of a repository (weakest first: the global excludes,
+    info/exclude, then each .gitignore from the root down)."""
 
     def __init__(self, files: tuple[IgnoreFile, ...] = ()) -> None:
         self.files = files
@@ -184,14 +225,137 @@ def repository_root(folder: str) -> str | None:
         current = parent
 
 
+def git_dirs(root: str) -> tuple[str, str]:
+    """The git folder of the repository whose work tree is `root`, and its common git folder (where
+    `info/exclude` lives): `root/.git` for both, unless `.git` is a file `gitdir: <path>` (a
+    worktree, a submodule) naming another, whose `commondir` names the common one (a worktree)."""
+    dot_git = os.path.join(root, ".git")
+    text = None if os.path.isdir(dot_git) else read_text(dot_git)
+    if text is None or not text.startswith("gitdir: "):
+        return dot_git, dot_git
+    git_dir = os.path.join(root, text[len("gitdir: ") :].rstrip("\r\n"))  # relative to the .git file
+    common = read_text(os.path.join(git_dir, "commondir"))
+    common_dir = os.path.join(git_dir, common.rstrip("\r\n")) if common and common.strip() else git_dir
+    return os.path.normpath(git_dir), os.path.normpath(common_dir)
+
+
+def home_folder() -> str | None:
+    """The folder git takes for `~`: $HOME, else the system's idea of it (Windows: USERPROFILE)."""
+    home = os.environ.get("HOME") or os.path.expanduser("~")
+    return home if home and home != "~" else None
+
+
+def user_config_files() -> list[str]:
+    """The user's git config files, in the order git reads them (a later one wins); only
+    `$GIT_CONFIG_GLOBAL` when it is set, as git."""
+    chosen = os.environ.get("GIT_CONFIG_GLOBAL")
+    if chosen:
+        return [chosen]
+    home, xdg = home_folder(), os.environ.get("XDG_CONFIG_HOME")
+    found = []
+    if xdg:
+        found.append(os.path.join(xdg, "git", "config"))
+    elif home:
+        found.append(os.path.join(home, ".config", "git", "config"))
+    if home:
+        found.append(os.path.join(home, ".gitconfig"))
+    return found
+
+
+def global_excludes(root: str) -> str | None:
+    """The user's global excludes file: `core.excludesFile` from the user's git config (`~/` and a
+    path relative to the repository `root` resolved), else `$XDG_CONFIG_HOME/git/ignore` or
+    `~/.config/git/ignore`. None when there is none (an empty `core.excludesFile`: none, as git)."""
+    value = None
+    for path in user_config_files():
+        text = read_text(path)
+        found = config_value(text, "core", "excludesfile") if text is not None else None
+        value = found if found is not None else value
+    home, xdg = home_folder(), os.environ.get("XDG_CONFIG_HOME")
+    if value is None:
+        if xdg:
+            return os.path.join(xdg, "git", "ignore")
+        return os.path.join(home, ".config", "git", "ignore") if home else None
+    if not value or value.startswith("%("):
+        return None
+    if value == "~" or value.startswith("~/"):
+        return os.path.join(home, value[2:]) if home else None
+    if value.startswith("~"):
+        expanded = os.path.expanduser(value)
+        return expanded if not expanded.startswith("~") else None
+    return os.path.join(root, value)
+
+
+_SECTION = re.compile(r'\s*\[\s*([A-Za-z0-9.-]+)(\s+"(?:[^"\\\n]|\\.)*")?\s*\]')
+_KEY = re.compile(r"\s*([A-Za-z][A-Za-z0-9-]*)\s*(=?)")
+_ESCAPES = {"\\": "\\", '"': '"', "n": "\n", "t": "\t", "b": "\b"}
+
+
+def config_value(text: str, section: str, key: str) -> str | None:
+    """The last value of `section.key` (lower case, no subsection) in git config `text`: sections,
+    `#`/`;` comments, quotes, escapes and continued lines, as git reads them; include files are not
+    followed. None when it is not set (a key with no `=`, git's boolean true, counts as not set)."""
+    value: str | None = None
+    current = ""
+    i, n = 0, len(text)
+    while i < n:
+        header = _SECTION.match(text, i)
+        if header is not None:
+            current = header.group(1).lower() if header.group(2) is None else ""
+            i = header.end()
+            continue
+        line_end = text.find("\n", i)
+        line_end = n if line_end < 0 else line_end
+        found = _KEY.match(text, i, line_end)
+        if found is None or not found.group(2):
+            i = line_end + 1  # a comment, a blank line, a key with no value, a malformed line
+            continue
+        parsed, i = _config_string(text, found.end())
+        if current == section and found.group(1).lower() == key:
+            value = parsed
+    return value
+
+
+def _config_string(text: str, i: int) -> tuple[str, int]:
+    """A config value from `i` to its line's end (continued lines included); and where the next line starts."""
+    out: list[str] = []
+    spaces = 0
+    quoted = False
+    n = len(text)
+    while i < n:
+        char = text[i]
+        i += 1
+        if char == "\n" or (not quoted and char in "#;"):
+            if char != "\n":
+                end = text.find("\n", i)
+                i = n if end < 0 else end + 1
+            return "".join(out), i
+        if char in " \t" and not quoted:
+            spaces += 1 if out else 0
+            continue
+        out.append(" " * spaces)
+        spaces = 0
+        if char == '"':
+            quoted = not quoted
+        elif char == "\\" and i < n:
+            follow = text[i]
+            i += 1
+            if follow == "\n":
+                continue  # a continued line
+            out.append(_ESCAPES.get(follow, ""))
+        elif char != "\r":
+            out.append(char)
+    return "".join(out), n
+
+
 def rules_for(folder: str, root: str) -> tuple[GitIgnore, str]:
     """The ignore rules in force in `folder` of the repository at `root`, and its repo-relative prefix."""
     files: list[IgnoreFile] = []
-    git_dir = os.path.join(root, ".git")
-    if os.path.isdir(git_dir):
-        exclude = IgnoreFile.read(os.path.join(git_dir, "info", "exclude"))
-        if exclude is not None:
-            files.append(exclude)
+    user = global_excludes(root)
+    for path in (user, os.path.join(git_dirs(root)[1], "info", "exclude")):
+        found = IgnoreFile.read(path) if path is not None else None
+        if found is not None:
+            files.append(found)
     relative = os.path.relpath(folder, root)
     parts = [] if relative == "." else relative.replace(os.sep, "/").split("/")
     current, prefix = root, ""
@@ -205,33 +369,50 @@ def rules_for(folder: str, root: str) -> tuple[GitIgnore, str]:
     return GitIgnore(tuple(files)), prefix
 
 
+def _trim_trailing_spaces(line: str) -> str:
+    """git's trim_trailing_spaces: trailing spaces go, except one escaped by a backslash."""
+    last_space = -1
+    i, n = 0, len(line)
+    while i < n:
+        char = line[i]
+        if char == " ":
+            last_space = i if last_space < 0 else last_space
+        elif char == "\\":
+            i += 1
+            if i == n:
+                return line  # a trailing backslash: nothing trimmed (the pattern matches nothing)
+            last_space = -1
+        else:
+            last_space = -1
+        i += 1
+    return line[:last_space] if last_space >= 0 else line
+
+
 def _gitignore_rule(line: str) -> tuple[re.Pattern[str], bool, bool] | None:
     if not line or line.startswith("#"):
         return None
-    # Trailing spaces are dropped unless escaped with a backslash.
-    stripped = line.rstrip(" ")
-    if stripped.endswith("\\") and len(stripped) < len(line):
-        stripped += " "
-    line = stripped
-    negated = False
-    if line.startswith("!"):
-        negated, line = True, line[1:]
-    elif line.startswith(("\\!", "\\#")):
+    line = _trim_trailing_spaces(line)
+    negated = line.startswith("!")
+    if negated:
         line = line[1:]
-    only_dirs = line.endswith("/") and not line.endswith("\\/")
+    only_dirs = line.endswith("/")  # one slash: "a//" is the pattern "a/", which matches nothing
     if only_dirs:
-        line = line.rstrip("/")
+        line = line[:-1]
     if not line:
         return None
     anchored = "/" in line
     if line.startswith("/"):
         line = line[1:]
-    body = _gitignore_glob(line)
+    body = _wildmatch(line)
+    if body is None:
+        return None  # git can never match it
     regex = body if anchored else "(?:.*/)?" + body
     return re.compile(regex, re.DOTALL), negated, only_dirs
 
 
-def _gitignore_glob(pattern: str) -> str:
+def _wildmatch(pattern: str) -> str | None:
+    """git's wildmatch (with WM_PATHNAME) of `pattern` as a regular expression, or None when git can
+    never match it (an unclosed `[`, an unknown `[:class:]`, a trailing backslash)."""
     out: list[str] = []
     i, n = 0, len(pattern)
     while i < n:
@@ -240,15 +421,16 @@ def _gitignore_glob(pattern: str) -> str:
             j = i
             while j < n and pattern[j] == "*":
                 j += 1
-            double = j - i == 2 and (i == 0 or pattern[i - 1] == "/") and (j == n or pattern[j] == "/")
+            slash_after = j == n or pattern[j] == "/" or pattern[j : j + 2] == "\\/"
+            double = j - i >= 2 and (i == 0 or pattern[i - 1] == "/") and slash_after
             if double and j == n:
                 out.append(".*")  # "/**" at the end: everything inside
                 i = j
-            elif double:
+            elif double and pattern[j] == "/":
                 out.append("(?:.*/)?")  # "**/": any number of folders, including none
                 i = j + 1
             else:
-                out.append("[^/]*")
+                out.append(".*" if double else "[^/]*")
                 i = j
         elif char == "?":
             out.append("[^/]")
@@ -256,12 +438,12 @@ def _gitignore_glob(pattern: str) -> str:
         elif char == "[":
             end, cls = _bracket(pattern, i)
             if end < 0:
-                out.append(re.escape(char))
-                i += 1
-            else:
-                out.append(cls)
-                i = end + 1
-        elif char == "\\" and i + 1 < n:
+                return None
+            out.append(cls)
+            i = end + 1
+        elif char == "\\":
+            if i + 1 == n:
+                return None
             out.append(re.escape(pattern[i + 1]))
             i += 2
         else:
@@ -270,30 +452,73 @@ def _gitignore_glob(pattern: str) -> str:
     return "".join(out)
 
 
+# The POSIX classes, as git's wildmatch has them (ASCII only, git's own `isspace`).
+_CLASSES = {
+    "alnum": "0-9A-Za-z",
+    "alpha": "A-Za-z",
+    "blank": " \\t",
+    "cntrl": "\\x00-\\x1f\\x7f",
+    "digit": "0-9",
+    "graph": "!-~",
+    "lower": "a-z",
+    "print": " -~",
+    "punct": "!-/:-@\\[-`{-~",
+    "space": " \\t\\n\\r",
+    "upper": "A-Z",
+    "xdigit": "0-9A-Fa-f",
+}
+
+
 def _bracket(pattern: str, start: int) -> tuple[int, str]:
-    """Translate a `[...]` class starting at `start`; returns (index of "]", regex) or (-1, "")."""
-    i = start + 1
-    negate = False
-    if i < len(pattern) and pattern[i] in "!^":
-        negate, i = True, i + 1
+    """Translate a `[...]` class starting at `start`, as wildmatch reads it; returns (index of its
+    "]", regex), or (-1, "") when git can never match it."""
+    i, n = start + 1, len(pattern)
+    negate = i < n and pattern[i] in "!^"
+    if negate:
+        i += 1
     members: list[str] = []
-    first = True
-    while i < len(pattern):
+    previous = ""  # the last single character, the start of a range ("" after a range or a class)
+    while True:
+        if i >= n:
+            return -1, ""
         char = pattern[i]
-        if char == "]" and not first:
-            body = "".join(members)
-            return i, f"[^/{body}]" if negate else f"(?!/)[{body}]"
-        if char == "\\" and i + 1 < len(pattern):
-            members.append(re.escape(pattern[i + 1]))
-            i += 2
-        elif char == "-" and members and i + 1 < len(pattern) and pattern[i + 1] != "]":
-            members.append("-")
-            i += 1
-        else:
-            members.append(re.escape(char) if char not in "-" else "\\-")
-            i += 1
-        first = False
-    return -1, ""
+        if char == "]" and i > start + 1 + negate:
+            break
+        if char == "\\":
+            if i + 1 >= n:
+                return -1, ""
+            char = pattern[i + 1]
+            members.append(re.escape(char))
+            previous, i = char, i + 2
+            continue
+        if char == "-" and previous and i + 1 < n and pattern[i + 1] != "]":
+            high, i = pattern[i + 1], i + 2
+            if high == "\\":
+                if i >= n:
+                    return -1, ""
+                high, i = pattern[i], i + 1
+            if previous <= high:
+                members.append(f"{re.escape(previous)}-{re.escape(high)}")
+            previous = ""
+            continue
+        if char == "[" and pattern[i + 1 : i + 2] == ":":
+            close = pattern.find("]", i + 2)
+            if close < 0:
+                return -1, ""
+            name = pattern[i + 2 : close]
+            if name.endswith(":"):
+                members_of = _CLASSES.get(name[:-1])
+                if members_of is None:
+                    return -1, ""  # an unknown class: git matches nothing
+                members.append(members_of)
+                previous, i = "", close + 1
+                continue
+        members.append(re.escape(char))
+        previous, i = char, i + 1
+    body = "".join(members)
+    if negate:
+        return i, f"[^/{body}]"
+    return i, f"(?!/)[{body}]" if body else "(?!)"
 
 
 # -- a walk --

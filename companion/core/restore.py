@@ -41,7 +41,8 @@ def restore(
 ) -> tuple[Checkpoint, list[str]]:
     """Bring `paths` (every changed path when None) back to `before`. Returns a new checkpoint of
     the files as they now are, and the paths left as they were because the checkpoint did not cover them."""
-    targets = _targets(before, after, paths)
+    # The cache (and each folder holding it) when a workspace holds it: never removed or written.
+    targets = [p for p in _targets(before, after, paths) if not is_inside(store.cache_folder, p)]
     skipped = [p for p in targets if p in before.entries and not before.entries[p].covered]
     if skipped and paths is not None:
         reason = before.entries[skipped[0]].reason
@@ -180,7 +181,8 @@ def _create(store: CheckpointStore, entry: Entry, folders: Sequence[str]) -> Non
         if entry.kind == "dir":
             _make_folder(fd, leaf, entry.mode)
             return
-        temp = os.path.join(os.path.dirname(leaf), f".{os.path.basename(leaf)}.{secrets.token_hex(4)}.tmp")
+        # Not named after the file: a name of 242-255 bytes plus a suffix is over NAME_MAX (255).
+        temp = os.path.join(os.path.dirname(leaf), f".gemini-companion-{secrets.token_hex(8)}.tmp")
         try:
             if entry.kind == "symlink":
                 os.symlink(entry.target, temp, dir_fd=fd)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import secrets
 import socket
 import sys
 from collections.abc import Iterable, Iterator
@@ -48,11 +49,10 @@ class FolderRefused(TokenFileError):
 
 def atomic_write_private(path: str, data: bytes) -> None:
     # The temporary name (a leading dot, a .tmp end) matches no client's file pattern, so no client
-    # ever reads a half-written file.
-    temp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    # ever reads a half-written file. Unique per writer, not per process: two threads writing the same
+    # file (two chats of one window ending turns together) must not rename each other's file away.
+    temp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
-    if os.path.lexists(temp):
-        os.unlink(temp)
     fd = os.open(temp, flags | os.O_EXCL, 0o600)  # 0600 from the first byte, never chmod after
     try:
         with os.fdopen(fd, "wb") as handle:

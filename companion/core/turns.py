@@ -11,6 +11,7 @@ I/O: run it on a worker thread, never on Sublime's main thread.
 
 from __future__ import annotations
 
+import os
 import secrets
 import threading
 from collections.abc import Collection, Mapping, Sequence
@@ -18,9 +19,10 @@ from dataclasses import dataclass
 from time import monotonic_ns, time_ns
 from typing import Any
 
+from . import checkpoint_pins
 from .change_set import FileChange, changed_paths, diff
-from .checkpoint_store import CheckpointStore
-from .checkpoints import Checkpoint, Checkpointer, Limits, load, new_id
+from .checkpoint_store import GONE_DAYS, CheckpointStore, StoreDamaged, damaged, remove_gone_stores
+from .checkpoints import Checkpoint, Checkpointer, Entry, Limits, load, load_checked, new_id
 from .restore import RestoreFailed, RestoreRefused, current_entry, restore
 from .restore_plan import Conflict, RestorePlan, apply_plan, make_plan
 from .revert_note import reverted_note
@@ -55,9 +57,17 @@ class LastTurn:
 
 class Turns:
     def __init__(
-        self, cache_folder: str, folders: Sequence[str], limits: Limits | None = None, watch: bool = False
+        self,
+        cache_folder: str,
+        folders: Sequence[str],
+        limits: Limits | None = None,
+        watch: bool = False,
+        gone_days: float = GONE_DAYS,
     ) -> None:
-        """`watch`: a chat's, which checkpoints before every prompt (`Checkpointer`); close() it."""
+        """`watch`: a chat's, which checkpoints before every prompt (`Checkpointer`); close() it.
+        `gone_days`: the first turn end removes the stores of workspaces gone and unused this long."""
+        self.cache_folder = cache_folder
+        self.gone_days: float | None = gone_days
         self.store = CheckpointStore(cache_folder, folders)
         self.checkpointer = Checkpointer(self.store, folders, limits, watch)
         self.chat = secrets.token_hex(8)  # whose prompts and notes the record holds
@@ -67,20 +77,62 @@ class Turns:
         self._running = False
         self._checking: threading.Thread | None = None
         self._early: Checkpoint | None = None  # that scan's checkpoint
+        self._undo: list[str] = []  # this chat's "before restore" points
+        self._closed = False
+        self._after = ""  # the end state of this chat's last turn, as reverts and restores left it
         self._lock = threading.Lock()  # the record is read and rewritten whole
         # One checkpoint operation at a time: a restore (on a worker thread of the editor) and the
         # next prompt's checkpoint never interleave, nor write the workspace under each other.
         self._work = threading.Lock()
 
     def close(self) -> None:
-        """The chat ended: stop watching its folders (its checkpoints stay usable)."""
+        """The chat ended: stop watching its folders (its checkpoints stay usable; the record names
+        the last chat's, and the other chats' prunes no longer keep the rest)."""
         self.checkpointer.close()
+        self._closed = True
+        # From any thread, never waits (an event loop's call): the pin file goes on a thread of its own.
+        threading.Thread(
+            target=checkpoint_pins.unshare,
+            args=(self.store.root, self.chat),
+            name="gemini-companion-unpin",
+            daemon=True,
+        ).start()
+
+    def _share(self, *more: str) -> None:
+        """Pin this chat's checkpoints in the store, for every chat of every process: its prompts, its
+        undo points, the last turn's two (a prune by another chat never takes a running chat's)."""
+        if self._closed:
+            return
+        ids = {*self.prompts, *self._undo, *more, self._after}
+        if self._before is not None:
+            ids.add(self._before.id)
+        ids.discard("")
+        if ids:
+            checkpoint_pins.share(self.store.root, self.chat, ids)
+        else:  # `changes`, which pins nothing; or a first checkpoint that failed
+            checkpoint_pins.unshare(self.store.root, self.chat)
+
+    def _take_pinned(self) -> Checkpoint:
+        """A checkpoint, with every prune of the store (in any process) skipped while it is taken: its
+        new contents reach the store before the checkpoint that names them."""
+        self.store.prepare()
+        checkpoint_pins.share(self.store.root, self.chat, None)  # other processes' prunes
+        checkpoint_pins.hold(self.store.root, self.chat)  # this one's: waits for a prune already running
+        try:
+            point = self.checkpointer.take()
+        except BaseException:
+            self._share()
+            raise
+        finally:
+            checkpoint_pins.unpin(self.store.root, self.chat)
+        self._share(point.id)
+        return point
 
     def begin(self) -> Checkpoint:
         """The checkpoint before a prompt."""
         with self._work:
             wall, monotonic = time_ns(), monotonic_ns()
-            self._before = self.checkpointer.take()
+            self._before = self._take_pinned()
             self._begun = (wall, monotonic, self.checkpointer.quick)
             self.prompts.append(self._before.id)
             self._running = True
@@ -117,12 +169,15 @@ class Turns:
 
     def _end(self, agent: str, writes: dict[str, bool], digests: Mapping[str, str]) -> list[FileChange]:
         self.checked()
-        before = self._before or self.checkpointer.take()
-        after = self.checkpointer.take()
+        before = self._before or self._take_pinned()
+        after = self._take_pinned()
         if self._before is not None:
             for found in (self._early, after):  # the early scan's contents first: what the agent did not touch yet
                 if found is not None:
                     before = self._unseen_before(before, found)
+        if self._before is not None:
+            before = self._untouched_before(before, after)
+        after = self._still_there(after, before)
         writes = left_as_written(writes, digests, after)
         with self._lock:
             record = self.store.load_record() or {}
@@ -130,9 +185,80 @@ class Turns:
             restores = record.get("restores", []) if mine else []
             notes = record.get("notes", []) if mine else []  # a chat before this one took none of its own
             self._write(LastTurn(agent, before, after, writes), restores, notes)
+        self._after = after.id
+        self._share(before.id)
         pinned = (before.id, after.id, *self.prompts, *(point_id for _label, point_id in restores))
         self.checkpointer.prune(pinned=pinned)
+        if self.gone_days is not None:  # once a chat (a prune also does it, past `keep` checkpoints)
+            self.store.remove_stale_temps()
+            remove_gone_stores(self.cache_folder, self.gone_days)
+            self.gone_days = None
         return diff(before, after, self.store, writes, agent)
+
+    def _still_there(self, point: Checkpoint, reference: Checkpoint, save: bool = True) -> Checkpoint:
+        """`point`, with each path `reference` has and `point` left out though it is still there: a
+        file the turn made ignored (`app.py` appended to `.gitignore`) is still the turn's change, and
+        revertible; leaving it out made it "deleted" and every revert refuse it as changed since.
+        Saved as a new checkpoint (`save`) when anything was added."""
+        extra: dict[str, Entry] = {}
+        if point is reference:
+            return point  # nothing changed: no set of 100 000 paths to build
+        for path in reference.entries.keys() - point.entries.keys():
+            if os.path.realpath(os.path.dirname(path)) != os.path.dirname(path):
+                continue  # its folder is gone, or now a link: not read through it
+            try:
+                size = os.lstat(path).st_size
+            except OSError:
+                continue
+            limit = self.checkpointer.limits.max_file_bytes
+            now = current_entry(path, None, 0, self.store if size <= limit else None)
+            if now is not None and now.kind == "file" and size > limit:
+                now = now._replace(digest="", reason=f"larger than the {limit}-byte limit")
+            if now is not None:
+                extra[path] = now
+        if not extra:
+            return point
+        if save:
+            return self.checkpointer.amended(point, extra)
+        return Checkpoint(new_id(), point.folders, point.taken_ns, {**point.entries, **extra})
+
+    def _untouched_before(self, before: Checkpoint, after: Checkpoint) -> Checkpoint:
+        """`before`, with each path the turn's end has and the prompt's checkpoint left out though
+        nothing changed it since before the prompt (its ctime, and that of each folder above it the
+        prompt's checkpoint did not have, older than the prompt): a file ignored until the turn
+        changed `.gitignore` is not the turn's addition, and a revert must never delete it. A folder
+        the agent moved in has a new ctime: its files stay added. Not when the wall clock was stepped
+        during the turn. Saved as a new checkpoint, as `_unseen_before` does."""
+        wall, monotonic, _quick = self._begun
+        if before is after or abs((time_ns() - monotonic_ns()) - (wall - monotonic)) > CLOCK_SLACK_NS:
+            return before
+        old: dict[str, bool] = {folder: True for folder in after.folders}
+
+        def untouched(path: str) -> bool:  # up the folders, without recursion (deep trees)
+            chain: list[str] = []
+            while True:
+                if path in old:
+                    found = old[path]
+                    break
+                if path in before.entries:
+                    found = True
+                    break
+                entry = after.entries.get(path)
+                if entry is None or not _older(entry.ctime_ns, wall):
+                    found = False
+                    break
+                chain.append(path)
+                path = os.path.dirname(path)
+            for link in chain:
+                old[link] = found
+            return found
+
+        extra = {path: after.entries[path] for path in after.entries.keys() - before.entries.keys() if untouched(path)}
+        if not extra:
+            return before
+        amended = self.checkpointer.amended(before, extra)
+        self.prompts = [amended.id if point_id == before.id else point_id for point_id in self.prompts]
+        return amended
 
     def _unseen_before(self, before: Checkpoint, after: Checkpoint) -> Checkpoint:
         """`before`, with what changed before the prompt unseen by the folders' watch (a write through
@@ -165,10 +291,16 @@ class Turns:
         record = self.store.load_record()
         if record is None:
             raise NoTurn("no chat has left a turn in this workspace; run `chat --checkpoints` there first.")
-        before, after = load(self.store, record["before"]), load(self.store, record["after"])
-        if before is None or after is None:
-            raise NoTurn("the last turn's checkpoints are gone from the cache; nothing can be restored.")
-        return LastTurn(str(record["agent"]), before, after, {str(k): bool(v) for k, v in record["writes"].items()})
+        try:
+            before, after = load_checked(self.store, record["before"]), load_checked(self.store, record["after"])
+            writes = {str(k): bool(v) for k, v in record["writes"].items()}
+            return LastTurn(str(record["agent"]), before, after, writes)
+        except OSError:
+            raise NoTurn("the last turn's checkpoints are gone from the cache; nothing can be restored.") from None
+        except StoreDamaged as exc:
+            raise NoTurn(str(exc)) from None
+        except (KeyError, TypeError, AttributeError):
+            raise NoTurn(str(damaged(self.store.root, "its turn record is not one it wrote"))) from None
 
     def change_set(self, counted: bool = False) -> list[FileChange]:
         """The last turn's files, with +/- line counts when `counted` (`changes --json` prints none)."""
@@ -212,10 +344,15 @@ class Turns:
         -> the text of its open buffer with unsaved changes."""
         with self._work:
             self._refuse_while_running()
-            target = load(self.store, point.id)
-            if target is None:
-                raise NoTurn(f"the checkpoint of {point.label} is gone from the cache; it cannot be restored.")
-            current = self.checkpointer.take()
+            try:
+                target = load_checked(self.store, point.id)
+            except OSError:
+                raise NoTurn(
+                    f"the checkpoint of {point.label} is gone from the cache; it cannot be restored."
+                ) from None
+            except StoreDamaged as exc:
+                raise NoTurn(str(exc)) from None
+            current = self._still_there(self.checkpointer.take(), target, save=False)
             record = self.store.load_record()
             settled = load(self.store, record["after"]) if record else None
             return make_plan(self.store, point.label, target, current, settled or current, buffers)
@@ -226,7 +363,9 @@ class Turns:
         point ("before restore to ..."), a checkpoint of the workspace taken just before writing."""
         with self._work:
             self._refuse_while_running()
-            now = self.checkpointer.take()
+            now = self._still_there(self._take_pinned(), plan.target)
+            self._undo.append(now.id)
+            self._share(now.id)
             after = apply_plan(self.store, plan, now, take)
         undo = Point(f"before restore to {plan.label}", now.id)
         kept = sorted(c.path for c in plan.conflicts if c.path not in take)
@@ -287,10 +426,14 @@ class Turns:
                 return
             if after is not None:
                 record["after"] = after.id
+                if record.get("chat") == self.chat:
+                    self._after = after.id
             if undo is not None:
                 record["restores"] = [*record.get("restores", []), [undo.label, undo.id]]
             record["notes"] = [*record.get("notes", []), *notes]
             self.store.save_record(record)
+        if after is not None:
+            self._share()
 
     def _write(self, turn: LastTurn, restores: Sequence[Any], notes: Sequence[str]) -> None:
         self.store.save_record(
@@ -305,6 +448,12 @@ class Turns:
                 "notes": list(notes),
             }
         )
+
+
+def _older(ctime_ns: int, wall: int) -> bool:
+    """Whether a ctime is before the prompt's wall clock (`CLOCK_SLACK_NS`, a second more where the
+    file system keeps whole seconds)."""
+    return ctime_ns < wall - CLOCK_SLACK_NS - (_SECOND_NS if ctime_ns % _SECOND_NS == 0 else 0)
 
 
 def _is_folder(a: Checkpoint, b: Checkpoint, path: str) -> bool:

@@ -65,21 +65,25 @@ def configured() -> tuple[list[ChatAgent], list[str]]:
 Listed = list[tuple[RegistryAgent, bool]]  # an agent, and whether its program is on PATH
 
 
-def registry_agents(then: Callable[[Listed], None]) -> None:
+def registry_agents(then: Callable[[Listed, str], None]) -> None:
     """The registry's agents, refreshed when due and allowed (`acp_registry_fetch`), and whether
     each is installed: on a thread of its own (file and network I/O; PATH lookups stat files);
-    `then` gets them on the main thread."""
+    `then` gets them on the main thread, with one line when they are the shipped snapshot (why)."""
     allow = settings.settings().get("acp_registry_fetch", True) is not False
     folder = settings.cache_folder()
 
     def work() -> None:
+        note = ""
         try:
             path = agent_environment().get("PATH")
-            found = [(agent, agent.installed(path)) for agent in registry.agents(folder, allow)]
+            agents, note = registry.listing(folder, allow)
+            found = [(agent, agent.installed(path)) for agent in agents]
         except Exception as exc:  # even the snapshot failed: New Chat still offers the setting's agents
             print(f"Gemini Companion: the ACP registry's agents are not listed: {exc}")
             found = []
-        sublime.set_timeout(lambda: then(found))
+        if note:
+            print(f"Gemini Companion: the ACP registry's agents are {note}")
+        sublime.set_timeout(lambda: then(found, note))
 
     threading.Thread(target=work, name="gemini-companion-acp-registry", daemon=True).start()
 

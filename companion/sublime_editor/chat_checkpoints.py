@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import sublime
 
 from ..core.change_set import FileChange
+from ..core.checkpoint_store import GONE_DAYS
 from ..core.checkpoints import MAX_FILE_BYTES, MAX_FILES, Limits
 from ..core.turns import Turns
 from . import settings, workspace_tools
@@ -30,6 +31,7 @@ T = TypeVar("T")
 class CheckpointConfig:
     cache_folder: str
     limits: Limits
+    gone_days: int = GONE_DAYS  # checkpoint_days_after_folders_gone
 
 
 def _positive(key: str, default: int) -> int:
@@ -55,7 +57,8 @@ def config(window: sublime.Window) -> CheckpointConfig:
         folder_excludes=list(patterns.get("folder_exclude_patterns", [])),
         use_gitignore=settings.get("list_files_use_gitignore", True),
     )
-    return CheckpointConfig(settings.cache_folder(), limits)
+    gone_days = _positive("checkpoint_days_after_folders_gone", GONE_DAYS)
+    return CheckpointConfig(settings.cache_folder(), limits, gone_days)
 
 
 class ChatCheckpoints:
@@ -84,7 +87,7 @@ class ChatCheckpoints:
 
     def _first_checkpoint(self) -> Turns:
         # realpath, and the folders' watch: a worker's job
-        turns = Turns(self.config.cache_folder, self.folders, self.config.limits, watch=True)
+        turns = Turns(self.config.cache_folder, self.folders, self.config.limits, True, self.config.gone_days)
         # The slow first read of every file; not a prompt's checkpoint (prompt N of the chat is the
         # Nth begin(), which Restore checkpoint counts on): the first prompt's own only looks at what changed.
         turns.checkpointer.take()

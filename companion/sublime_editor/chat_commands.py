@@ -8,6 +8,7 @@ from collections.abc import Callable
 import sublime
 import sublime_plugin
 
+from ..acp import registry
 from ..acp.registry import RegistryAgent
 from . import chat_agents, chat_memory, chat_sessions, terminal
 from .chat_agents import ChatAgent, Listed
@@ -30,14 +31,16 @@ def choose_agent(
         then(found)
         return
     if with_registry:
-        chat_agents.registry_agents(lambda listed: _pick(window, agents, listed, then))
+        chat_agents.registry_agents(lambda listed, note: _pick(window, agents, listed, then, note))
         return
     _pick(window, agents, [], then)
 
 
-def _pick(window: sublime.Window, agents: list[ChatAgent], listed: Listed, then: Callable[[ChatAgent], None]) -> None:
+def _pick(
+    window: sublime.Window, agents: list[ChatAgent], listed: Listed, then: Callable[[ChatAgent], None], note: str = ""
+) -> None:
     """The quick panel: the setting's agents, then the registry's (installed: started at once;
-    not installed: how to install them)."""
+    not installed: how to install them). `note`: why the registry's are the shipped snapshot."""
     if not window.is_valid():
         return
     listed = chat_agents.not_configured(listed, agents)
@@ -65,13 +68,14 @@ def _pick(window: sublime.Window, agents: list[ChatAgent], listed: Listed, then:
         else:
             _offer_install(window, agent)
 
-    window.show_quick_panel(items, picked, placeholder="Chat with…")
+    placeholder = f"Chat with… (ACP registry: {note})" if note and listed else "Chat with…"
+    window.show_quick_panel(items, picked, placeholder=placeholder)
 
 
 def _registry_item(agent: RegistryAgent, installed: bool) -> list[str]:
     where = f"ACP registry · {agent.version}"
     if installed:
-        return [agent.name, f"{where} · {' '.join([agent.program, *agent.args])}"]
+        return [agent.name, f"{where} · {registry.one_line(' '.join([agent.program, *agent.args]))}"]
     return [agent.name, f"{where} · not installed: {agent.install_command}"]
 
 

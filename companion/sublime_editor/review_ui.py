@@ -416,7 +416,13 @@ def banner_html(entry: ReviewViews) -> str:
     path = html.escape(review.file_path)
     requester = html.escape(review.requested_by)
     notes: list[str] = []
-    if entry.current_text.is_new:
+    if review.renamed_from is not None:
+        notes.append(f"Rename <code>{html.escape(review.renamed_from)}</code> → <code>{path}</code>.")
+    if review.part is not None:
+        notes.append(
+            f"File {review.part[0]} of {review.part[1]} of one edit: it is allowed only if you accept every file."
+        )
+    if entry.current_text.is_new and review.renamed_from is None:
         notes.append("This file does not exist yet: accepting creates it.")
     if entry.changed_on_disk:
         notes.append(

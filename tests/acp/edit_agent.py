@@ -8,6 +8,10 @@ order on every prompt:
   required) and the options allow_once `allow` and reject_once `reject`;
 - `{"write": PATH, "content": TEXT}`: fs/write_text_file, only when the last request was allowed
   (`"anyway": true` writes in any case);
+- `{"disk": PATH, "content": TEXT}`: the agent writes the disk itself, only when allowed;
+  `{"rename": [FROM, TO]}` likewise renames a file, `{"remove": PATH}` deletes one;
+- `{"stop_if_rejected": REASON}`: the turn ends with stopReason REASON (`cancelled`) right away
+  when the last request was not allowed (an agent whose reject ends its turn);
 In UPDATE and TOOL_CALL, `{"diff_of_read": [OLD, NEW], "path": PATH}` inside `content` becomes a
 diff block of the whole text read (`oldText`) and that text with OLD replaced by NEW (`newText`);
 `{"read_with": [OLD, NEW]}` as a write's content is the same new text. What happened (each
@@ -83,6 +87,15 @@ async def serve(steps: list[dict[str, Any]]) -> None:
                     outcome = answer.outcome.model_dump(mode="json", by_alias=True, exclude_none=True)
                     allowed = outcome.get("optionId") == "allow"
                     record({"permission": outcome})
+                elif "stop_if_rejected" in step and not allowed:
+                    return PromptResponse(stop_reason=step["stop_if_rejected"])
+                elif "disk" in step and allowed:
+                    with open(step["disk"], "w", encoding="utf-8", newline="") as handle:
+                        handle.write(step["content"])
+                elif "rename" in step and allowed:
+                    os.replace(*step["rename"])
+                elif "remove" in step and allowed:
+                    os.remove(step["remove"])
                 elif "write" in step and (allowed or step.get("anyway")):
                     content = step["content"]
                     if isinstance(content, dict):

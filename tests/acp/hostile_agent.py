@@ -14,6 +14,8 @@ Behaviours, each acting on `session/prompt`:
 - `orphans`: starts a child in its own session and a double-forked grandchild (each writes its PID
   to $HOSTILE_RECORD.N), then crashes.
 - `escape`: a double-forked grandchild with an empty environment, holding stdout open; then crashes.
+- `nest`: a chain of $HOSTILE_DEPTH nested folders `d` in $HOSTILE_ROOT, a file `f` at the bottom
+  (its own shell would do the same), then a normal reply.
 """
 
 from __future__ import annotations
@@ -187,6 +189,16 @@ def double_fork(record: str, env: dict[str, str]) -> None:
         os._exit(0)
 
 
+def nest(session_id: str) -> None:
+    path = os.environ["HOSTILE_ROOT"]
+    for _ in range(int(os.environ["HOSTILE_DEPTH"])):
+        path = os.path.join(path, "d")
+        os.mkdir(path)
+    with open(os.path.join(path, "f"), "w", encoding="utf-8") as handle:
+        handle.write("at the bottom\n")
+    say(session_id, REPLY)
+
+
 ACTIONS = {
     "terminal": terminal,
     "deep": deep,
@@ -196,6 +208,7 @@ ACTIONS = {
     "linger": linger,
     "orphans": orphans,
     "escape": escape,
+    "nest": nest,
 }
 
 if __name__ == "__main__":

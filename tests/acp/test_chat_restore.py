@@ -43,16 +43,29 @@ def test_restore_in_the_chat_brings_back_prompt_one_and_the_next_prompt_says_so_
     write(reviewed, "before\n")
     write(outside, "before\n")
     record = os.path.join(str(tmp_path), "prompts.jsonl")
-    result = repl(workspace, os.path.join(str(tmp_path), "cache"), record, "Edit\n/changes\n/restore 1\nAgain\nThird\n")
+    lines = "Edit the files\n/changes\n/restore 1\nAgain\nThird\n/restore 2\n/restore undo\n/restore\n"
+    result = repl(workspace, os.path.join(str(tmp_path), "cache"), record, lines)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     listed = out.index("[changes: 2 files]", out.index("[changes: 2 files]") + 1)  # /changes after the turn's own
     assert f"  modified  {reviewed}  +1 -1  by " in out[listed:]
     assert f"[restore to prompt 1: 2 file(s) change]\n  change  {outside}  +1 -1\n  change  {reviewed}  +1 -1" in out
-    assert "Restored prompt 1. /restore undo brings the files back (before restore to prompt 1)." in out
+    assert "Restored prompt 1. /restore undo brings the files back (undo 1)." in out
+    assert "Restored prompt 2. /restore undo brings the files back (undo 2)." in out
+    assert "Restored undo 2. /restore undo brings the files back (undo 3)." in out  # never nested
+    listed = out[out.rindex("[restore points]") :].splitlines()[1:7]
+    assert listed == [
+        '  prompt 1  "Edit the files"',  # each prompt's text beside its point
+        '  prompt 2  "Again"',
+        '  prompt 3  "Third"',
+        "  undo 1  (the files just before restore 1)",
+        "  undo 2  (the files just before restore 2)",
+        "  undo 3  (the files just before restore 3)",
+    ]
+    assert "before restore to" not in out
     with open(record, encoding="utf-8") as handle:
         prompts = [[block["text"] for block in json.loads(line)] for line in handle]
-    assert prompts[0] == ["Edit"]
+    assert prompts[0] == ["Edit the files"]
     assert prompts[1][1] == "Again"
     assert prompts[1][0].startswith("[Note from the editor:")
     assert f"restored to how they were before prompt 1: {outside}, {reviewed}." in prompts[1][0]
@@ -122,3 +135,24 @@ def test_input_ending_at_a_conflict_cancels_the_restore_with_nothing_written(
 def test_a_prompt_that_never_was_is_one_error_line(chat: Turns, capsys: pytest.CaptureFixture[str]) -> None:
     restore(chat, [], words="/restore 7")
     assert capsys.readouterr().out == "error: there is no prompt 7 to restore (this chat has 1); give 1 to 1.\n"
+
+
+def test_a_long_prompt_is_shown_by_its_first_line_shortened(chat: Turns, capsys: pytest.CaptureFixture[str]) -> None:
+    text = "Fix the typo " + "x" * 100 + "\nand the second line"
+    asyncio.run(run_command(chat, ["/restore"], lambda shown, question: "", True, [text]))
+    listed = capsys.readouterr().out.splitlines()[2]
+    assert listed == '  prompt 1  "' + ("Fix the typo " + "x" * 100)[:59] + '…"'
+
+
+def test_help_lists_the_chats_own_commands_and_a_double_slash_goes_to_the_agent(
+    workspace: str, tmp_path: object
+) -> None:
+    write(os.path.join(workspace, "reviewed.txt"), "before\n")
+    record = os.path.join(str(tmp_path), "prompts.jsonl")
+    result = repl(workspace, os.path.join(str(tmp_path), "cache"), record, "/help\n//help me\n")
+    assert result.returncode == 0, result.stderr
+    for command in ("/help ", "/mode [ID]", "/changes ", "/restore [N]", "//COMMAND"):
+        assert f"\n  {command}" in result.stdout, result.stdout
+    with open(record, encoding="utf-8") as handle:
+        prompts = [[block["text"] for block in json.loads(line)] for line in handle]
+    assert prompts == [["/help me"]]  # /help itself never reached the agent

@@ -190,7 +190,7 @@ def test_a_stop_signal_to_chat_stops_the_agent_and_removes_its_temporary_folder(
     killed_at_the_end.append(agent[0])
     chat.send_signal(getattr(signal, signal_name))
     _, stderr = chat.communicate(timeout=CEILING)
-    assert chat.returncode == 1, stderr
+    assert chat.returncode == 128 + getattr(signal, signal_name), stderr  # the shell's convention (chat --help)
     assert "Stopped." in stderr and "Traceback" not in stderr, stderr
     assert_all_gone([agent[0]])
     assert not os.path.exists(agent[1]), f"the agent's temporary folder {agent[1]} is left"
@@ -216,7 +216,7 @@ def test_a_second_stop_signal_while_chat_closes_changes_nothing(
     except BaseException:
         chat.kill()
         raise
-    assert chat.returncode == 1, stderr
+    assert chat.returncode == 128 + signal.SIGTERM, stderr
     assert_all_gone([agent[0]])
     assert not os.path.exists(agent[1]), f"the agent's temporary folder {agent[1]} is left"
 

@@ -75,10 +75,13 @@ def test_the_users_mode_wins_and_a_missing_one_says_which_exist() -> None:
 
 
 def test_an_agent_that_writes_without_asking_and_has_no_asking_mode_is_not_started_silently() -> None:
+    all_write = [Mode("auto", "Default"), Mode("full-access", "Full Access")]
     with pytest.raises(
         NoAskingMode, match=r"starts in mode 'auto', which applies edits without review.*set its \"mode\""
     ):
-        starting_mode("Codex", "auto", NO_ASKING, None)
+        starting_mode("Codex", "auto", all_write, None)
+    # A mode not known to write beats one known to: there every edit is asked for, or seen writing.
+    assert starting_mode("Codex", "auto", NO_ASKING, None).mode_id == "read-only"
     assert starting_mode("Odd", "build", [Mode("build", "Build")], None).mode_id is None  # unknown: kept
 
 
@@ -197,12 +200,10 @@ async def test_a_write_refused_for_want_of_a_review_offers_the_asking_mode(
 async def test_a_mode_the_agent_lacks_and_a_writing_agent_without_an_asking_mode_end_the_start_clearly(
     workspace: str, modes_file: str, tmp_path: Any
 ) -> None:
-    env = _environment(tmp_path, _modes("auto", "read-only", "auto", "full-access"), writes="auto")
+    env = _environment(tmp_path, _modes("auto", "auto", "full-access"), writes="auto")
     with pytest.raises(ChatFailed, match=r"Scripted starts in mode 'auto', which applies edits without review"):
         await _turn(workspace, env, RecordingView())
-    with pytest.raises(
-        ChatFailed, match=r"Scripted has no mode 'ask'; its modes are \['read-only', 'auto', 'full-access'\]"
-    ):
+    with pytest.raises(ChatFailed, match=r"Scripted has no mode 'ask'; its modes are \['auto', 'full-access'\]"):
         await _turn(workspace, env, RecordingView(), mode="ask")
     assert _text(modes_file) == "before\n" and _set_modes(tmp_path) == []
 
@@ -233,3 +234,38 @@ def test_chat_mode_option_and_the_line_that_says_how_to_switch_back(
     assert "To review its edits, switch to its mode 'ask', which asks: run the chat with --mode ask." in done.stdout
     empty = _chat_command(workspace, env, "--mode", " ")
     assert empty.returncode == 2 and "error: --mode needs the id of one of the agent's modes" in empty.stderr
+
+
+# -- by behaviour, not by name (issue #36) --
+
+
+def test_an_agent_whose_asking_mode_is_named_read_only_is_started_there_and_its_edit_reviewed(
+    workspace: str, modes_file: str, tmp_path: Any
+) -> None:
+    env = _environment(tmp_path, _modes("auto", "read-only", "auto", "full-access"), writes="auto")
+    done = _chat_command(workspace, env, "--diff-policy", "reject")
+    assert done.returncode == 0, done.stdout + done.stderr  # was: refused at start, "no mode asks before each edit"
+    assert _set_modes(tmp_path) == ["read-only"]
+    assert "the chat runs in 'read-only'" in done.stdout
+    assert _text(modes_file) == "before\n"  # asked in read-only, rejected by the policy
+    assert "without review" not in done.stderr
+
+
+async def test_a_mode_seen_writing_without_asking_is_a_writing_mode_whatever_its_name(
+    workspace: str, modes_file: str, tmp_path: Any
+) -> None:
+    env = _environment(tmp_path, _modes("default", "default", "approve"), writes="default")
+    view = RecordingView()
+    session = await _turn(workspace, env, view)
+    assert _text(modes_file) == "after\n"
+    text = f"Scripted changed {modes_file} without asking: applied without review."
+    assert view.called("offer_mode") == [(text, Mode("approve", "Approve"))]  # not `default` again
+    assert kind(Mode("default", "Default"), session.seen) is Kind.WRITES
+
+
+def test_a_mode_whose_description_says_it_asks_is_an_asking_mode() -> None:
+    careful = Mode("careful", "Careful", "Asks for your approval before each file edit")
+    writes = Mode("fast", "Fast", "Edits files without asking for approval")
+    assert asking_mode([writes, careful]) == careful
+    assert kind(writes) is Kind.UNKNOWN
+    assert starting_mode("A", "auto", [Mode("auto", "Auto"), careful], None).mode_id == "careful"

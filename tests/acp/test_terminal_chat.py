@@ -7,21 +7,25 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import re
+import subprocess
 import sys
 import threading
 
 import pytest
 
 from companion import console as console_module
+from companion import terminal_chat
 from companion.acp.agents import custom_agent
 from companion.acp.session import ChatSession
 from companion.acp.unchecked import UncheckedEdits
 from companion.console import STATUS_EVERY, Console
 from companion.headless import HeadlessEditor
 from companion.terminal_chat import TerminalView
-from tests.acp.conftest import CEILING, AsyncEditor, RecordingView
+from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView
 from tests.acp.raw_agent import REPLY, STATUSES
 from tests.acp.test_agent_answers import RAW_AGENT, raw_chat
+from tests.acp.test_chat_features import AGENT
 
 
 @pytest.mark.parametrize("policy", ["accept", "reject"])
@@ -57,6 +61,13 @@ def test_a_turn_whose_edits_all_went_through_the_policy_exits_0(workspace: str) 
     result = raw_chat(workspace, "spoof-question", "--diff-policy", "reject")
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
+
+
+def test_an_error_is_one_line_on_stderr_with_no_blank_line_before_it(workspace: str) -> None:
+    result = raw_chat(workspace, "prompt-internal")
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: python reported an error during the prompt"), repr(result.stderr)
+    assert result.stderr.count("\n") == 1, repr(result.stderr)
 
 
 def test_the_agents_status_notifications_are_one_throttled_line_in_a_pipe(workspace: str) -> None:
@@ -200,3 +211,89 @@ def test_the_summary_names_a_few_edits_and_counts_them_all() -> None:
     taken = unchecked.take()
     assert (taken.refused.count, taken.refused.names()) == (1000, "/w/0.txt, /w/1.txt, /w/2.txt and 997 more")
     assert unchecked.refused.count == 0  # the next turn counts afresh
+
+
+class SeenTty(Tty):
+    """A terminal that tells when `text` has been written to it."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text, self.seen = text, threading.Event()
+
+    def write(self, s: str) -> int:
+        written = super().write(s)
+        if self.text in self.getvalue():
+            self.seen.set()
+        return written
+
+
+@pytest.mark.anyio
+async def test_a_quiet_step_shows_its_progress_in_one_line_rewritten_in_place_then_erased(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first checkpoint of a large folder took seconds with nothing on the screen."""
+    monkeypatch.setattr(terminal_chat, "WAIT_SHOWN_AFTER", 0)
+    out = SeenTty("checkpoint: 12 401 files")
+    counts = iter(range(12400, 12500))
+    step = asyncio.get_running_loop().run_in_executor(None, out.seen.wait, CEILING)
+    await terminal_chat.waiting(Console(out), step, lambda: f"checkpoint: {next(counts):,} files".replace(",", " "))
+    shown = r"checkpoint: 12 400 files… \d+ s\r\x1b\[2Kcheckpoint: 12 401 files… \d+ s\r\x1b\[2K"  # then erased
+    assert re.fullmatch(shown, out.getvalue()), repr(out.getvalue())
+
+
+@pytest.mark.anyio
+async def test_a_quiet_step_shows_nothing_in_a_pipe() -> None:
+    out = io.StringIO()
+    assert await terminal_chat.waiting(Console(out), asyncio.sleep(0, "done"), "waiting for the agent") == "done"
+    assert out.getvalue() == ""
+
+
+def test_a_checkpoint_under_way_counts_what_it_found(
+    workspace: str, tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `checkpoint: N files…` shows: the scan's count while it runs, 0 once it is over."""
+    from companion.core import checkpoints
+    from companion.core.turns import Turns
+
+    for n in range(3):
+        with open(os.path.join(workspace, f"{n}.txt"), "w", encoding="utf-8") as handle:
+            handle.write("x\n")
+    turns = Turns(os.path.join(str(tmp_path), "cache"), [workspace])
+    counted: list[int] = []
+    scan_folder = checkpoints.Scan.folder
+
+    def folder(scan: checkpoints.Scan, root: str) -> None:
+        scan_folder(scan, root)
+        counted.append(turns.checkpointer.scanned)  # the scan is still under way
+
+    monkeypatch.setattr(checkpoints.Scan, "folder", folder)
+    turns.begin()
+    assert counted == [3]
+    assert turns.checkpointer.scanned == 0
+
+
+def piped_chat(workspace: str, lines: str) -> subprocess.CompletedProcess[str]:
+    """The interactive chat, `--diff-policy prompt`, with `lines` piped in (no terminal)."""
+    with open(os.path.join(workspace, "reviewed.txt"), "w", encoding="utf-8") as handle:
+        handle.write("before\n")
+    argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace, "--", sys.executable, AGENT]
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    return subprocess.run(
+        [*argv, "checkpoint"], cwd=ROOT, env=env, input=lines, capture_output=True, text=True, timeout=CEILING
+    )
+
+
+def test_in_a_pipe_a_review_is_answered_by_the_next_line(workspace: str) -> None:
+    result = piped_chat(workspace, "Edit\ny\n")
+    assert result.returncode == 0, result.stderr
+    with open(os.path.join(workspace, "reviewed.txt"), encoding="utf-8") as handle:
+        assert handle.read() == "after\n"
+
+
+def test_in_a_pipe_a_review_left_without_an_answer_is_rejected_with_a_line_saying_so(workspace: str) -> None:
+    """Input that ended at a review's question rejected it without a word."""
+    result = piped_chat(workspace, "Edit\n")
+    path = os.path.join(workspace, "reviewed.txt")
+    assert f"\nNo answer (input ended): the change to {path} is rejected.\n" in result.stdout, result.stdout
+    with open(path, encoding="utf-8") as handle:
+        assert handle.read() == "before\n"

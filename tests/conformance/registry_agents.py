@@ -22,6 +22,18 @@ and take an OpenAI-compatible model API, served by `OpenAIStandIn`:
 
 The rest of what makes them run offline: a scratch HOME and TMPDIR, no update checks, no telemetry,
 no models catalogue or plugin download (opencode's `OPENCODE_DISABLE_*`).
+
+A third, whose every edit goes through one patch tool that can touch several files (`CODEX`, a
+`PatchAgent`): Codex through Zed's adapter (registry id `codex-acp`, npx `@zed-industries/codex-acp`),
+pinned in `tests/conformance/codex` at 0.16.0, whose native binary (about 223 MB installed) comes as
+an optional dependency. Codex speaks only the Responses API, served by `ResponsesStandIn`
+(tests/conformance/responses_standin.py). Its offline configuration, a `config.toml` in a scratch
+CODEX_HOME (see `_codex_env` for why each line is there): a `model_providers` entry with
+`wire_api = "responses"` at the stand-in, the key in an env var; the model id of its own catalogue
+(`gpt-5.2-codex`), since only for models it knows does it offer `apply_patch` (a freeform tool whose
+input is the patch text); `approval_policy = "untrusted"`, so it asks before every edit; and
+`sandbox_mode = "danger-full-access"`, because its other sandboxes need bubblewrap on Linux
+(without it every patch fails before any question: "bubblewrap is unavailable").
 """
 
 from __future__ import annotations
@@ -42,6 +54,8 @@ from tests.conformance.openai_standin import API_KEY, MODEL, ToolCall, tool_call
 HERE = os.path.dirname(os.path.abspath(__file__))
 QWEN_FOLDER = os.path.join(HERE, "qwen_code")
 OPENCODE_FOLDER = os.path.join(HERE, "opencode")
+CODEX_FOLDER = os.path.join(HERE, "codex")
+CODEX_MODEL = "gpt-5.2-codex"  # a model of Codex's own catalogue: it offers `apply_patch` only to those
 
 
 def _missing(path: str, folder: str, what: str) -> AssertionError:
@@ -77,6 +91,21 @@ def opencode_program() -> str:
     if not os.path.isfile(path):
         raise _missing(path, OPENCODE_FOLDER, "opencode")
     return path
+
+
+def _native(folder: str, package: str, name: str) -> str:
+    """The native binary npm installed for this platform as the optional dependency `package-<os>-<arch>`."""
+    machine = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower())
+    system = {"linux": "linux", "darwin": "darwin", "win32": "win32"}.get(sys.platform)
+    name = f"{name}.exe" if sys.platform == "win32" else name
+    path = os.path.join(folder, "node_modules", f"{package}-{system}-{machine}", "bin", name)
+    if not os.path.isfile(path):
+        raise _missing(path, folder, package)
+    return path
+
+
+def codex_acp_program() -> str:
+    return _native(CODEX_FOLDER, "@zed-industries/codex-acp", "codex-acp")
 
 
 @dataclass(frozen=True)
@@ -170,3 +199,71 @@ OPENCODE = RegistryAgent(
     edit_tool=("edit", "filePath", "oldString", "newString"),
 )
 REGISTRY_AGENTS = {agent.name: agent for agent in (QWEN, OPENCODE)}
+
+
+@dataclass(frozen=True)
+class Update:
+    """One file of a patch: replace the lines `old` (read as the model saw them) by `new`, with the
+    unchanged lines around them as context (each a list of lines without their line breaks)."""
+
+    path: str
+    before: tuple[str, ...]
+    old: tuple[str, ...]
+    new: tuple[str, ...]
+    after: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PatchAgent:
+    """A registry agent whose model edits only through one patch tool touching any number of files."""
+
+    name: str
+    program: Callable[[], str]
+    args: tuple[str, ...]
+    configure: Callable[[str, str, dict[str, Any]], dict[str, str]]  # (home, base_url, options) -> env
+    patch_tool: str
+
+    def command(self) -> list[str]:
+        return [self.program(), *self.args]
+
+    def patch(self, *updates: Update) -> ToolCall:
+        """One call of the patch tool updating every file of `updates` (Codex's patch format)."""
+        lines = ["*** Begin Patch"]
+        for update in updates:
+            lines += [f"*** Update File: {update.path}", "@@"]
+            lines += [f" {line}" for line in update.before]
+            lines += [f"-{line}" for line in update.old] + [f"+{line}" for line in update.new]
+            lines += [f" {line}" for line in update.after]
+        lines.append("*** End Patch")
+        return tool_call(self.patch_tool, input="\n".join(lines) + "\n")
+
+
+def _toml(text: str) -> str:
+    return json.dumps(text)  # a JSON string is a valid TOML basic string
+
+
+def _codex_env(home: str, base_url: str, options: dict[str, Any]) -> dict[str, str]:
+    """A scratch CODEX_HOME whose config.toml points Codex at the stand-in (module docstring)."""
+    folder = os.path.join(home, ".codex")
+    os.makedirs(folder, exist_ok=True)
+    config = "\n".join([
+        f"model = {_toml(CODEX_MODEL)}",
+        'model_provider = "standin"',
+        'approval_policy = "untrusted"',  # asks before every edit (and every command not known safe)
+        'sandbox_mode = "danger-full-access"',  # its sandboxes need bubblewrap, absent here
+        "check_for_update_on_startup = false",
+        "[analytics]",
+        "enabled = false",
+        "[model_providers.standin]",
+        'name = "Stand-in"',
+        f"base_url = {_toml(base_url)}",
+        'env_key = "STANDIN_API_KEY"',
+        'wire_api = "responses"',
+        "",
+    ])  # fmt: skip
+    with open(os.path.join(folder, "config.toml"), "w", encoding="utf-8") as handle:
+        handle.write(config)
+    return {"CODEX_HOME": folder, "STANDIN_API_KEY": API_KEY}
+
+
+CODEX = PatchAgent(name="codex", program=codex_acp_program, args=(), configure=_codex_env, patch_tool="apply_patch")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import threading
 from collections.abc import Callable
 
 import pytest
@@ -282,6 +283,13 @@ def test_a_fifo_is_listed_as_not_covered_and_never_opened(ws: str, cache: str) -
     assert read(path) == b"f\n"
 
 
+def unpinned(turns: Turns) -> None:
+    """Wait for the pin file a closed chat removes on a thread of its own."""
+    for thread in threading.enumerate():
+        if thread.name == "gemini-companion-unpin":
+            thread.join()
+
+
 def test_only_the_last_checkpoints_and_their_blobs_are_kept(ws: str, cache: str) -> None:
     path = os.path.join(ws, "a.txt")
     for n in range(6):
@@ -290,6 +298,8 @@ def test_only_the_last_checkpoints_and_their_blobs_are_kept(ws: str, cache: str)
         write(path, f"version {n}\n", old=False)
         turns.begin()
         turns.end("Scripted", {})
+        turns.close()  # the chat ended: its prompts are no longer pinned (the record names its own)
+        unpinned(turns)
     store = turns.store
     assert len(store.point_ids()) == 3
     kept = {read(store.blob_path(d)) for d in os.listdir(store.blobs) if not d.startswith(".")}

@@ -394,17 +394,3 @@ def test_an_unsafe_temporary_folder_is_one_warning_in_serve_words(tmp_path: str,
     warning = next(line for line in server.output if "Refused to write the discovery file" in line)
     assert warning.startswith("warning: Gemini CLI cannot find this companion: ")
     assert "reload the package" not in warning and warning.endswith("then start `serve` again.\n")
-
-
-@pytest.mark.anyio
-async def test_serve_with_no_input_says_why_it_rejected_a_review(tmp_path: str, workspace: str) -> None:
-    """`--diff-policy prompt` (the default) with stdin at its end (/dev/null, a closed pipe)."""
-    target = os.path.join(workspace, "hello.txt")
-    with serve(tmp_path, workspace, "prompt") as server:
-        await anyio.to_thread.run_sync(server.expect, "Discovery file:")
-        _, url, token = endpoint(tmp_path)
-        async with connect(url, token) as client:
-            await client.open_diff(target, "hello\n")
-            await client.wait_for("ide/diffRejected")
-            line = await anyio.to_thread.run_sync(server.expect, "no answer")
-    assert line == f"no answer (input ended): rejected the change to {target}\n"

@@ -194,4 +194,9 @@ def test_serve_says_which_agent_cannot_find_it_and_why(tmp_path: Path) -> None:
     finally:
         server.stop()
     assert everything_under(tmp_path / "tmp" / "gemini") == [] and everything_under(tmp_path / "claude") == []
-    assert "Discovery file:" not in "".join(server.output)
+    output = "".join(server.output)
+    assert "Discovery file:" not in output
+    # In serve's words (no package to reload), each said once (the runtime's log said it again).
+    assert "reload the package" not in output and "Sublime Text" not in output, output
+    assert output.count("Refused to write the discovery file") == 1, output
+    assert output.count("Refused to write Claude Code's lock file") == 1, output
