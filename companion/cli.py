@@ -1,6 +1,8 @@
 """`python -m companion serve`: the companion without Sublime, on the current folder.
 `python -m companion bridge`: the stdio bridge to a window's workspace tools (for Claude Desktop).
-`python -m companion chat`: a chat with an ACP agent in the terminal (companion/terminal_chat.py)."""
+`python -m companion chat`: a chat with an ACP agent in the terminal (companion/terminal_chat.py).
+`python -m companion changes`: the last chat turn's changes in a folder: list, revert, restore.
+`python -m companion doctor`: what is set up and what is wrong, without Sublime (headless_doctor.py)."""
 
 from __future__ import annotations
 
@@ -15,8 +17,10 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from . import __version__
 from .core import pywin32_path
 from .core.processes import STOP_SIGNALS
+from .gemini_ide.discovery import discovery_dir
 from .headless import POLICIES, HeadlessEditor
 from .runtime import Runtime
 from .workspace.factory import tool_factory
@@ -96,10 +100,36 @@ def program_name() -> str:
     return "python -m companion" if name in ("", "__main__.py", "-c") else name
 
 
+SERVE_EXIT = """exit status:
+  0  stopped by Ctrl-C or a stop signal (SIGTERM, SIGHUP, SIGQUIT); the discovery and lock files removed
+  1  the companion could not start: one `error:` line on stderr says why
+  2  the command line is wrong (a missing folder, an unknown value)"""
+BRIDGE_EXIT = """exit status:
+  0  the client closed stdin, or Ctrl-C (without a window, each tool call answers with an error meanwhile)
+  1  the bridge cannot start (a library is missing): one `error:` line on stderr says why
+  2  the command line is wrong (a missing folder, a bad port)"""
+CHANGES_EXIT = """exit status:
+  0  done: the change set listed, or the files reverted or restored (one line each)
+  1  refused, nothing written (no turn recorded, or a file changed since the turn): one `error:` line
+  2  the command line is wrong, or --workspace is not a folder"""
+DOCTOR_EXIT = """exit status:
+  0  no problem found
+  1  a problem was found: each is listed with its fix
+  2  the command line is wrong, or --workspace is not a folder"""
+
+
+def _command(commands: Any, name: str, help_text: str, exit_help: str) -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with its exit statuses."""
+    return commands.add_parser(
+        name, help=help_text, epilog=exit_help, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=program_name(), description="Gemini Companion without Sublime.")
+    parser.add_argument("--version", action="version", version=f"Gemini Companion {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="serve one workspace folder to Gemini CLI until Ctrl-C")
+    serve = _command(commands, "serve", "serve one workspace folder to Gemini CLI until Ctrl-C", SERVE_EXIT)
     serve.add_argument("--workspace", default=os.getcwd(), help="folder to serve (default: the current folder)")
     serve.add_argument("--diff-policy", choices=POLICIES, default="prompt", help="how diffs are answered")
     serve.add_argument("--port", type=port_number, default=0, help="port to listen on (default: any free port)")
@@ -117,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "discovery file, without claude no lock file is written",
     )
     serve.add_argument("--no-claude", action="store_true", help="the same as leaving claude out of --agents")
-    bridge = commands.add_parser("bridge", help="MCP stdio server forwarding to a window's workspace tools")
+    bridge = _command(commands, "bridge", "MCP stdio server forwarding to a window's workspace tools", BRIDGE_EXIT)
     where = bridge.add_mutually_exclusive_group()
     where.add_argument("--workspace", help="the window whose folders contain this folder (default: current folder)")
     where.add_argument(
@@ -125,6 +155,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     bridge.add_argument("--debug", action="store_true", help="verbose logging on stderr")
     add_changes_command(commands)
+    doctor = _command(commands, "doctor", "what is set up and what is wrong, without Sublime", DOCTOR_EXIT)
+    doctor.add_argument("--workspace", default=os.getcwd(), help="the folder to check (default: the current folder)")
+    doctor.add_argument("--json", action="store_true", help="print the report as one JSON object")
     arguments = sys.argv[1:] if argv is None else list(argv)
     if arguments[:1] != ["serve"]:
         # Not for `serve`: the chat's modules would delay the discovery file (a Gemini CLI starting
@@ -138,6 +171,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         pywin32_path.make_importable()
         return run_chat_command(args)
+    if args.command == "doctor":
+        from .headless_doctor import run_doctor
+
+        return run_doctor(args.workspace, args.json)
     if args.command == "changes":
         return run_changes(args.workspace, args.json, args.revert, args.restore)
     if args.command == "bridge":
@@ -172,37 +209,75 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def add_changes_command(commands: Any) -> None:
-    """`changes --workspace DIR (--json | --revert PATH | --restore)`: the last chat turn in DIR."""
-    changes = commands.add_parser("changes", help="the last chat turn's changes in a folder: list, revert, restore")
+    """`changes --workspace DIR [--json | --revert PATH | --restore]`: the last chat turn in DIR."""
+    changes = _command(
+        commands, "changes", "the last chat turn's changes in a folder: list, revert, restore", CHANGES_EXIT
+    )
     changes.add_argument("--workspace", required=True, help="the folder the chat ran in")
-    action = changes.add_mutually_exclusive_group(required=True)
+    action = changes.add_mutually_exclusive_group()
     action.add_argument("--json", action="store_true", help="print the change set as one JSON object")
-    action.add_argument("--revert", metavar="PATH", help="revert this file to the checkpoint before the turn")
+    action.add_argument(
+        "--revert",
+        metavar="PATH",
+        help="revert this file (relative to the workspace) to the checkpoint before the turn",
+    )
     action.add_argument("--restore", action="store_true", help="restore every file the turn changed")
 
 
 def run_changes(workspace: str, as_json: bool, revert: str | None, restore_all: bool) -> int:
-    """Exit 0 when done; 1 with one `error:` line (nothing written) when refused; 2 for a bad folder."""
+    """Without an action, the change set as the chat lists it. Exit 0 when done; 1 with one `error:`
+    line (nothing written) when refused; 2 for a bad folder."""
     from .core.turns import NoTurn, RestoreFailed, RestoreRefused, Turns
     from .core.user_cache import user_cache_folder
+    from .headless import one_line
 
     folder = os.path.realpath(workspace)
-    if not os.path.isdir(folder):
-        print(f"error: {workspace} is not a folder; pass --workspace with the folder the chat ran in.", file=sys.stderr)
+    if not workspace or not os.path.isdir(folder):
+        print(
+            f"error: {workspace!r} is not a folder; pass --workspace with the folder the chat ran in.", file=sys.stderr
+        )
         return 2
     turns = Turns(user_cache_folder(), [folder])
     try:
         if as_json:
             print(json.dumps({"files": [change.as_json() for change in turns.change_set()]}))
             return 0
-        paths = None if restore_all else [os.path.join(os.getcwd(), revert or "")]
-        skipped = turns.revert(paths)
+        if revert is None and not restore_all:
+            found = turns.change_set(counted=True)
+            print(f"changes: {len(found)} file{'s' * (len(found) != 1)}" if found else "changes: none")
+            for change in found:
+                print(f"  {one_line(change.line())}")
+            return 0
+        # --revert is relative to the workspace, as the listing shows paths (an absolute one stays as it is)
+        path = os.path.join(folder, revert) if revert is not None else None
+        wanted = [path] if path is not None else [change.path for change in turns.change_set()]
+        skipped = turns.revert(None if path is None else [path])
     except (NoTurn, RestoreRefused, RestoreFailed, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    for path in skipped:
-        print(f"not restored (the checkpoint did not cover it): {path}", file=sys.stderr)
+    for skipped_path in skipped:
+        print(f"not restored (the checkpoint did not cover it): {skipped_path}", file=sys.stderr)
+    for done in wanted:
+        if done not in skipped:
+            print(f"reverted {one_line(done)} to the checkpoint before the last turn")
     return 0
+
+
+def _other_servers(folder: str) -> list[str]:
+    """ "PID n, port p" of each live companion whose discovery file names `folder` among its folders."""
+    from .core.token_files import is_stale
+    from .gemini_ide.discovery import our_files
+
+    found = []
+    for path, pid, port in our_files(discovery_dir()):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                folders = str(json.load(handle).get("workspacePath", "")).split(os.pathsep)
+        except (OSError, ValueError, AttributeError):
+            continue
+        if folder in folders and not is_stale(path, pid, port, os.getpid()):
+            found.append(f"PID {pid}, port {port}")
+    return found
 
 
 def run_serve(
@@ -217,6 +292,12 @@ def run_serve(
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(levelname)s %(message)s")
     for handler in logging.getLogger().handlers:
         handler.addFilter(_said_by_serve)  # the unsafe folder's warning once, not twice
+    if not workspace.strip():
+        print(
+            "error: --workspace is empty; give the folder to serve, or leave --workspace out to serve the current one.",
+            file=sys.stderr,
+        )
+        return 2
     folder = os.path.realpath(workspace)
     if not os.path.isdir(folder):
         print(f"error: {workspace} is not a folder; pass --workspace with an existing folder.", file=sys.stderr)
@@ -230,7 +311,14 @@ def run_serve(
             signal.signal(getattr(signal, name), lambda *_: stop.set())
     runtime = Runtime()
     factory = tool_factory(tools or WorkspaceToolSettings())
-    editor = HeadlessEditor(policy)
+    editor = HeadlessEditor(policy, announce=True)
+    for other in _other_servers(folder):
+        print(
+            f"warning: another companion ({other}) already serves {folder}; a `gemini` started there connects to "
+            "either one. Stop the other (Ctrl-C in its terminal) unless you mean to run both.",
+            file=sys.stderr,
+            flush=True,
+        )
     handle = runtime.open_window(editor, [folder], port=port, tool_factory=factory, claude=claude, gemini=gemini)
     try:
         handle.ready.result(30)

@@ -36,10 +36,12 @@ class HeadlessEditor:
         out: TextIO | None = None,
         ask: Callable[[str], str] | None = None,
         console: Console | None = None,
+        announce: bool = False,
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"unknown diff policy {policy!r}; use one of {', '.join(POLICIES)}")
         self.policy = policy
+        self.announce = announce  # `serve`: one line per decision the policy takes (the chat says its own)
         # The terminal, shared with whatever else prints there (the chat): questions stay last.
         self.console = console or Console(out or sys.stdout, ask or input)
         self.shown: list[Review] = []  # open reviews, oldest first: the one being asked about, then the queue
@@ -55,10 +57,14 @@ class HeadlessEditor:
         return self._prompter is not None
 
     async def show_review(self, review: Review) -> None:
-        if self.policy == "accept":
-            review.accept(review.proposal)
-        elif self.policy == "reject":
-            review.reject()
+        if self.policy in ("accept", "reject"):
+            if self.policy == "accept":
+                review.accept(review.proposal)
+            else:
+                review.reject()
+            if self.announce:
+                done = "accepted" if self.policy == "accept" else "rejected"
+                self.console.say(f"{done} the change to {visible(review.file_path)} (--diff-policy {self.policy})\n")
         else:
             with self._changed:
                 if review not in self.shown:  # a newer proposal for a queued review keeps its place

@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
-from .acp.agents import PRESETS, AgentSpec, custom_agent
+from .acp.agents import PRESETS, AgentSpec, custom_agent, demo_agent
 from .acp.unchecked import UncheckedEdits
 from .acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
 from .console import Console, StdinLines, off_the_loop
@@ -170,6 +170,8 @@ def agent_spec(agent: str | None, command: Sequence[str]) -> AgentSpec:
     """`--agent NAME` or `-- COMMAND ARGS...`, exactly one of them (ValueError says what to give)."""
     if agent and command:
         raise ValueError("give either --agent or a command after `--`, not both")
+    if agent == "demo":
+        return demo_agent(sys.executable)
     if agent:
         return PRESETS[agent]
     if not command:
@@ -563,12 +565,16 @@ def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
         epilog=EXIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="%(prog)s --workspace DIR [--diff-policy prompt|accept|reject] [--prompt TEXT] [--mode ID] "
-        "[--checkpoints] (--agent gemini|claude | -- COMMAND [ARGS...])",
+        "[--checkpoints] (--agent gemini|claude|demo | -- COMMAND [ARGS...])",
     )
     chat.add_argument("--workspace", required=True, help="the folder the agent works in")
     chat.add_argument("--diff-policy", choices=policies, default="prompt", help="how permissions are answered")
     chat.add_argument("--prompt", help="send this one prompt, print the reply, exit when the turn ends")
-    chat.add_argument("--agent", choices=sorted(PRESETS), help="a preset agent instead of a command")
+    chat.add_argument(
+        "--agent",
+        choices=[*sorted(PRESETS), "demo"],
+        help="a preset agent instead of a command; demo: a built-in offline agent (no account, no network)",
+    )
     chat.add_argument("--mode", help="the agent's session mode to run in (default: the one that asks before each edit)")
     chat.add_argument(
         "--checkpoints",

@@ -89,6 +89,13 @@ PRESETS: dict[str, AgentSpec] = {
 }
 
 
+def demo_agent(python: str) -> AgentSpec:
+    """The built-in offline agent (acp/demo_agent.py), run by `python`: the headless chat's only, since
+    the plugin host's executable is Sublime Text, not a Python."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "demo_agent.py")
+    return AgentSpec("Demo agent", (python, script), login_hint="the demo agent needs no login")
+
+
 class AgentNotFound(Exception):
     """The agent's program cannot be started; the message says how to install it."""
 

@@ -95,3 +95,26 @@ def test_without_checkpoints_a_chat_keeps_none_and_prints_no_change_set(workspac
     assert "[changes:" not in result.stdout
     assert not os.path.exists(os.path.join(cache, "checkpoints"))
     assert companion(cache, "changes", "--workspace", workspace, "--json").returncode == 1
+
+
+def test_changes_without_an_action_lists_the_change_set_as_the_chat_does(workspace: str, cache: str) -> None:
+    chat = chat_turn(cache, workspace, "--checkpoints")
+    assert chat.returncode == 0, chat.stderr
+    listed = companion(cache, "changes", "--workspace", workspace)
+    assert (listed.returncode, listed.stderr) == (0, "")
+    chat_lines = chat.stdout.split("[changes: 2 files]\n")[1].splitlines()[:2]
+    assert listed.stdout.splitlines() == ["changes: 2 files", *chat_lines]
+
+
+def test_revert_takes_a_path_relative_to_the_workspace_and_says_what_it_did(workspace: str, cache: str) -> None:
+    """`changes` runs in another folder (the checkout); `--revert reviewed.txt` means the workspace's."""
+    assert chat_turn(cache, workspace, "--checkpoints").returncode == 0
+    reviewed, outside = os.path.join(workspace, "reviewed.txt"), os.path.join(workspace, "outside.txt")
+    reverted = companion(cache, "changes", "--workspace", workspace, "--revert", "reviewed.txt")
+    assert (reverted.returncode, reverted.stderr) == (0, "")
+    assert reverted.stdout == f"reverted {reviewed} to the checkpoint before the last turn\n"
+    assert (read(reviewed), read(outside)) == ("before\n", "written with no tool call\n")
+    restored = companion(cache, "changes", "--workspace", workspace, "--restore")
+    assert (restored.returncode, restored.stderr) == (0, "")
+    assert f"reverted {outside} to the checkpoint before the last turn\n" in restored.stdout
+    assert (read(reviewed), read(outside)) == ("before\n", "before\n")

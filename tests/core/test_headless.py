@@ -333,3 +333,64 @@ def test_a_port_in_use_is_named_with_the_flag_that_fixes_it(tmp_path: str) -> No
         )
     assert result.returncode == 1
     assert f"port {port} is already in use; pass another --port" in result.stderr, result.stderr
+
+
+def test_serve_refuses_an_empty_workspace_instead_of_serving_the_current_folder(tmp_path: str) -> None:
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": ROOT}
+    done = subprocess.run(
+        [sys.executable, "-m", "companion", "serve", "--workspace", ""],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=str(tmp_path),
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        "error: --workspace is empty; give the folder to serve, or leave --workspace out to serve the current one.\n"
+    )
+    assert not os.path.exists(discovery_dir({"TMPDIR": str(tmp_path)}))
+
+
+def test_a_second_serve_on_the_same_folder_is_warned_about(tmp_path: str, workspace: str) -> None:
+    with serve(tmp_path, workspace, "reject") as first:
+        first.expect("Discovery file:")
+        pid = first.process.pid
+        with serve(tmp_path, workspace, "reject") as second:
+            warning = second.expect("warning: another companion")
+            second.expect("Discovery file:")
+    assert f"(PID {pid}, port " in warning and os.path.realpath(workspace) in warning
+    assert "warning" not in "".join(first.output)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("policy", "done"), [("accept", "accepted"), ("reject", "rejected")])
+async def test_serve_says_what_its_diff_policy_decided_one_line_each(
+    tmp_path: str, workspace: str, policy: str, done: str
+) -> None:
+    target = os.path.join(workspace, "hello.txt")
+    with serve(tmp_path, workspace, policy) as server:
+        await anyio.to_thread.run_sync(server.expect, "Discovery file:")
+        _, url, token = endpoint(tmp_path)
+        async with connect(url, token) as client:
+            await client.open_diff(target, "hello\n")
+            await client.wait_for("ide/diffAccepted" if policy == "accept" else "ide/diffRejected")
+            line = await anyio.to_thread.run_sync(server.expect, f"{done} the change")
+    assert line == f"{done} the change to {target} (--diff-policy {policy})\n"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="folder modes are POSIX")
+def test_an_unsafe_temporary_folder_is_one_warning_in_serve_words(tmp_path: str, workspace: str) -> None:
+    """A TMPDIR every user can write to (no sticky bit): the discovery file is refused, said once."""
+    open_folder = os.path.join(str(tmp_path), "open")
+    os.mkdir(open_folder)
+    os.chmod(open_folder, 0o777)
+    with serve(open_folder, workspace, "reject") as server:
+        server.expect("Press Ctrl-C to stop.")
+        server.process.send_signal(signal.SIGINT)
+        server.process.wait(15)
+    output = "".join(server.output)
+    assert output.count("Refused to write the discovery file") == 1, output
+    warning = next(line for line in server.output if "Refused to write the discovery file" in line)
+    assert warning.startswith("warning: Gemini CLI cannot find this companion: ")
+    assert "reload the package" not in warning and warning.endswith("then start `serve` again.\n")

@@ -31,12 +31,14 @@ ABOVE_THE_ROOMS = (
     "bridge",
     "doctor",
     "headless",
+    "headless_doctor",
     "console",
     "terminal_chat",
     "terminal_restore",
     "sublime_editor",
 )
 ACP_SDK_HOME = "acp.session"
+ACP_DEMO_AGENT = "acp.demo_agent"  # the built-in demo agent: a program of its own, the SDK's agent side
 
 
 def modules() -> dict[str, str]:
@@ -235,7 +237,11 @@ def test_only_the_sublime_adapter_imports_sublime() -> None:
 
 
 def test_only_the_chat_session_imports_the_acp_sdk() -> None:
-    outside = [module for module in modules() if "acp" in external_imports(module) and module != ACP_SDK_HOME]
+    outside = [
+        module
+        for module in modules()
+        if "acp" in external_imports(module) and module not in (ACP_SDK_HOME, ACP_DEMO_AGENT)
+    ]
     assert not outside, (
         "only companion/acp/session.py may import the ACP SDK (it is loaded on the first chat only); "
         f"route these through ChatSession: {outside}"
