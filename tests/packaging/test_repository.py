@@ -123,7 +123,7 @@ def test_the_doctor_knows_every_library_and_the_versions_the_set_needs() -> None
     for platform, sys_platform in (("linux-x64", "linux"), ("osx-arm64", "darwin"), ("windows-x64", "win32")):
         listed = {L.canonical(n) for n in L.dependencies(platform)}
         assert set(doctor.required_libraries(sys_platform)) == listed, platform
-    assert doctor.OPTIONAL == ("psutil",)
+    assert doctor.OPTIONAL == ("psutil", "truststore")
     pins = L.runtime_pins()
     required = doctor.library_requirements()
     for name, spec in required.items():
