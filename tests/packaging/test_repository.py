@@ -146,6 +146,16 @@ def test_the_doctor_knows_every_library_and_the_versions_the_set_needs() -> None
     assert required["pydantic-core"] == f"=={pins['pydantic-core']}"
 
 
+def test_without_truststore_the_companion_still_starts() -> None:
+    """truststore serves only New Chat's registry fetch (which then trusts Python's certificates and
+    says so when that fails): a Package Control that has not installed it yet blocks nothing."""
+    pins = L.runtime_pins()
+    versions: dict[str, str | None] = {n: pins[L.canonical(n)] for n in doctor.LIBRARIES}
+    assert doctor.library_issues(versions) == ([], [])
+    assert doctor.library_issues({**versions, "truststore": None}) == ([], [])
+    assert doctor.library_issues({**versions, "mcp": None})[0] == ["mcp"]
+
+
 @pytest.mark.parametrize(
     ("version", "spec", "ok"),
     [
