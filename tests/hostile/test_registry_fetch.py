@@ -1,6 +1,7 @@
-"""The ACP registry fetch under attack (issue 37, G1, G2, G5 and the snapshot's reason): a local
+"""The ACP registry fetch under attack (issue 37, G1, G2, G5, Trust and the snapshot's reason): a local
 registry server over TLS with a test CA (trusted through SSL_CERT_FILE, as a corporate CA would be),
-which redirects to plain http, drips its answer a byte at a time, or names an agent with line breaks."""
+which redirects to plain http, drips its answer a byte at a time, or names an agent with line breaks;
+and a CA only the system's trust store holds (truststore), not Python's own certificates."""
 
 from __future__ import annotations
 
