@@ -47,12 +47,15 @@ REQUIRED = {
     "psutil": "",
     # The ACP client (chat), loaded on the first chat only; exactly, as for mcp: its 0.x API changes.
     "agent-client-protocol": "==0.12.1",
+    # The OS trust store for New Chat's registry fetch, imported on that fetch only (httpx2 needs >=0.10).
+    "truststore": ">=0.10",
 }
 # Windows only: mcp imports these pywin32 modules when it is imported there (see pywin32_path).
 WINDOWS_REQUIRED = {"pywin32": ""}
 PYWIN32_MODULES = ("pywintypes", "win32api", "win32con", "win32job")
-# Optional: without it (or with a broken build) PID checks fall back to the standard library.
-OPTIONAL = ("psutil",)
+# Optional: without psutil (or with a broken build) PID checks fall back to the standard library;
+# without truststore the registry fetch trusts Python's certificates (New Chat says so when it fails).
+OPTIONAL = ("psutil", "truststore")
 
 
 def required_libraries(platform: str = sys.platform) -> dict[str, str]:

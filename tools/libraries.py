@@ -8,9 +8,10 @@ to exact wheel files, every library of that closure the default channel lacks or
 Run-time closure = the `Requires-Dist` closure of the distributions our code imports, for Python
 3.14 on each platform, minus the distributions the window server's start-up never imports
 (NOT_IMPORTED). tests/packaging proves both halves by measurement, not by reading code: an import
-trace of the real start-up path, run as each platform's plugin host
+trace of the real start-up path and the first chat, run as each platform's plugin host
 (tests/packaging/simulated_host.py), loads exactly the libraries `dependencies.json` gives that
-platform, and NOT_IMPORTED is exactly what the metadata closure holds beyond that trace.
+platform but LATER (imported on a later path, which test_closure.py runs and traces), and
+NOT_IMPORTED is exactly what the metadata closure holds beyond that trace and LATER.
 
 What Package Control 4 does with these files (which entries it accepts, skips or rejects, how it
 picks and installs wheels, and in which order relative to loading the package) is written down, with
@@ -45,7 +46,25 @@ PLATFORMS = ("linux-x64", "linux-arm64", "osx-arm64", "osx-x64", "windows-x64")
 
 # Distributions our own code imports (companion/, plugin.py; the bridge runs outside Sublime).
 # agent-client-protocol is the ACP chat's SDK: imported on the first chat, never at start-up.
-ROOTS = ("mcp", "mcp-types", "uvicorn", "wsproto", "starlette", "pydantic", "psutil", "agent-client-protocol")
+ROOTS = (
+    "mcp",
+    "mcp-types",
+    "uvicorn",
+    "wsproto",
+    "starlette",
+    "pydantic",
+    "psutil",
+    "agent-client-protocol",
+    "truststore",
+)
+
+# Listed in dependencies.json, but imported on a path after start-up and the first chat, with that
+# path. The simulated hosts do not take it (truststore loads the macOS Security framework and
+# Windows' crypt32 when imported, which a simulated OS cannot); tests/packaging/test_closure.py does,
+# natively, and proves the start-up never imports them.
+LATER = {
+    "truststore": "companion.acp.registry imports it on New Chat's registry fetch (the OS trust store)",
+}
 
 # In the metadata closure of ROOTS, but never imported by the plugin host on any code path of ours.
 NOT_IMPORTED = {
@@ -56,7 +75,6 @@ NOT_IMPORTED = {
     "attrs": "only jsonschema and referencing use it",
     "pyjwt": "mcp.client.auth extensions only (client side)",
     "httpcore2": "httpx2 imports it lazily, when a request is sent; the server sends none",
-    "truststore": "httpx2 imports it lazily, for outgoing TLS",
     "pycparser": "cffi needs it only to compile C declarations; cryptography ships them compiled",
 }
 
@@ -286,6 +304,7 @@ def metadata_closure(platform: str, requires: Callable[[str], list[str] | None] 
 
 
 def runtime_closure(platform: str, requires: Callable[[str], list[str] | None] | None = None) -> set[str]:
+    """Everything Package Control must install on `platform`: what start-up, the first chat and LATER import."""
     return metadata_closure(platform, requires) - {canonical(n) for n in NOT_IMPORTED}
 
 

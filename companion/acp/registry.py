@@ -9,7 +9,9 @@ env}}}}], "extensions"}` (its FORMAT.md). A trimmed copy ships with the package
 editor's cache folder and keeps the last good copy on any failure. The fetch is https only, every
 redirect included; `FETCH_TIMEOUT_SECONDS` bounds all of it (connecting, TLS, headers, body: a
 server that sends a byte a second is cut off), `MAX_BYTES` its size. The certificates trusted are
-Python's default ones (`ssl.create_default_context`). Registry text shown to the user (ids, names,
+the operating system's (macOS keychain, Windows certificate store, the Linux system bundle) through
+`truststore`, imported on the fetch, never at start-up; without it, Python's default ones (which
+miss a corporate proxy's CA, and on a Mac may be none at all). Registry text shown to the user (ids, names,
 versions, descriptions) is made one line, with control characters written as visible escapes.
 """
 
@@ -227,9 +229,12 @@ def fetch(
 ) -> bytes:
     """The registry's bytes; OSError (with what went wrong) on failure: a URL or a redirect that is
     not https, the whole fetch taking more than `timeout` seconds, an answer larger than `limit`.
-    `context`: the certificates to trust (default: Python's)."""
+    `context`: the certificates to trust (default: `trusted_context`'s)."""
     if not _allowed(url):
         raise OSError(f"refusing to fetch the registry from {url!r}: only https")
+    trusting = "the given certificates"
+    if context is None:
+        context, trusting = trusted_context()
     deadline = _Deadline(timeout)
     handlers = (_Redirects(), _HttpsHandler(deadline, context), _HttpHandler(deadline))
     opener = urllib.request.build_opener(*handlers)
@@ -240,6 +245,9 @@ def fetch(
     except (OSError, http.client.HTTPException) as exc:
         if deadline.expired:
             raise OSError(f"the registry did not arrive within {timeout:g} s") from None
+        unverified = exc if isinstance(exc, ssl.SSLCertVerificationError) else getattr(exc, "reason", None)
+        if isinstance(unverified, ssl.SSLCertVerificationError):
+            raise OSError(f"could not verify the registry's certificate with {trusting}: {unverified}") from None
         raise exc if isinstance(exc, OSError) else OSError(f"the registry's answer is broken: {exc!r}") from None
     finally:
         deadline.close()
@@ -248,6 +256,18 @@ def fetch(
     if len(data) > limit:
         raise OSError(f"the registry is larger than {limit} bytes")
     return data
+
+
+def trusted_context() -> tuple[ssl.SSLContext, str]:
+    """The certificates a fetch trusts, and their name for New Chat's note: the operating system's
+    trust store through `truststore` (dependencies.json lists it; imported here, on New Chat's
+    fetch, so start-up never loads it), else Python's default certificates."""
+    try:
+        import truststore
+    except ImportError as exc:
+        log.info("truststore cannot be imported (%s): the registry is fetched with Python's certificates", exc)
+        return ssl.create_default_context(), "Python's certificates (truststore is not installed)"
+    return truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT), "the system's trust store"
 
 
 def _allowed(url: str) -> bool:

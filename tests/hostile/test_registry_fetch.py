@@ -1,6 +1,7 @@
-"""The ACP registry fetch under attack (issue 37, G1, G2, G5 and the snapshot's reason): a local
+"""The ACP registry fetch under attack (issue 37, G1, G2, G5, Trust and the snapshot's reason): a local
 registry server over TLS with a test CA (trusted through SSL_CERT_FILE, as a corporate CA would be),
-which redirects to plain http, drips its answer a byte at a time, or names an agent with line breaks."""
+which redirects to plain http, drips its answer a byte at a time, or names an agent with line breaks;
+and a CA only the system's trust store holds (truststore), not Python's own certificates."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import ipaddress
 import json
 import os
 import ssl
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -222,3 +224,72 @@ def test_new_chat_says_why_it_shows_the_shipped_list_the_next_day_too(tmp_path: 
     again = registry.listing(folder, True, "http://127.0.0.1:9/registry.json")[1]  # not due: no fetch
     assert again == note
     assert registry.listing(folder, False)[1].endswith('"acp_registry_fetch" is false')
+
+
+# -- Trust: the operating system's trust store (truststore), not only Python's own certificates --
+
+
+def test_the_fetch_trusts_the_systems_trust_store() -> None:
+    """New Chat's fetch uses truststore's context (the macOS keychain, the Windows certificate store,
+    the Linux system bundle), verifying the host name, whenever truststore imports."""
+    truststore = pytest.importorskip("truststore", reason="truststore is pinned in requirements/runtime.txt")
+    context, trusting = registry.trusted_context()
+    assert isinstance(context, truststore.SSLContext) and trusting == "the system's trust store"
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"),
+    reason="the Linux half of truststore (the system bundle) is the one this test drives; "
+    "macOS and Windows ask the keychain / certificate store, which a test cannot fill without admin rights",
+)
+def test_a_ca_only_the_system_bundle_holds_is_trusted(
+    servers: tuple[Server, Server], test_ca: tuple[str, str, str], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Python whose OpenSSL default paths hold no certificates (a Mac's python.org build before
+    "Install Certificates", a relocated OpenSSL): Python's default context trusts nothing, so the fetch
+    failed and New Chat showed the snapshot. truststore then reads the distribution's own bundle
+    (`/etc/ssl/cert.pem`, `/etc/ssl/certs/ca-certificates.crt`, ...), here the test CA's file in that
+    list's place."""
+    truststore_openssl = pytest.importorskip("truststore._openssl", reason="truststore's Linux part")
+    empty = tmp_path / "no-certs"
+    empty.mkdir()
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "missing.pem"))
+    monkeypatch.setenv("SSL_CERT_DIR", str(empty))
+    monkeypatch.setattr(truststore_openssl, "_CA_FILE_CANDIDATES", [test_ca[0]])
+    secure, _plain = servers
+    with pytest.raises(OSError, match="CERTIFICATE_VERIFY_FAILED"):  # Python's own certificates: none
+        registry.fetch(secure.url("/registry.json"), context=ssl.create_default_context())
+    found, note = registry.listing(str(tmp_path / "cache"), True, secure.url("/registry.json"))
+    assert note == "" and [a.id for a in found] == ["qwen-code"]
+
+
+def test_new_chat_says_the_system_trust_store_did_not_verify_the_registry(
+    servers: tuple[Server, Server], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A certificate nothing on this machine trusts (a proxy's CA nobody installed): the shipped list,
+    and the note says which certificates were asked."""
+    pytest.importorskip("truststore", reason="truststore is pinned in requirements/runtime.txt")
+    stranger = make_ca(str(tmp_path))[0]  # another CA: the server's is not in it
+    monkeypatch.setenv("SSL_CERT_FILE", stranger)
+    monkeypatch.setenv("SSL_CERT_DIR", str(tmp_path))
+    secure, _plain = servers
+    found, note = registry.listing(str(tmp_path / "cache"), True, secure.url("/registry.json"))
+    assert found == registry.snapshot()[0]
+    assert "could not verify the registry's certificate with the system's trust store: " in note
+    assert "\n" not in note
+
+
+def test_without_truststore_the_fetch_uses_pythons_certificates_and_says_so(
+    servers: tuple[Server, Server], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "truststore", None)  # import truststore: ImportError
+    context, trusting = registry.trusted_context()
+    assert type(context) is ssl.SSLContext and trusting.startswith("Python's certificates")
+    secure, _plain = servers
+    assert [a.id for a in registry.parse(registry.fetch(secure.url("/registry.json")))] == ["qwen-code"]
+    monkeypatch.setenv("SSL_CERT_FILE", make_ca(str(tmp_path))[0])
+    note = registry.listing(str(tmp_path / "cache"), True, secure.url("/registry.json"))[1]
+    assert (
+        "could not verify the registry's certificate with Python's certificates (truststore is not installed)" in note
+    )

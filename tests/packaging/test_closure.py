@@ -5,8 +5,10 @@ They are installed with `pip --no-deps` into an empty folder; the headless compa
 that folder and this repository, and the real IdeClient (@google/gemini-cli-core) connects and
 has a diff accepted. Afterwards the server reports which distributions it had loaded: every library
 of dependencies.json but the ACP SDK, which loads on the first chat: `companion chat --prompt` with
-the scripted agent, in the same isolated Python, imports it and completes a turn. Serving and the
-chat together load exactly the list, so it holds nothing the package does not import either.
+the scripted agent, in the same isolated Python, imports it and completes a turn; and but LATER
+(truststore), which New Chat's registry fetch loads: a fetch from a local TLS registry, in the same
+isolated Python, gets the live list with it. Serving, the chat and the fetch together load exactly
+the list, so it holds nothing the package does not import either.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
 import threading
@@ -25,6 +28,7 @@ from companion.gemini_ide.discovery import discovery_dir
 from tests.acp.scripted_agent import REPLY
 from tests.claude_client import ClaudeClient
 from tests.conformance.harness import IdeClientProcess, client_env
+from tests.hostile.test_registry_fetch import ENTRY, Server, document, make_ca
 from tests.packaging.conftest import REPO, isolated
 from tools import libraries as L
 
@@ -45,6 +49,11 @@ runpy.run_module("companion", run_name="__main__", alter_sys=True)
 CHAT = f"""{REPORT_AT_EXIT}
 sys.argv = ["companion", "chat", "--workspace", WORKSPACE, "--diff-policy", "accept", "--prompt", "hello", "--", *AGENT]
 runpy.run_module("companion", run_name="__main__", alter_sys=True)
+"""
+REGISTRY_FETCH = f"""{REPORT_AT_EXIT}
+from companion.acp import registry
+found, note = registry.listing(FOLDER, True, URL)
+print(note or "live: " + ",".join(a.id for a in found))
 """
 SCRIPTED_AGENT = os.path.join(REPO, "tests", "acp", "scripted_agent.py")
 
@@ -81,6 +90,34 @@ def chat_loaded(closure_lib: str, tmp_path: str) -> set[str]:
         facts = json.load(handle)
     assert not [p for p in facts["path"] if "site-packages" in p], facts["path"]
     return {L.canonical(d) for d in facts["loaded"]}
+
+
+def registry_fetch_loaded(closure_lib: str, tmp_path: str) -> set[str]:
+    """New Chat's registry fetch (`registry.listing`) in a Python that sees only the library folder,
+    from a local TLS registry whose test CA is the system bundle's (SSL_CERT_FILE): the live list
+    arrives. The distributions it loaded."""
+    folder = os.path.join(tmp_path, "ca-files")
+    os.makedirs(folder)
+    ca, cert, key = make_ca(folder)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    server = Server(document(ENTRY), tls)
+    report = os.path.join(tmp_path, "registry-report.json")
+    code = f"REPORT, FOLDER, URL = {report!r}, {os.path.join(tmp_path, 'cache')!r}, {server.url('/registry.json')!r}\n"
+    try:
+        fetch = subprocess.run(
+            isolated([closure_lib, REPO], code + REGISTRY_FETCH),
+            env={**os.environ, "SSL_CERT_FILE": ca},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        server.close()
+    assert fetch.returncode == 0, fetch.stderr
+    assert fetch.stdout.strip() == f"live: {ENTRY['id']}", fetch.stdout + fetch.stderr
+    with open(report) as handle:
+        return {L.canonical(d) for d in json.load(handle)["loaded"]}
 
 
 def test_only_the_listed_libraries_serve_a_real_client(closure_lib: str, tmp_path: str) -> None:
@@ -143,8 +180,13 @@ def test_only_the_listed_libraries_serve_a_real_client(closure_lib: str, tmp_pat
     assert not [p for p in facts["path"] if "site-packages" in p], facts["path"]
     served = {L.canonical(d) for d in facts["loaded"]}
     assert "agent-client-protocol" not in served, "the ACP SDK was loaded at start-up, not on the first chat"
-    # The chat's SDK is listed too: what serving and a chat load together is exactly the list.
-    loaded = served | chat_loaded(closure_lib, str(tmp_path))
+    chat = chat_loaded(closure_lib, str(tmp_path))
+    later = {L.canonical(n) for n in L.LATER}
+    assert not (served | chat) & later, "a LATER library was loaded at start-up or by the first chat"
+    fetched = registry_fetch_loaded(closure_lib, str(tmp_path))
+    assert later <= fetched, f"New Chat's registry fetch did not load {sorted(later - fetched)}"
+    # The chat's SDK and the fetch's truststore are listed too: together they load exactly the list.
+    loaded = served | chat | fetched
     assert loaded == listed, (
         f"loaded but not listed: {sorted(loaded - listed)}; listed, not loaded: {sorted(listed - loaded)}"
     )

@@ -123,7 +123,7 @@ def test_the_doctor_knows_every_library_and_the_versions_the_set_needs() -> None
     for platform, sys_platform in (("linux-x64", "linux"), ("osx-arm64", "darwin"), ("windows-x64", "win32")):
         listed = {L.canonical(n) for n in L.dependencies(platform)}
         assert set(doctor.required_libraries(sys_platform)) == listed, platform
-    assert doctor.OPTIONAL == ("psutil",)
+    assert doctor.OPTIONAL == ("psutil", "truststore")
     pins = L.runtime_pins()
     required = doctor.library_requirements()
     for name, spec in required.items():
@@ -144,6 +144,16 @@ def test_the_doctor_knows_every_library_and_the_versions_the_set_needs() -> None
         match = re.search(r"(?:>=|==)([\w.]+)", required[name])
         assert match and Version(match.group(1)) == bound, f"{name}: doctor says {required[name]!r}, metadata >={bound}"
     assert required["pydantic-core"] == f"=={pins['pydantic-core']}"
+
+
+def test_without_truststore_the_companion_still_starts() -> None:
+    """truststore serves only New Chat's registry fetch (which then trusts Python's certificates and
+    says so when that fails): a Package Control that has not installed it yet blocks nothing."""
+    pins = L.runtime_pins()
+    versions: dict[str, str | None] = {n: pins[L.canonical(n)] for n in doctor.LIBRARIES}
+    assert doctor.library_issues(versions) == ([], [])
+    assert doctor.library_issues({**versions, "truststore": None}) == ([], [])
+    assert doctor.library_issues({**versions, "mcp": None})[0] == ["mcp"]
 
 
 @pytest.mark.parametrize(
