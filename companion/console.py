@@ -19,13 +19,15 @@ erase sequence is added here.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import shutil
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+
+if TYPE_CHECKING:  # `serve` imports this module before its discovery file: asyncio must wait
+    import asyncio
 
 T = TypeVar("T")
 
@@ -244,6 +246,8 @@ class StdinLines:
     async def next_line(self) -> str:
         """`take` for the event loop: cancelled, it takes nothing (a line it had already taken is
         put back first in the queue), and its thread returns at once."""
+        import asyncio
+
         withdrawn = threading.Event()
         taking = asyncio.ensure_future(off_the_loop(self.take, withdrawn))
         try:
@@ -292,6 +296,8 @@ async def off_the_loop(call: Callable[..., T], *args: Any) -> T:
     """`call(*args)` on a daemon thread of its own: a call blocked in a read (a question nobody will
     answer any more) never holds up the end of the chat, as a thread of the loop's executor would
     (asyncio.run joins them)."""
+    import asyncio
+
     loop = asyncio.get_running_loop()
     done: asyncio.Future[T] = loop.create_future()
 

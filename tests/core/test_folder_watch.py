@@ -193,7 +193,9 @@ def test_closing_or_dropping_a_watched_checkpointer_frees_its_watch(ws: str, tmp
         checkpointer.close()  # idempotent
         assert checkpointer.take() is not None  # still usable, without a watch
     gc.collect()
-    assert process.num_fds() == before
+    # No watch left open (an earlier test's daemon thread may close a file of its own meanwhile, so
+    # the count may drop; it must never grow).
+    assert process.num_fds() <= before
 
 
 # -- every change seen: a watched checkpoint equals a full scan, after any sequence of changes --
