@@ -19,7 +19,7 @@ from contextlib import contextmanager
 
 from .change_set import changed_paths
 from .checkpoint_store import CheckpointStore
-from .checkpoints import RACY_NS, Checkpoint, Entry, capture, new_id, read_link, stat_entry
+from .checkpoints import RACY_NS, Checkpoint, Entry, capture, new_id, read_link, stat_entry, unknown_before
 from .fdpath import DIR_FD, parent_folder
 from .paths import Resolved, WorkspaceError, is_inside, real_path
 from .writing import make_parents, remove_quietly
@@ -43,12 +43,16 @@ def restore(
     the files as they now are, and the paths left as they were because the checkpoint did not cover them."""
     # The cache (and each folder holding it) when a workspace holds it: never removed or written.
     targets = [p for p in _targets(before, after, paths) if not is_inside(store.cache_folder, p)]
-    skipped = [p for p in targets if p in before.entries and not before.entries[p].covered]
+    # Not in `before` but ignored then (or below a folder ignored then): it may have existed; never deleted.
+    unknown = unknown_before(before, [p for p in targets if p not in before.entries])
+    skipped = [p for p in targets if p in unknown or (p in before.entries and not before.entries[p].covered)]
     if skipped and paths is not None:
-        reason = before.entries[skipped[0]].reason
+        first = before.entries.get(skipped[0])
+        reason = first.reason if first is not None else "ignored then: what it held is not known"
         raise RestoreRefused(f"{skipped[0]} was not covered by the checkpoint ({reason}); nothing was written.")
     left_alone = set(skipped)
     targets = [p for p in targets if p not in left_alone]
+    skipped = [p for p in skipped if not (p in after.entries and after.entries[p].kind == "dir")]  # its files say
     for path in targets:
         _check_unchanged(path, after)
     _check_emptied(targets, before, after)
@@ -59,7 +63,7 @@ def restore(
             entries[path] = before.entries[path]
         else:
             entries.pop(path, None)
-    return Checkpoint(new_id(), after.folders, after.taken_ns, entries), skipped
+    return Checkpoint(new_id(), after.folders, after.taken_ns, entries, after.ignored), skipped
 
 
 def _targets(before: Checkpoint, after: Checkpoint, paths: Sequence[str] | None) -> list[str]:

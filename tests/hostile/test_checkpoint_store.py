@@ -505,3 +505,67 @@ def test_a_turn_record_of_the_wrong_shape_is_refused_as_damaged(tmp_path: object
     with pytest.raises(NoTurn, match="is damaged"):
         Turns(cache, [ws]).revert(None)
     assert os.listdir(ws) == [".git"]
+
+
+def user_files_ignored_at_the_prompt(tmp_path: object) -> str:
+    """A workspace whose `.gitignore` hides the user's `secret.txt`, `build/` and `*.log`."""
+    ws = workspace(tmp_path)
+    os.mkdir(os.path.join(ws, ".git"))
+    write(os.path.join(ws, ".gitignore"), "secret.txt\nbuild/\n*.log\n")
+    write(os.path.join(ws, "secret.txt"), "the user's secret\n")
+    os.makedirs(os.path.join(ws, "build", "deep"))
+    write(os.path.join(ws, "build", "deep", "out.bin"), "the user's build\n")
+    return ws
+
+
+def agent_edits_and_unignores(ws: str) -> None:
+    """The agent edits the user's ignored files (new ctimes), makes a log of its own, un-ignores all."""
+    write(os.path.join(ws, "secret.txt"), "the agent's\n")
+    write(os.path.join(ws, "build", "deep", "out.bin"), "the agent's\n")
+    write(os.path.join(ws, "new.log"), "the agent's log\n")
+    write(os.path.join(ws, ".gitignore"), "")
+
+
+def test_a_file_ignored_at_the_prompt_that_the_agent_edits_and_unignores_is_never_deleted(tmp_path: object) -> None:
+    """Data loss: the reverse-I8 check missed a file ignored at the prompt that the agent edited
+    and un-ignored in one turn (its ctime new): it was the turn's `added`, and `changes --restore`
+    and `/restore 1` deleted the user's file. The prompt's checkpoint knows the names it left out:
+    such a file is listed as not covered and left as it is; a file the agent made under an ignored
+    name that did not exist at the prompt is still its addition, and goes."""
+    ws = user_files_ignored_at_the_prompt(tmp_path)
+    secret, built = os.path.join(ws, "secret.txt"), os.path.join(ws, "build", "deep", "out.bin")
+    turns = Turns(os.path.join(str(tmp_path), "cache"), [ws])
+    turns.begin()
+    agent_edits_and_unignores(ws)
+    found = {c.path: (c.change, c.note) for c in turns.end("Scripted", {})}
+    unknown = "before not covered (ignored when the prompt began: what it held then is not known)"
+    assert found == {
+        os.path.join(ws, ".gitignore"): ("modified", ""),
+        os.path.join(ws, "new.log"): ("added", ""),
+        secret: ("modified", unknown),
+        built: ("modified", unknown),
+    }
+    left = turns.revert(None)  # changes --restore
+    assert sorted(left) == [built, secret]
+    assert sorted(os.listdir(ws)) == [".git", ".gitignore", "build", "secret.txt"]
+    assert read_text(secret) == read_text(built) == "the agent's\n"  # what they held before is not known
+
+
+def test_restore_to_an_earlier_prompt_never_deletes_a_file_that_was_ignored_then(tmp_path: object) -> None:
+    """The same, two prompts later: `/restore 1` brings back the first prompt's checkpoint, which
+    never had the ignored files; they are listed as not covered and left, not deleted."""
+    ws = user_files_ignored_at_the_prompt(tmp_path)
+    turns = Turns(os.path.join(str(tmp_path), "cache"), [ws])
+    turns.begin()
+    write(os.path.join(ws, "a.txt"), "turn 1\n")
+    turns.end("Scripted", {})
+    turns.begin()
+    agent_edits_and_unignores(ws)
+    turns.end("Scripted", {})
+    plan = turns.plan(turns.prompt_point(1))  # /restore 1
+    secret, built = os.path.join(ws, "secret.txt"), os.path.join(ws, "build", "deep", "out.bin")
+    assert sorted(plan.not_covered) == [built, secret]
+    turns.apply(plan)
+    assert sorted(os.listdir(ws)) == [".git", ".gitignore", "build", "secret.txt"]
+    assert read_text(secret) == read_text(built) == "the agent's\n"
+    assert read_text(os.path.join(ws, ".gitignore")) == "secret.txt\nbuild/\n*.log\n"
