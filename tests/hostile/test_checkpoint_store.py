@@ -569,3 +569,22 @@ def test_restore_to_an_earlier_prompt_never_deletes_a_file_that_was_ignored_then
     assert sorted(os.listdir(ws)) == [".git", ".gitignore", "build", "secret.txt"]
     assert read_text(secret) == read_text(built) == "the agent's\n"
     assert read_text(os.path.join(ws, ".gitignore")) == "secret.txt\nbuild/\n*.log\n"
+
+
+def test_changes_restore_of_a_chain_of_2000_nested_folders_ends(tmp_path: object) -> None:
+    """Restore, X1's chain: `changes --restore` of the hostile agent's 2 000 nested folders did not
+    end in 120 s (each removal walked the whole chain again from the workspace folder, and each
+    folder to remove was listed with all the folders inside it). The limit is only against a hang."""
+    ws = workspace(tmp_path)
+    depth = 2000
+    cache = os.path.join(str(tmp_path), "cache")
+    argv = [sys.executable, "-m", "companion", "chat", "--workspace", ws, "--diff-policy", "accept"]
+    argv += ["--checkpoints", "--prompt", "Nest.", "--", sys.executable, HOSTILE_AGENT, "nest"]
+    env = {**os.environ, "GEMINI_COMPANION_CACHE": cache, "PYTHONPATH": ROOT}
+    env.update(HOSTILE_ROOT=ws, HOSTILE_DEPTH=str(depth))
+    chat = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=120)
+    assert chat.returncode == 0, chat.stderr[-2000:]
+    argv = [sys.executable, "-m", "companion", "changes", "--workspace", ws, "--restore"]
+    restored = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=120)
+    assert restored.returncode == 0, restored.stderr[-2000:]
+    assert os.listdir(ws) == []  # the chain is gone, bottom file and all
