@@ -17,8 +17,10 @@ from typing import Any
 import pytest
 
 from companion.core import checkpoint_pins
+from companion.core import restore as restore_module
 from companion.core.checkpoint_store import CheckpointStore
 from companion.core.checkpoints import Checkpoint, Checkpointer, load
+from companion.core.restore import RestoreFailed
 from companion.core.turns import NoTurn, Turns
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -86,6 +88,8 @@ def test_a_chat_never_prunes_another_chats_running_prompt_in_the_same_process(tm
 
 CHAT_B = """
 import os, sys
+from companion.core import restore as restore_module
+from companion.core.restore import RestoreFailed
 from companion.core.turns import NoTurn, Turns
 cache, ws = sys.argv[1], sys.argv[2]
 notes = os.path.join(ws, "notes.txt")
@@ -588,3 +592,34 @@ def test_changes_restore_of_a_chain_of_2000_nested_folders_ends(tmp_path: object
     restored = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=120)
     assert restored.returncode == 0, restored.stderr[-2000:]
     assert os.listdir(ws) == []  # the chain is gone, bottom file and all
+
+
+@pytest.mark.skipif(not restore_module.DIR_FD, reason="this OS has no dir_fd: each write is checked by name")
+def test_a_folder_swapped_for_a_link_between_two_writes_of_one_restore_is_not_followed(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The restore keeps the folders above its next path open (linear in a deep chain): a folder it
+    has not opened yet, swapped for a link to the outside between two of its writes, is refused."""
+    ws = workspace(tmp_path)
+    outside = os.path.join(str(tmp_path), "outside")
+    os.mkdir(outside)
+    inner = os.path.join(ws, "a", "b", "y.txt")
+    os.makedirs(os.path.dirname(inner))
+    write(os.path.join(ws, "a", "x.txt"), "x\n")
+    write(inner, "y\n")
+    turns = Turns(os.path.join(str(tmp_path), "cache"), [ws])
+    turns.begin()
+    shutil.rmtree(os.path.join(ws, "a", "b"))  # the agent's turn
+    turns.end("Scripted", {})
+    create = restore_module._create
+
+    def then_swap(*args: Any) -> None:
+        create(*args)
+        if os.path.isdir(os.path.join(ws, "a", "b")) and not os.path.islink(os.path.join(ws, "a", "b")):
+            os.rmdir(os.path.join(ws, "a", "b"))  # a hostile program, between the restore's writes
+            os.symlink(outside, os.path.join(ws, "a", "b"))
+
+    monkeypatch.setattr(restore_module, "_create", then_swap)
+    with pytest.raises(RestoreFailed, match="a symbolic link appeared"):
+        turns.revert(None)
+    assert os.listdir(outside) == []
