@@ -512,10 +512,12 @@ def test_a_turn_record_of_the_wrong_shape_is_refused_as_damaged(tmp_path: object
 
 
 def user_files_ignored_at_the_prompt(tmp_path: object) -> str:
-    """A workspace whose `.gitignore` hides the user's `secret.txt`, `build/` and `*.log`."""
+    """A workspace whose `.gitignore` hides the user's `secret.txt`, `build/`, `*.log`, `node_modules/`."""
     ws = workspace(tmp_path)
     os.mkdir(os.path.join(ws, ".git"))
-    write(os.path.join(ws, ".gitignore"), "secret.txt\nbuild/\n*.log\n")
+    write(os.path.join(ws, ".gitignore"), "secret.txt\nbuild/\n*.log\nnode_modules/\n")
+    os.makedirs(os.path.join(ws, "node_modules", "pkg"))
+    write(os.path.join(ws, "node_modules", "pkg", "index.js"), "a package\n")
     write(os.path.join(ws, "secret.txt"), "the user's secret\n")
     os.makedirs(os.path.join(ws, "build", "deep"))
     write(os.path.join(ws, "build", "deep", "out.bin"), "the user's build\n")
@@ -527,7 +529,7 @@ def agent_edits_and_unignores(ws: str) -> None:
     write(os.path.join(ws, "secret.txt"), "the agent's\n")
     write(os.path.join(ws, "build", "deep", "out.bin"), "the agent's\n")
     write(os.path.join(ws, "new.log"), "the agent's log\n")
-    write(os.path.join(ws, ".gitignore"), "")
+    write(os.path.join(ws, ".gitignore"), "node_modules/\n")
 
 
 def test_a_file_ignored_at_the_prompt_that_the_agent_edits_and_unignores_is_never_deleted(tmp_path: object) -> None:
@@ -539,7 +541,7 @@ def test_a_file_ignored_at_the_prompt_that_the_agent_edits_and_unignores_is_neve
     ws = user_files_ignored_at_the_prompt(tmp_path)
     secret, built = os.path.join(ws, "secret.txt"), os.path.join(ws, "build", "deep", "out.bin")
     turns = Turns(os.path.join(str(tmp_path), "cache"), [ws])
-    turns.begin()
+    before = turns.begin()
     agent_edits_and_unignores(ws)
     found = {c.path: (c.change, c.note) for c in turns.end("Scripted", {})}
     unknown = "before not covered (ignored when the prompt began: what it held then is not known)"
@@ -551,8 +553,10 @@ def test_a_file_ignored_at_the_prompt_that_the_agent_edits_and_unignores_is_neve
     }
     left = turns.revert(None)  # changes --restore
     assert sorted(left) == [built, secret]
-    assert sorted(os.listdir(ws)) == [".git", ".gitignore", "build", "secret.txt"]
+    assert sorted(os.listdir(ws)) == [".git", ".gitignore", "build", "node_modules", "secret.txt"]
     assert read_text(secret) == read_text(built) == "the agent's\n"  # what they held before is not known
+    # Noted by name only: an ignored folder is not walked (node_modules costs one name).
+    assert before.ignored == {os.path.join(ws, n) for n in (".git", "build", "node_modules", "secret.txt")}
 
 
 def test_restore_to_an_earlier_prompt_never_deletes_a_file_that_was_ignored_then(tmp_path: object) -> None:
@@ -570,9 +574,9 @@ def test_restore_to_an_earlier_prompt_never_deletes_a_file_that_was_ignored_then
     secret, built = os.path.join(ws, "secret.txt"), os.path.join(ws, "build", "deep", "out.bin")
     assert sorted(plan.not_covered) == [built, secret]
     turns.apply(plan)
-    assert sorted(os.listdir(ws)) == [".git", ".gitignore", "build", "secret.txt"]
+    assert sorted(os.listdir(ws)) == [".git", ".gitignore", "build", "node_modules", "secret.txt"]
     assert read_text(secret) == read_text(built) == "the agent's\n"
-    assert read_text(os.path.join(ws, ".gitignore")) == "secret.txt\nbuild/\n*.log\n"
+    assert read_text(os.path.join(ws, ".gitignore")) == "secret.txt\nbuild/\n*.log\nnode_modules/\n"
 
 
 def test_changes_restore_of_a_chain_of_2000_nested_folders_ends(tmp_path: object) -> None:
