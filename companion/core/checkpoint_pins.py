@@ -8,8 +8,9 @@ A checkpoint being taken cannot be pinned by id yet, and its new contents reach 
 checkpoint that names them, so a prune meanwhile would delete them: `hold` first (it waits for a
 prune of that store already running), and every prune of that store is skipped until the owner pins
 or unpins. Only `hold` ever waits; `pin` and `unpin` never wait for a prune's file I/O.
-In memory, per process. A chat's pins are also shared with other processes (`share`): a pin file
-per chat in the store (`pins/<owner hash>.json`: its process, when that process started, its
+In memory, per process. A chat's pins and a terminal checkpoint's are also shared with other
+processes (`share`): a pin file per owner in the store (`pins/<owner hash>.json`: its process, when
+that process started, its
 checkpoints, or null while one is being taken), which every prune reads; a pin file whose process is
 gone (or whose PID now belongs to a later process) is stale, and removed by the prune that finds it.
 A process killed mid-take can leave no pin that outlives it.

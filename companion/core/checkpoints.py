@@ -30,7 +30,7 @@ import secrets
 import stat
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -95,9 +95,17 @@ class Checkpoint:
     folders: tuple[str, ...]  # real paths
     taken_ns: int  # wall clock when the scan started (for RACY_NS)
     entries: dict[str, Entry]
+    # The names the scan found and left out (ignored files, ignored folders, not walked): each
+    # existed then, with a content the checkpoint does not know (`unknown_before`).
+    ignored: frozenset[str] = frozenset()
 
     def payload(self) -> dict[str, Any]:
-        return {"folders": list(self.folders), "taken_ns": self.taken_ns, "entries": list(self.entries.values())}
+        return {
+            "folders": list(self.folders),
+            "taken_ns": self.taken_ns,
+            "entries": list(self.entries.values()),
+            "ignored": sorted(self.ignored),
+        }
 
     @classmethod
     def from_payload(cls, point_id: str, payload: dict[str, Any], key: str | None = None) -> Checkpoint:
@@ -107,13 +115,16 @@ class Checkpoint:
         records. A restore never follows a tampered index out of the workspace or the store."""
         folders = tuple(payload["folders"])
         entries = {row[0]: Entry(*row) for row in payload["entries"]}
+        ignored = frozenset(payload.get("ignored", ()))  # none in checkpoints saved before it was kept
         if key is not None:
-            problem = _folders_problem(folders, key) or next(
-                (p for e in entries.values() if (p := _entry_problem(e, folders))), ""
+            problem = (
+                _folders_problem(folders, key)
+                or next((p for e in entries.values() if (p := _entry_problem(e, folders))), "")
+                or next((p for path in ignored if (p := _path_problem(path, folders))), "")
             )
             if problem or len(entries) != len(payload["entries"]) or type(payload["taken_ns"]) is not int:
                 raise StoreDamaged(problem or "a checkpoint's entries are not as saved")
-        return cls(point_id, folders, int(payload["taken_ns"]), entries)
+        return cls(point_id, folders, int(payload["taken_ns"]), entries, ignored)
 
     def digests(self) -> set[str]:
         return {e.digest for e in self.entries.values() if e.digest}
@@ -142,10 +153,9 @@ def _folders_problem(folders: tuple[Any, ...], key: str) -> str:
 def _entry_problem(entry: Entry, folders: tuple[str, ...]) -> str:
     """Why `entry` is not one a scan of `folders` records ("" when it is)."""
     path = entry.path
-    if not isinstance(path, str) or not os.path.isabs(path) or os.path.normpath(path) != path:
-        return f"{str(path)[:200]!r} is not a normalised absolute path"
-    if not any(is_inside(path, f) and path != f for f in folders):
-        return f"{path} is outside the workspace folders"
+    problem = _path_problem(path, folders)
+    if problem:
+        return problem
     if entry.kind not in _KINDS:
         return f"{path} has the unknown kind {str(entry.kind)[:40]!r}"
     numbers = (entry.size, entry.mtime_ns, entry.ctime_ns, entry.ino, entry.mode)
@@ -156,6 +166,49 @@ def _entry_problem(entry: Entry, folders: tuple[str, ...]) -> str:
     if not isinstance(entry.target, str) or not isinstance(entry.reason, str):
         return f"{path} has a link target or reason that is not text"
     return ""
+
+
+def _path_problem(path: object, folders: tuple[str, ...]) -> str:
+    if not isinstance(path, str) or not os.path.isabs(path) or os.path.normpath(path) != path:
+        return f"{str(path)[:200]!r} is not a normalised absolute path"
+    if not any(is_inside(path, f) and path != f for f in folders):
+        return f"{path} is outside the workspace folders"
+    return ""
+
+
+def unknown_before(point: Checkpoint, paths: Iterable[str]) -> set[str]:
+    """The `paths` (absent from `point`) that may have existed when `point` was taken: left out as
+    ignored then, or below a folder left out then (never walked: a `node_modules` costs one name).
+    A restore to `point` never deletes them; it cannot know what they held. Linear in the paths and
+    their depth together (each folder looked at once: an agent's chain of 2 000 folders)."""
+    if not point.ignored:
+        return set()
+    known: dict[str, bool] = {folder: False for folder in point.folders}
+    found: set[str] = set()
+    for start in paths:
+        chain: list[str] = []
+        path = start
+        while True:
+            if path in known:
+                unknown = known[path]
+                break
+            if path in point.ignored:
+                unknown = True
+                break
+            if path in point.entries:
+                unknown = False  # walked by the scan: nothing above it was left out
+                break
+            chain.append(path)
+            parent = os.path.dirname(path)
+            if parent == path:
+                unknown = False
+                break
+            path = parent
+        for link in chain:
+            known[link] = unknown
+        if unknown and start not in point.entries:
+            found.add(start)
+    return found
 
 
 def new_id() -> str:
@@ -226,6 +279,7 @@ class Listing(NamedTuple):
     rules: tuple[IgnoreFile, ...] | None  # the .gitignore rules in force for its entries
     items: tuple[tuple[int, bool, bool], ...]  # by name: (index in names, is a folder, left out); an
     # entry left out is here only when it would be kept as the other kind (a file rule, a folder rule)
+    left: tuple[str, ...] = ()  # the names left out whatever their kind
 
 
 class Scan:
@@ -259,6 +313,8 @@ class Scan:
         self.watch = watch
         self.cache = store.cache_folder
         self.linked: list[Entry] = []  # covered files with other hard links (a watch misses writes through those)
+        self.ignored: list[str] = []  # the paths left out (ignored; not walked)
+        self.previous_ignored = previous.ignored if previous is not None else frozenset()
 
     def folder(self, root: str) -> None:
         if self.watch is not None:  # before the rules are read: a change after it is an event
@@ -269,7 +325,9 @@ class Scan:
 
     @property
     def unchanged(self) -> bool:
-        return not self.changed and len(self.entries) == len(self.previous)
+        if self.changed or len(self.entries) != len(self.previous):
+            return False
+        return len(self.ignored) == len(self.previous_ignored) and self.previous_ignored.issuperset(self.ignored)
 
     def _walk(self, folder: str, rel: str, ignore: GitIgnore | None, repo_rel: str, first: bool) -> None:
         """Depth first, in the order of a recursive walk, without recursion: an agent's chain of
@@ -303,6 +361,8 @@ class Scan:
         if not first:
             ignore, repo_rel = self.exclusions.entering(folder, names, ignore, repo_rel)
         listing = self._listing(folder, found, names, rel, ignore, repo_rel)
+        if listing.left:
+            self.ignored.extend([os.path.join(folder, name) for name in listing.left])
         previous, entries, settled, most = self.previous, self.entries, self.settled, self.limits.max_files
         for index, is_dir, left_out in listing.items:
             item = found[index]
@@ -314,7 +374,10 @@ class Scan:
                 self.listings.pop(folder, None)
                 is_dir = not is_dir
                 left_out = self.exclusions.excluded(item.name, item.path, rel, is_dir, ignore, repo_rel)
-            if left_out or (is_dir and item.path == self.cache):
+            if left_out:
+                self.ignored.append(item.path)
+                continue
+            if is_dir and item.path == self.cache:
                 continue  # the cache, inside a workspace: the store never checkpoints itself
             old = previous.get(item.path)
             if (  # inline, not a function: this runs once per file of the workspace
@@ -362,6 +425,7 @@ class Scan:
     ) -> Listing:
         excluded = self.exclusions.excluded
         items: list[tuple[int, bool, bool]] = []
+        left: list[str] = []
         # By name: the same files are beyond max_files each time.
         for index in sorted(range(len(found)), key=names.__getitem__):
             item = found[index]
@@ -372,7 +436,9 @@ class Scan:
             left_out = excluded(item.name, item.path, rel, is_dir, ignore, repo_rel)
             if not left_out or not excluded(item.name, item.path, rel, not is_dir, ignore, repo_rel):
                 items.append((index, is_dir, left_out))
-        return Listing(names, rules, tuple(items))
+            else:
+                left.append(item.name)
+        return Listing(names, rules, tuple(items), tuple(left))
 
     def _entry(
         self,
@@ -482,7 +548,7 @@ class Checkpointer:
             # written within RACY_NS of the previous checkpoint is not read on every take after it.
             point = previous
         else:
-            point = Checkpoint(new_id(), self.folders, taken_ns, scan.entries)
+            point = Checkpoint(new_id(), self.folders, taken_ns, scan.entries, frozenset(scan.ignored))
             self.store.save_point(point.id, point.payload())
             self._saw(point)
         self.last, self._confirmed = point, (point, taken_ns)
@@ -497,7 +563,7 @@ class Checkpointer:
 
     def amended(self, point: Checkpoint, entries: Mapping[str, Entry]) -> Checkpoint:
         """A new checkpoint: `point` with `entries` in place of its own (their contents in the store)."""
-        amended = Checkpoint(new_id(), point.folders, point.taken_ns, {**point.entries, **entries})
+        amended = Checkpoint(new_id(), point.folders, point.taken_ns, {**point.entries, **entries}, point.ignored)
         self.store.save_point(amended.id, amended.payload())
         self._saw(amended)
         return amended

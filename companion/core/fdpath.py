@@ -60,26 +60,84 @@ def parent_folder(target: Resolved, name: str, create_missing: bool = False) -> 
     fd = _open_folder(target.folder, None, name)
     try:
         for part in parts[:-1]:
-            try:
-                child = _open_folder(part, fd, name)
-            except FileNotFoundError:
-                if not create_missing:
-                    raise WorkspaceError(f"{name} does not exist in the workspace.") from None
-                try:
-                    os.mkdir(part, dir_fd=fd)
-                except FileExistsError:
-                    pass
-                except OSError as exc:
-                    raise WorkspaceError(f"Cannot create the folder {part!r}: {exc.strerror or exc}.") from None
-                try:
-                    child = _open_folder(part, fd, name)
-                except FileNotFoundError:  # removed again the moment it was made
-                    raise swapped(name) from None
+            child = open_child(fd, part, name, create_missing)
             os.close(fd)
             fd = child
         yield fd, parts[-1]
     finally:
         os.close(fd)
+
+
+def open_child(fd: int, part: str, name: str, create_missing: bool = False) -> int:
+    """The descriptor of the folder `part` in the folder `fd`, opened without following a link
+    (created first, with `create_missing`, when it does not exist)."""
+    try:
+        return _open_folder(part, fd, name)
+    except FileNotFoundError:
+        if not create_missing:
+            raise WorkspaceError(f"{name} does not exist in the workspace.") from None
+    try:
+        os.mkdir(part, dir_fd=fd)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise WorkspaceError(f"Cannot create the folder {part!r}: {exc.strerror or exc}.") from None
+    try:
+        return _open_folder(part, fd, name)
+    except FileNotFoundError:  # removed again the moment it was made
+        raise swapped(name) from None
+
+
+class FolderChain:
+    """Descriptors of the folders from a workspace folder down to the last one asked for, each
+    opened relative to the one above without following links (as `parent_folder`). The next path
+    reuses the part of the chain it shares, so a restore of an agent's 2 000 nested folders opens
+    each folder once, not once per path below it (which was quadratic). A folder swapped for a link
+    before it is opened is refused as by `parent_folder`; no link is ever followed. A folder already
+    open stays the folder that was checked: one moved away meanwhile (renamed out of the workspace,
+    a link put in its place) is still the one written in, for the rest of the chain's use, where
+    `parent_folder` has the same window for the length of one call. Close it when done."""
+
+    def __init__(self) -> None:
+        self._root = ""
+        self._names: list[str] = []
+        self._fds: list[int] = []
+
+    def __enter__(self) -> FolderChain:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def parent(self, target: Resolved, name: str, create_missing: bool = False) -> tuple[int, str]:
+        """(descriptor of the target's folder, the target's own name); valid until the next call."""
+        parts = relative_parts(target)
+        if not parts:
+            raise WorkspaceError(f"Refused {name}: it is the workspace folder itself, not a file in it.")
+        if target.folder != self._root or not self._fds:
+            self.close()
+            self._fds.append(_open_folder(target.folder, None, name))
+            self._root = target.folder
+        wanted, names = parts[:-1], self._names
+        if wanted[: len(names)] == names:  # further down (C-speed comparisons: no loop per level)
+            keep = len(names)
+        elif names[: len(wanted)] == wanted:  # up
+            keep = len(wanted)
+        else:
+            keep = next(i for i, (a, b) in enumerate(zip(names, wanted, strict=False)) if a != b)
+        while len(names) > keep:
+            names.pop()
+            os.close(self._fds.pop())
+        for part in wanted[keep:]:
+            self._fds.append(open_child(self._fds[-1], part, name, create_missing))
+            names.append(part)
+        return self._fds[-1], parts[-1]
+
+    def close(self) -> None:
+        while self._fds:
+            os.close(self._fds.pop())
+        self._names.clear()
+        self._root = ""
 
 
 def _open_folder(path: str, dir_fd: int | None, name: str) -> int:

@@ -19,8 +19,8 @@ from contextlib import contextmanager
 
 from .change_set import changed_paths
 from .checkpoint_store import CheckpointStore
-from .checkpoints import RACY_NS, Checkpoint, Entry, capture, new_id, read_link, stat_entry
-from .fdpath import DIR_FD, parent_folder
+from .checkpoints import RACY_NS, Checkpoint, Entry, capture, new_id, read_link, stat_entry, unknown_before
+from .fdpath import DIR_FD, FolderChain
 from .paths import Resolved, WorkspaceError, is_inside, real_path
 from .writing import make_parents, remove_quietly
 
@@ -43,12 +43,16 @@ def restore(
     the files as they now are, and the paths left as they were because the checkpoint did not cover them."""
     # The cache (and each folder holding it) when a workspace holds it: never removed or written.
     targets = [p for p in _targets(before, after, paths) if not is_inside(store.cache_folder, p)]
-    skipped = [p for p in targets if p in before.entries and not before.entries[p].covered]
+    # Not in `before` but ignored then (or below a folder ignored then): it may have existed; never deleted.
+    unknown = unknown_before(before, [p for p in targets if p not in before.entries])
+    skipped = [p for p in targets if p in unknown or (p in before.entries and not before.entries[p].covered)]
     if skipped and paths is not None:
-        reason = before.entries[skipped[0]].reason
+        first = before.entries.get(skipped[0])
+        reason = first.reason if first is not None else "ignored then: what it held is not known"
         raise RestoreRefused(f"{skipped[0]} was not covered by the checkpoint ({reason}); nothing was written.")
     left_alone = set(skipped)
     targets = [p for p in targets if p not in left_alone]
+    skipped = [p for p in skipped if not (p in after.entries and after.entries[p].kind == "dir")]  # its files say
     for path in targets:
         _check_unchanged(path, after)
     _check_emptied(targets, before, after)
@@ -59,7 +63,7 @@ def restore(
             entries[path] = before.entries[path]
         else:
             entries.pop(path, None)
-    return Checkpoint(new_id(), after.folders, after.taken_ns, entries), skipped
+    return Checkpoint(new_id(), after.folders, after.taken_ns, entries, after.ignored), skipped
 
 
 def _targets(before: Checkpoint, after: Checkpoint, paths: Sequence[str] | None) -> list[str]:
@@ -112,33 +116,42 @@ def _check_unchanged(path: str, after: Checkpoint) -> None:
 
 
 def _check_emptied(targets: Sequence[str], before: Checkpoint, after: Checkpoint) -> None:
-    """A folder that must go may hold only what this restore removes."""
+    """A folder that must go may hold only what this restore removes. Each such folder is listed
+    once: a folder inside another is listed with it (not again from its own top: a chain of 2 000
+    nested folders was quadratic), without recursion."""
     removed = {p for p in targets if p not in before.entries or before.entries[p].kind != "dir"}
-    for path in targets:
-        entry = after.entries.get(path)
-        if entry is None or entry.kind != "dir" or path not in removed:
-            continue
-        for folder, _dirs, files in os.walk(path):
-            for name in (*_dirs, *files):
-                inside = os.path.join(folder, name)
-                if inside not in removed:
+    going = {p for p in removed if (e := after.entries.get(p)) is not None and e.kind == "dir"}
+    for top in sorted(p for p in going if os.path.dirname(p) not in going):
+        stack = [top]
+        while stack:
+            try:
+                with os.scandir(stack.pop()) as listing:
+                    found = list(listing)
+            except OSError:
+                continue  # gone, or not a folder: its removal says what fails
+            for item in found:
+                if item.path not in removed:
                     raise RestoreRefused(
-                        f"{path} is now a folder holding {inside}, which the checkpoint did not have; "
+                        f"{top} is now a folder holding {item.path}, which the checkpoint did not have; "
                         "move it away, then try again. Nothing was written."
                     )
+                if item.is_dir(follow_symlinks=False):
+                    stack.append(item.path)
 
 
 def _apply(store: CheckpointStore, before: Checkpoint, after: Checkpoint, targets: Sequence[str]) -> None:
     removals = [p for p in targets if _must_remove(before.entries.get(p), after.entries.get(p))]
     creations = [p for p in targets if p in before.entries]
     done, path = 0, ""
+    # Deepest first, then parents first: the held chain of folders moves one level at a time.
     try:
-        for path in sorted(removals, key=lambda p: p.count(os.sep), reverse=True):
-            _remove(path, after.entries[path], before.folders)
-            done += 1
-        for path in sorted(creations):
-            _create(store, before.entries[path], before.folders)
-            done += 1
+        with FolderChain() as chain:
+            for path in sorted(removals, key=lambda p: (-p.count(os.sep), p)):
+                _remove(path, after.entries[path], before.folders, chain)
+                done += 1
+            for path in sorted(creations):
+                _create(store, before.entries[path], before.folders, chain)
+                done += 1
     except (OSError, WorkspaceError) as exc:
         raise RestoreFailed(f"the restore stopped at {path} after {done} changes: {exc}") from None
 
@@ -152,14 +165,14 @@ def _must_remove(old: Entry | None, new: Entry | None) -> bool:
 
 
 @contextmanager
-def _at(path: str, folders: Sequence[str]) -> Iterator[tuple[int | None, str]]:
-    """(folder descriptor or None, name) to reach `path` without following links out of `folders`."""
+def _at(path: str, folders: Sequence[str], chain: FolderChain) -> Iterator[tuple[int | None, str]]:
+    """(folder descriptor or None, name) to reach `path` without following links out of `folders`
+    (on POSIX through `chain`, which keeps the folders above it open for the next path)."""
     folder = next((f for f in folders if is_inside(path, f) and path != f), None)
     if folder is None:
         raise WorkspaceError(f"{path} is not inside the workspace folders")
     if DIR_FD:
-        with parent_folder(Resolved(path, path, folder, False), path, create_missing=True) as (fd, leaf):
-            yield fd, leaf
+        yield chain.parent(Resolved(path, path, folder, False), path, create_missing=True)
         return
     parent = os.path.dirname(path)
     make_parents(parent, folder, path)  # each checked before it is made
@@ -168,16 +181,16 @@ def _at(path: str, folders: Sequence[str]) -> Iterator[tuple[int | None, str]]:
     yield None, path
 
 
-def _remove(path: str, entry: Entry, folders: Sequence[str]) -> None:
-    with _at(path, folders) as (fd, leaf):
+def _remove(path: str, entry: Entry, folders: Sequence[str], chain: FolderChain) -> None:
+    with _at(path, folders, chain) as (fd, leaf):
         if entry.kind == "dir":
             os.rmdir(leaf, dir_fd=fd)
         else:
             os.unlink(leaf, dir_fd=fd)
 
 
-def _create(store: CheckpointStore, entry: Entry, folders: Sequence[str]) -> None:
-    with _at(entry.path, folders) as (fd, leaf):
+def _create(store: CheckpointStore, entry: Entry, folders: Sequence[str], chain: FolderChain) -> None:
+    with _at(entry.path, folders, chain) as (fd, leaf):
         if entry.kind == "dir":
             _make_folder(fd, leaf, entry.mode)
             return

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from .change_set import OUTSIDE, FileChange, changed_paths, diff, same_entry
 from .checkpoint_store import CheckpointStore
-from .checkpoints import Checkpoint, Entry
+from .checkpoints import Checkpoint, Entry, unknown_before
 from .paths import is_inside
 from .restore import RestoreRefused, restore
 from .textfile import BinaryFile, decode, same_text
@@ -69,12 +69,19 @@ def make_plan(
     """The plan to bring `current` back to `target`. `buffers`: path -> the unsaved text of its open
     buffer (only dirty ones)."""
     paths = changed_paths(current, target)
-    not_covered = [p for p in paths if p in target.entries and not target.entries[p].covered]
+    # Ignored when `target` was taken (or below a folder ignored then): it may have existed, unknown how.
+    unknown = unknown_before(target, [p for p in paths if p not in target.entries])
+    not_covered = [p for p in paths if p in unknown or (p in target.entries and not target.entries[p].covered)]
     writes = tuple(p for p in paths if p not in not_covered)
+    not_covered = [p for p in not_covered if not _is_dir(current.entries.get(p))]  # a folder: its files are listed
     changes = [c for c in diff(current, target, store, {}, OUTSIDE) if c.path not in not_covered]
     buffers = {os.path.abspath(p): text for p, text in (buffers or {}).items()}
     conflicts = [c for p in writes if (c := _conflict(store, p, target, current, settled, buffers.get(p))) is not None]
     return RestorePlan(label, target, current, changes, conflicts, not_covered, writes)
+
+
+def _is_dir(entry: Entry | None) -> bool:
+    return entry is not None and entry.kind == "dir"
 
 
 def _conflict(

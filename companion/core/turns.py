@@ -22,7 +22,7 @@ from typing import Any
 from . import checkpoint_pins
 from .change_set import FileChange, changed_paths, diff
 from .checkpoint_store import GONE_DAYS, CheckpointStore, StoreDamaged, damaged, remove_gone_stores
-from .checkpoints import Checkpoint, Checkpointer, Entry, Limits, load, load_checked, new_id
+from .checkpoints import Checkpoint, Checkpointer, Entry, Limits, load, load_checked, new_id, unknown_before
 from .restore import RestoreFailed, RestoreRefused, current_entry, restore
 from .restore_plan import Conflict, RestorePlan, apply_plan, make_plan
 from .revert_note import reverted_note
@@ -230,7 +230,7 @@ class Turns:
             return point
         if save:
             return self.checkpointer.amended(point, extra)
-        return Checkpoint(new_id(), point.folders, point.taken_ns, {**point.entries, **extra})
+        return Checkpoint(new_id(), point.folders, point.taken_ns, {**point.entries, **extra}, point.ignored)
 
     def _untouched_before(self, before: Checkpoint, after: Checkpoint) -> Checkpoint:
         """`before`, with each path the turn's end has and the prompt's checkpoint left out though
@@ -238,10 +238,17 @@ class Turns:
         prompt's checkpoint did not have, older than the prompt): a file ignored until the turn
         changed `.gitignore` is not the turn's addition, and a revert must never delete it. A folder
         the agent moved in has a new ctime: its files stay added. Not when the wall clock was stepped
-        during the turn. Saved as a new checkpoint, as `_unseen_before` does."""
-        wall, monotonic, _quick = self._begun
-        if before is after or abs((time_ns() - monotonic_ns()) - (wall - monotonic)) > CLOCK_SLACK_NS:
+        during the turn. Saved as a new checkpoint, as `_unseen_before` does.
+        The others the prompt's checkpoint saw ignored (or below a folder it saw ignored) existed
+        then, whatever their ctime (the agent edited and un-ignored them): they join it as not
+        covered (`unknown_before`), so a restore leaves them as they are and says so."""
+        if before is after:
             return before
+        added = after.entries.keys() - before.entries.keys()
+        if not added:
+            return before
+        wall, monotonic, _quick = self._begun
+        stepped = abs((time_ns() - monotonic_ns()) - (wall - monotonic)) > CLOCK_SLACK_NS
         old: dict[str, bool] = {folder: True for folder in after.folders}
 
         def untouched(path: str) -> bool:  # up the folders, without recursion (deep trees)
@@ -263,7 +270,9 @@ class Turns:
                 old[link] = found
             return found
 
-        extra = {path: after.entries[path] for path in after.entries.keys() - before.entries.keys() if untouched(path)}
+        extra = {path: after.entries[path] for path in added if not stepped and untouched(path)}
+        for path in unknown_before(before, added - extra.keys()):
+            extra[path] = _unknown(after.entries[path])
         if not extra:
             return before
         amended = self.checkpointer.amended(before, extra)
@@ -403,7 +412,7 @@ class Turns:
                 entries[path] = now
             else:
                 entries.pop(path, None)
-            after = Checkpoint(new_id(), turn.after.folders, turn.after.taken_ns, entries)
+            after = Checkpoint(new_id(), turn.after.folders, turn.after.taken_ns, entries, turn.after.ignored)
         self._update(after, notes=[reverted_note([path], hunks={path: hunks})] if hunks else [])
 
     def note_reverted(self, paths: Sequence[str], hunks: Mapping[str, Sequence[tuple[int, int]]] | None = None) -> None:
@@ -460,6 +469,15 @@ class Turns:
                 "notes": list(notes),
             }
         )
+
+
+UNKNOWN_BEFORE = "ignored when the prompt began: what it held then is not known"
+
+
+def _unknown(entry: Entry) -> Entry:
+    """What the prompt's checkpoint says of a path it saw ignored: a folder was there (its files
+    decide), a file's content is not known (not covered: a restore leaves it as it is)."""
+    return entry if entry.kind == "dir" else Entry(entry.path, "file", reason=UNKNOWN_BEFORE)
 
 
 def _older(ctime_ns: int, wall: int) -> bool:

@@ -9,8 +9,11 @@ holds the accepted text as bytes: encoded as the file was stored (its encoding, 
 what our own write would store) or as the UTF-8 text the agent was sent. Any other bytes are
 "changed after your review" (issue 36). Its checkpoints share the
 window's checkpoint store with its chats, whose pruning keeps a store's last 20 checkpoints: the
-window's active terminal checkpoint is pinned (`core/checkpoint_pins.py`), so it and its contents
-stay however many turns the chats run, until Start Checkpoint replaces it or the window closes.
+window's active terminal checkpoint is pinned (`core/checkpoint_pins.py`), in this process and in
+the store's pin files (a headless chat in another process prunes the same store), so it and its
+contents stay however many turns the chats run, until Start Checkpoint replaces it or the window
+closes (or Sublime ends: a pin file of a process that is gone is dropped). Pin files are written and
+removed on worker threads, never on the main thread.
 """
 
 from __future__ import annotations
@@ -44,16 +47,30 @@ class StartedPoint:
     owner: str = ""  # its pin in the store (checkpoint_pins), while it is the window's
 
     def unpin(self) -> None:
-        checkpoint_pins.unpin(self.checkpointer.store.root, self.owner)
+        """Let it go (any thread; its pin file is removed on a thread of its own: no file I/O here)."""
+        root = self.checkpointer.store.root
+        checkpoint_pins.unpin(root, self.owner)
+        threading.Thread(
+            target=checkpoint_pins.unshare, args=(root, self.owner), name="gemini-companion-unpin", daemon=True
+        ).start()
 
     def now(self) -> Checkpoint:
-        """The folders now, with no prune of the store while its new contents are saved (worker thread)."""
+        """The folders now, with no prune of the store (in any process) while its new contents are
+        saved (worker thread)."""
         root, taking = self.checkpointer.store.root, f"{self.owner} now"
-        checkpoint_pins.hold(root, taking)
+        _hold_everywhere(self.checkpointer.store, taking)
         try:
             return self.checkpointer.take()
         finally:
             checkpoint_pins.unpin(root, taking)
+            checkpoint_pins.unshare(root, taking)
+
+
+def _hold_everywhere(store: CheckpointStore, owner: str) -> None:
+    """No prune of the store, in this process or another, until `owner` pins (worker thread)."""
+    store.prepare()
+    checkpoint_pins.share(store.root, owner, None)  # other processes' prunes
+    checkpoint_pins.hold(store.root, owner)  # this one's
 
 
 _points: dict[int, StartedPoint] = {}  # window id -> its terminal checkpoint (main thread)
@@ -84,12 +101,14 @@ def start(window: sublime.Window, reviews: WindowReviews, config: CheckpointConf
 def _take(store: CheckpointStore, folders: Sequence[str], config: CheckpointConfig, accepted_from: int) -> StartedPoint:
     """A checkpoint pinned from the moment it is taken: no chat's prune meanwhile (worker thread)."""
     owner = f"terminal checkpoint {secrets.token_hex(8)}"
-    checkpoint_pins.hold(store.root, owner)
     try:
+        _hold_everywhere(store, owner)
         checkpointer = Checkpointer(store, folders, config.limits)
         point = StartedPoint(checkpointer, checkpointer.take(), accepted_from, owner)
+        checkpoint_pins.share(store.root, owner, [point.before.id])  # for every process's prunes
     except BaseException:
         checkpoint_pins.unpin(store.root, owner)
+        checkpoint_pins.unshare(store.root, owner)
         raise
     checkpoint_pins.pin(store.root, owner, point.before.id)
     return point

@@ -5,6 +5,9 @@ user accepted is the reviewing agent's and reviewed, everything else is "outside
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import threading
 from collections.abc import Callable
 
 from tests.adapter.conftest import Companion, ThreadedClient, pkg, write
@@ -90,6 +93,13 @@ def test_a_terminal_checkpoint_outlives_a_chats_pruning_and_reverts_to_its_exact
     assert read(path) == original
 
 
+def unpinned() -> None:
+    """Wait for the let-go checkpoints' pin files to be removed (on threads of their own)."""
+    for thread in threading.enumerate():
+        if thread.name == "gemini-companion-unpin":
+            thread.join()
+
+
 def test_a_replaced_terminal_checkpoint_is_no_longer_kept_from_pruning(companion: Companion, workspace: str) -> None:
     write(workspace, "a.txt", "first checkpoint's\n")
     window = control.new_window([workspace])
@@ -101,6 +111,7 @@ def test_a_replaced_terminal_checkpoint_is_no_longer_kept_from_pruning(companion
     write(workspace, "a.txt", "second checkpoint's\n")
     assert control.run_from_palette(window, "gemini_companion_start_checkpoint")
     control.pump_until(lambda: points.get(window.id()) not in (None, first), CEILING, "the second checkpoint")
+    unpinned()
     config = pkg("sublime_editor.chat_checkpoints").config(window)
     turns = pkg("core.turns").Turns(config.cache_folder, window.folders(), config.limits)
     for n in range(pkg("core.checkpoint_store").KEEP_CHECKPOINTS + 2):
@@ -128,6 +139,7 @@ def test_a_closed_windows_terminal_checkpoint_is_let_go_at_the_next_start(compan
     companion.ready(window)
     assert control.run_from_palette(window, "gemini_companion_start_checkpoint")
     control.pump_until(lambda: window.id() in points, CEILING, "the second window's checkpoint")
+    unpinned()
     turns = pkg("core.turns").Turns(config.cache_folder, window.folders(), config.limits)
     for n in range(pkg("core.checkpoint_store").KEEP_CHECKPOINTS + 2):
         write(workspace, "a.txt", f"chat turn {n}\n")
@@ -169,3 +181,58 @@ def test_a_file_the_terminal_agent_wrote_other_bytes_to_after_your_accept_is_not
         "- modified  changed.txt  +2 -1  by test-client  not reviewed  changed after your review",
         "- modified  kept.txt  +1 -1  by test-client  reviewed",
     ], rows
+
+
+CHAT_OF_MORE_TURNS_THAN_KEPT = """
+import os, sys
+from companion.core.turns import Turns
+cache, ws, turns = sys.argv[1], sys.argv[2], int(sys.argv[3])
+chat = Turns(cache, [ws])
+for n in range(turns):
+    with open(os.path.join(ws, "kept.bin"), "w") as handle:
+        handle.write(f"chat turn {n}\\n")
+    chat.begin()
+    with open(os.path.join(ws, "kept.bin"), "w") as handle:
+        handle.write(f"chat turn {n} done\\n")
+    chat.end("Scripted", {})
+print("pruned", flush=True)
+"""
+
+
+def test_a_headless_chat_in_another_process_never_prunes_a_windows_terminal_checkpoint(
+    companion: Companion, workspace: str
+) -> None:
+    """The terminal checkpoint was pinned only in Sublime's memory: a headless chat (another
+    process, the same folder and cache) ran more turns than are kept and its prune deleted the
+    checkpoint and its content. Now it is pinned in the store's pin files too."""
+    original = b"the user's bytes \x00\xff\r\n"
+    path = os.path.join(workspace, "kept.bin")
+    with open(path, "wb") as handle:
+        handle.write(original)
+    window = control.new_window([workspace])
+    companion.load()
+    companion.ready(window)
+    assert control.run_from_palette(window, "gemini_companion_start_checkpoint")
+    points = pkg("sublime_editor.terminal_checkpoints")._points
+    control.pump_until(lambda: window.id() in points, CEILING, "the checkpoint")
+    config = pkg("sublime_editor.chat_checkpoints").config(window)
+    turns = str(pkg("core.checkpoint_store").KEEP_CHECKPOINTS + 2)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    child = subprocess.run(
+        [sys.executable, "-c", CHAT_OF_MORE_TURNS_THAN_KEPT, config.cache_folder, workspace, turns],
+        env={**os.environ, "PYTHONPATH": root},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert child.stdout == "pruned\n", child.stderr[-2000:]
+    point = points[window.id()]
+    assert point.before.id in point.checkpointer.store.point_ids()
+    assert control.run_from_palette(window, "gemini_companion_review_checkpoint_changes")
+    tab = control.pump_until(lambda: tab_of(window), CEILING, "the change-set tab")
+    wait_tab(tab, "- ")
+    rows = [line for line in text(tab).splitlines() if line.startswith("- ")]
+    assert rows == ["- modified  kept.bin  binary  by outside the agent  not reviewed"], rows
+    control.click_link(tab, "revert-all", "gemini_companion.change_set.header")
+    wait_tab(tab, "Reverted 1 file")
+    assert read(path) == original

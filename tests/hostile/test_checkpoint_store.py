@@ -17,8 +17,10 @@ from typing import Any
 import pytest
 
 from companion.core import checkpoint_pins
+from companion.core import restore as restore_module
 from companion.core.checkpoint_store import CheckpointStore
 from companion.core.checkpoints import Checkpoint, Checkpointer, load
+from companion.core.restore import RestoreFailed
 from companion.core.turns import NoTurn, Turns
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -86,6 +88,8 @@ def test_a_chat_never_prunes_another_chats_running_prompt_in_the_same_process(tm
 
 CHAT_B = """
 import os, sys
+from companion.core import restore as restore_module
+from companion.core.restore import RestoreFailed
 from companion.core.turns import NoTurn, Turns
 cache, ws = sys.argv[1], sys.argv[2]
 notes = os.path.join(ws, "notes.txt")
@@ -505,3 +509,121 @@ def test_a_turn_record_of_the_wrong_shape_is_refused_as_damaged(tmp_path: object
     with pytest.raises(NoTurn, match="is damaged"):
         Turns(cache, [ws]).revert(None)
     assert os.listdir(ws) == [".git"]
+
+
+def user_files_ignored_at_the_prompt(tmp_path: object) -> str:
+    """A workspace whose `.gitignore` hides the user's `secret.txt`, `build/`, `*.log`, `node_modules/`."""
+    ws = workspace(tmp_path)
+    os.mkdir(os.path.join(ws, ".git"))
+    write(os.path.join(ws, ".gitignore"), "secret.txt\nbuild/\n*.log\nnode_modules/\n")
+    os.makedirs(os.path.join(ws, "node_modules", "pkg"))
+    write(os.path.join(ws, "node_modules", "pkg", "index.js"), "a package\n")
+    write(os.path.join(ws, "secret.txt"), "the user's secret\n")
+    os.makedirs(os.path.join(ws, "build", "deep"))
+    write(os.path.join(ws, "build", "deep", "out.bin"), "the user's build\n")
+    return ws
+
+
+def agent_edits_and_unignores(ws: str) -> None:
+    """The agent edits the user's ignored files (new ctimes), makes a log of its own, un-ignores all."""
+    write(os.path.join(ws, "secret.txt"), "the agent's\n")
+    write(os.path.join(ws, "build", "deep", "out.bin"), "the agent's\n")
+    write(os.path.join(ws, "new.log"), "the agent's log\n")
+    write(os.path.join(ws, ".gitignore"), "node_modules/\n")
+
+
+def test_a_file_ignored_at_the_prompt_that_the_agent_edits_and_unignores_is_never_deleted(tmp_path: object) -> None:
+    """Data loss: the reverse-I8 check missed a file ignored at the prompt that the agent edited
+    and un-ignored in one turn (its ctime new): it was the turn's `added`, and `changes --restore`
+    and `/restore 1` deleted the user's file. The prompt's checkpoint knows the names it left out:
+    such a file is listed as not covered and left as it is; a file the agent made under an ignored
+    name that did not exist at the prompt is still its addition, and goes."""
+    ws = user_files_ignored_at_the_prompt(tmp_path)
+    secret, built = os.path.join(ws, "secret.txt"), os.path.join(ws, "build", "deep", "out.bin")
+    turns = Turns(os.path.join(str(tmp_path), "cache"), [ws])
+    before = turns.begin()
+    agent_edits_and_unignores(ws)
+    found = {c.path: (c.change, c.note) for c in turns.end("Scripted", {})}
+    unknown = "before not covered (ignored when the prompt began: what it held then is not known)"
+    assert found == {
+        os.path.join(ws, ".gitignore"): ("modified", ""),
+        os.path.join(ws, "new.log"): ("added", ""),
+        secret: ("modified", unknown),
+        built: ("modified", unknown),
+    }
+    left = turns.revert(None)  # changes --restore
+    assert sorted(left) == [built, secret]
+    assert sorted(os.listdir(ws)) == [".git", ".gitignore", "build", "node_modules", "secret.txt"]
+    assert read_text(secret) == read_text(built) == "the agent's\n"  # what they held before is not known
+    # Noted by name only: an ignored folder is not walked (node_modules costs one name).
+    assert before.ignored == {os.path.join(ws, n) for n in (".git", "build", "node_modules", "secret.txt")}
+
+
+def test_restore_to_an_earlier_prompt_never_deletes_a_file_that_was_ignored_then(tmp_path: object) -> None:
+    """The same, two prompts later: `/restore 1` brings back the first prompt's checkpoint, which
+    never had the ignored files; they are listed as not covered and left, not deleted."""
+    ws = user_files_ignored_at_the_prompt(tmp_path)
+    turns = Turns(os.path.join(str(tmp_path), "cache"), [ws])
+    turns.begin()
+    write(os.path.join(ws, "a.txt"), "turn 1\n")
+    turns.end("Scripted", {})
+    turns.begin()
+    agent_edits_and_unignores(ws)
+    turns.end("Scripted", {})
+    plan = turns.plan(turns.prompt_point(1))  # /restore 1
+    secret, built = os.path.join(ws, "secret.txt"), os.path.join(ws, "build", "deep", "out.bin")
+    assert sorted(plan.not_covered) == [built, secret]
+    turns.apply(plan)
+    assert sorted(os.listdir(ws)) == [".git", ".gitignore", "build", "node_modules", "secret.txt"]
+    assert read_text(secret) == read_text(built) == "the agent's\n"
+    assert read_text(os.path.join(ws, ".gitignore")) == "secret.txt\nbuild/\n*.log\nnode_modules/\n"
+
+
+def test_changes_restore_of_a_chain_of_2000_nested_folders_ends(tmp_path: object) -> None:
+    """Restore, X1's chain: `changes --restore` of the hostile agent's 2 000 nested folders did not
+    end in 120 s (each removal walked the whole chain again from the workspace folder, and each
+    folder to remove was listed with all the folders inside it). The limit is only against a hang."""
+    ws = workspace(tmp_path)
+    depth = 2000
+    cache = os.path.join(str(tmp_path), "cache")
+    argv = [sys.executable, "-m", "companion", "chat", "--workspace", ws, "--diff-policy", "accept"]
+    argv += ["--checkpoints", "--prompt", "Nest.", "--", sys.executable, HOSTILE_AGENT, "nest"]
+    env = {**os.environ, "GEMINI_COMPANION_CACHE": cache, "PYTHONPATH": ROOT}
+    env.update(HOSTILE_ROOT=ws, HOSTILE_DEPTH=str(depth))
+    chat = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=120)
+    assert chat.returncode == 0, chat.stderr[-2000:]
+    argv = [sys.executable, "-m", "companion", "changes", "--workspace", ws, "--restore"]
+    restored = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=120)
+    assert restored.returncode == 0, restored.stderr[-2000:]
+    assert os.listdir(ws) == []  # the chain is gone, bottom file and all
+
+
+@pytest.mark.skipif(not restore_module.DIR_FD, reason="this OS has no dir_fd: each write is checked by name")
+def test_a_folder_swapped_for_a_link_between_two_writes_of_one_restore_is_not_followed(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The restore keeps the folders above its next path open (linear in a deep chain): a folder it
+    has not opened yet, swapped for a link to the outside between two of its writes, is refused."""
+    ws = workspace(tmp_path)
+    outside = os.path.join(str(tmp_path), "outside")
+    os.mkdir(outside)
+    inner = os.path.join(ws, "a", "b", "y.txt")
+    os.makedirs(os.path.dirname(inner))
+    write(os.path.join(ws, "a", "x.txt"), "x\n")
+    write(inner, "y\n")
+    turns = Turns(os.path.join(str(tmp_path), "cache"), [ws])
+    turns.begin()
+    shutil.rmtree(os.path.join(ws, "a", "b"))  # the agent's turn
+    turns.end("Scripted", {})
+    create = restore_module._create
+
+    def then_swap(*args: Any) -> None:
+        create(*args)
+        if os.path.isdir(os.path.join(ws, "a", "b")) and not os.path.islink(os.path.join(ws, "a", "b")):
+            os.rmdir(os.path.join(ws, "a", "b"))  # a hostile program, between the restore's writes
+            os.symlink(outside, os.path.join(ws, "a", "b"))
+
+    monkeypatch.setattr(restore_module, "_create", then_swap)
+    with pytest.raises(RestoreFailed, match="a symbolic link appeared"):
+        turns.revert(None)
+    assert os.listdir(outside) == []
