@@ -7,7 +7,6 @@ proposed content: a model writes that content, so it must not be able to decide 
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import sys
@@ -16,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .console import Console
+from .core import line_diff
 
 if TYPE_CHECKING:  # `serve` imports this module before its discovery file is out: nothing heavy at the top
     from .core.diffs import Review
@@ -149,7 +149,7 @@ def unified_diff(file_path: str, proposal: str, disk: DiskText | None = None) ->
     label = file_path if disk.exists else f"{file_path} (new file)"
     if disk.not_shown is not None:
         label = f"{file_path} (current text not shown: {disk.not_shown})"
-    lines = difflib.unified_diff(
+    lines = line_diff.unified_diff(
         disk.text.splitlines(keepends=True),
         proposal.splitlines(keepends=True),
         fromfile=label,

@@ -8,10 +8,10 @@ UTF-16/32 BOM) or a high share of control characters in the first 8 KB.
 from __future__ import annotations
 
 import codecs
-import difflib
 import re
 from dataclasses import dataclass
 
+from . import line_diff
 from .paths import WorkspaceError
 
 _SNIFF = 8192
@@ -114,11 +114,8 @@ def keep_line_endings(original: str, text: str, newline: str) -> str:
     as a line break stays a lone CR."""
     old_lines = _split_lines(original)
     new_lines = _split_lines(text)
-    matcher = difflib.SequenceMatcher(
-        None, [line for line, _ in old_lines], [line for line, _ in new_lines], autojunk=False
-    )
     endings = [newline if brk else "" for _, brk in new_lines]  # a last line without a break keeps none
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in line_diff.opcodes([line for line, _ in old_lines], [line for line, _ in new_lines]):
         if tag in ("equal", "replace"):  # a line edited in place keeps its ending too
             for offset in range(min(i2 - i1, j2 - j1)):
                 if endings[j1 + offset]:
