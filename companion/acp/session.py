@@ -501,7 +501,8 @@ class ChatSession:
             before = await self.files.current(target, disk)
             if before.not_shown is not None:
                 raise NotRebuildable(f"the file's current text cannot be shown: {before.not_shown}")
-            proposal = proposed_text(call, before.text, None if before is disk else disk.text)
+            # Off the loop: rebuilding the text keeps each line's break, a whole-file line diff.
+            proposal = await asyncio.to_thread(proposed_text, call, before.text, None if before is disk else disk.text)
             decision = await self.gate.review(target.path, before, proposal, always.name if always else None)
         except (FsRefused, NotRebuildable, ReviewOpen) as exc:
             self.view.notice(f"Rejected {self.spec.name}'s edit of {path}: {exc}.", "warning")

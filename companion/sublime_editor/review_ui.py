@@ -109,6 +109,31 @@ class ReviewOwner(Protocol):
     def accept(self, entry: ReviewViews) -> None: ...
 
 
+@dataclass(frozen=True)
+class LeftText:
+    """The proposal view's text (`shown`, read on the main thread) and the agent's proposal its line
+    breaks come back from. `text()` compares the two whole files: call it off the main thread."""
+
+    proposal: str
+    shown: str
+    newline: str = "\n"
+
+    def text(self) -> str:
+        """The proposal as the user left it, with the agent's own line breaks: Sublime holds every
+        break as "\n", so each line the user kept gets its break back from the proposal (CRLF, CR,
+        mixed), and a line the user added gets the proposal's dominant one."""
+        if "\r" not in self.proposal:
+            return self.shown
+        if self.shown == to_newline(self.proposal, "\n"):
+            return self.proposal  # accepted as proposed: exactly the agent's text
+        return keep_line_endings(self.proposal, self.shown, self.newline)
+
+
+def as_proposed(review: Review) -> LeftText:
+    """The proposal untouched, as `LeftText` (a review whose views are gone)."""
+    return LeftText(review.proposal, to_newline(review.proposal, "\n"))
+
+
 @dataclass
 class ReviewViews:
     review: Review
@@ -124,17 +149,10 @@ class ReviewViews:
     banner: sublime.PhantomSet | None = field(default=None, repr=False)
     owner: ReviewOwner | None = field(default=None, repr=False)
 
-    def proposal_text(self) -> str:
-        """The proposal as the user left it, with the agent's own line breaks: Sublime holds every
-        break as "\n", so each line the user kept gets its break back from the proposal (CRLF, CR,
-        mixed), and a line the user added gets the proposal's dominant one."""
-        text = self.proposal.substr(sublime.Region(0, self.proposal.size()))
-        proposal = self.review.proposal
-        if "\r" not in proposal:
-            return text
-        if text == to_newline(proposal, "\n"):
-            return proposal  # accepted as proposed: exactly the agent's text
-        return keep_line_endings(proposal, text, self.newline)
+    def left(self) -> LeftText:
+        """The proposal view's text as the user left it (main thread); `.text()` off it."""
+        shown = self.proposal.substr(sublime.Region(0, self.proposal.size()))
+        return LeftText(self.review.proposal, shown, self.newline)
 
     def views(self) -> list[sublime.View]:
         return [v for v in (self.proposal, self.current) if v is not None]
@@ -176,14 +194,15 @@ class WindowReviews:
         if settings.get("focus_review", True):
             self.window.focus_view(entry.proposal)
 
-    def close(self, review: Review) -> str:
-        """Close the review's views without a decision; returns the proposal's current text."""
+    def close(self, review: Review) -> LeftText:
+        """Close the review's views without a decision; returns the proposal's current text (its
+        `.text()` off the main thread)."""
         entry = self.open.get(review.id)
         if entry is None:
-            return review.proposal
-        text = entry.proposal_text() if entry.proposal.is_valid() else review.proposal
+            return as_proposed(review)
+        left = entry.left() if entry.proposal.is_valid() else as_proposed(review)
         self._dispose(entry)
-        return text
+        return left
 
     def close_all(self) -> None:
         for entry in list(self.open.values()):
@@ -229,22 +248,27 @@ class WindowReviews:
             self._show_again(entry)
             return
         entry.changed_underneath = False
-        content = entry.proposal_text()
+        left = entry.left()
         baseline = entry.review.disk
-        if entry.current_text.from_unsaved_buffer or baseline is None:
-            self._finish_accept(entry, content)  # the left side is the buffer, not the disk
-            return
+        # The left side is the buffer, not the disk, when it came from an unsaved buffer: no disk check.
+        checked = None if entry.current_text.from_unsaved_buffer else baseline
         entry.accepting = True
         path = entry.review.file_path
 
         def check_disk() -> None:
-            now = disk_text.read(path)
-            sublime.set_timeout(lambda: self._accept_if_unchanged(entry, content, baseline, now, seen))
+            content = left.text()
+            now = disk_text.read(path) if checked is not None else None
+            sublime.set_timeout(lambda: self._accept_if_unchanged(entry, content, checked, now, seen))
 
         threading.Thread(target=check_disk, name="gemini-companion-disk-check", daemon=True).start()
 
     def _accept_if_unchanged(
-        self, entry: ReviewViews, content: str, baseline: disk_text.DiskText, now: disk_text.DiskText, seen: int
+        self,
+        entry: ReviewViews,
+        content: str,
+        baseline: disk_text.DiskText | None,
+        now: disk_text.DiskText | None,
+        seen: int,
     ) -> None:
         entry.accepting = False
         if self.open.get(entry.review.id) is not entry or not entry.review.is_open:
@@ -252,7 +276,7 @@ class WindowReviews:
         if entry.proposal.change_count() != seen:
             self._show_again(entry)
             return
-        if not disk_text.changed(baseline, now):
+        if baseline is None or now is None or not disk_text.changed(baseline, now):
             self._finish_accept(entry, content)
             return
         entry.review.disk = now

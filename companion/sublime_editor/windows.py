@@ -44,7 +44,8 @@ class SublimeEditor:
     async def close_review(self, review: Review) -> str:
         if self.reviews.detached:  # its views are already closed; the main thread may be stopping us
             return review.proposal
-        return await on_main(lambda: self.reviews.close(review))
+        left = await on_main(lambda: self.reviews.close(review))
+        return await asyncio.to_thread(left.text)  # a whole-file comparison: not on the loop either
 
     async def unsaved_text(self, path: str) -> str | None:
         if self.reviews.detached:
