@@ -24,6 +24,7 @@ _BOMS = (
 )
 _CONTROL = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f]")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_SPLIT = re.compile(r"(\r\n|\r|\n)")
 
 
 class BinaryFile(WorkspaceError):
@@ -124,6 +125,18 @@ def keep_line_endings(original: str, text: str, newline: str) -> str:
     return "".join(line + ending for (line, _), ending in zip(new_lines, endings, strict=True))
 
 
+def with_breaks_of(sent: str, text: str) -> str:
+    """`text` (an editor's, every break "\n") with the line breaks of `sent`, the agent's own text:
+    `sent` itself when `text` has its lines, else each line kept from it ends as it ended there and
+    an added line with `sent`'s dominant break. What is written for a file that has no endings of
+    its own yet (a new file): exactly what the agent sent, where the user did not change it."""
+    if "\r" not in sent:
+        return text
+    if text == to_newline(sent, "\n"):
+        return sent
+    return keep_line_endings(sent, text, dominant_newline(sent) or "\n")
+
+
 def _never_merge(lines: list[tuple[str, str]], endings: list[str], newline: str) -> None:
     """A lone CR kept on a line followed by an empty line ending in LF would read back as one CRLF:
     a line lost. That line ends with the file's newline instead (or, in a CR file, the next one in CR)."""
@@ -146,13 +159,10 @@ def lines(text: str) -> list[str]:
 
 def _split_lines(text: str) -> list[tuple[str, str]]:
     """(line, its break) for every line of `text`; the break is "" for a last line without one."""
-    lines: list[tuple[str, str]] = []
-    start = 0
-    for match in _LINE_BREAK.finditer(text):
-        lines.append((text[start : match.start()], match.group()))
-        start = match.end()
-    if start < len(text):
-        lines.append((text[start:], ""))
+    parts = _SPLIT.split(text)  # line, break, line, break, ..., the text after the last break
+    lines = list(zip(parts[0::2], parts[1::2], strict=False))
+    if parts[-1]:
+        lines.append((parts[-1], ""))
     return lines
 
 
