@@ -15,6 +15,7 @@ The answer has difflib's shape (`opcodes` like `get_opcodes`, `unified_diff` lik
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Hashable, Iterator, Sequence
 
 Opcode = tuple[str, int, int, int, int]  # (tag, i1, i2, j1, j2) as difflib's get_opcodes
@@ -42,9 +43,7 @@ def opcodes(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[Opcode]:
 def matching_blocks(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[Block]:
     """Runs of equal lines, increasing on both sides, adjacent runs joined, ending with the
     (len(a), len(b), 0) sentinel as difflib's `get_matching_blocks`."""
-    ids: dict[Hashable, int] = {}
-    xs = [ids.setdefault(line, len(ids)) for line in a]
-    ys = [ids.setdefault(line, len(ids)) for line in b]
+    xs, ys = list(a), list(b)  # str lines keep their hash: no interning needed
     pairs: list[Block] = []
     ranges = [(0, len(xs), 0, len(ys))]
     while ranges:  # a stack, not recursion: nested ranges can be as many as lines
@@ -61,7 +60,7 @@ def matching_blocks(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[Block]
 
 
 def _split(
-    xs: list[int], ys: list[int], a0: int, a1: int, b0: int, b1: int, pairs: list[Block]
+    xs: list[Hashable], ys: list[Hashable], a0: int, a1: int, b0: int, b1: int, pairs: list[Block]
 ) -> list[tuple[int, int, int, int]]:
     """Match the common head and tail of xs[a0:a1] and ys[b0:b1] into `pairs`; the ranges left to
     match (between unique anchors), or none when the middle is settled here."""
@@ -83,28 +82,31 @@ def _split(
     if not anchors:
         pairs.extend(_myers(xs, ys, a0, a1, b0, b1))
         return []
+    # Between two anchors the lines are often equal already: one run across them, not a range each.
     ranges: list[tuple[int, int, int, int]] = []
-    i, j = a0, b0
-    for ai, bj in anchors:
-        pairs.append((ai, bj, 1))
-        ranges.append((i, ai, j, bj))
+    i, j = a0, b0  # where the lines after the last anchor start
+    run: tuple[int, int] | None = None  # where the run of matched lines reaching (i, j) starts
+    for ai, bj in [*anchors, (a1, b1)]:
+        if ai - i == bj - j and xs[i:ai] == ys[j:bj]:
+            run = run or (i, j)
+        else:
+            if run is not None:
+                pairs.append((run[0], run[1], i - run[0]))
+            ranges.append((i, ai, j, bj))
+            run = (ai, bj)
         i, j = ai + 1, bj + 1
-    ranges.append((i, a1, j, b1))
-    return [r for r in ranges if r[0] < r[1] and r[2] < r[3]]
+    if run is not None and run[0] < a1:
+        pairs.append((run[0], run[1], a1 - run[0]))
+    return ranges
 
 
-def _unique_anchors(xs: list[int], ys: list[int], a0: int, a1: int, b0: int, b1: int) -> list[tuple[int, int]]:
+def _unique_anchors(
+    xs: list[Hashable], ys: list[Hashable], a0: int, a1: int, b0: int, b1: int
+) -> list[tuple[int, int]]:
     """The longest run, in order on both sides, of lines that occur exactly once on each side."""
-    seen_a: dict[int, int] = {}  # line -> its position, or -1 once seen twice
-    for i in range(a0, a1):
-        seen_a[xs[i]] = -1 if xs[i] in seen_a else i
-    seen_b: dict[int, int] = {}
-    for j in range(b0, b1):
-        line = ys[j]
-        if seen_a.get(line, -1) >= 0:
-            seen_b[line] = -1 if line in seen_b else j
-    common = [(i, seen_b[xs[i]]) for i in range(a0, a1) if seen_a[xs[i]] == i and seen_b.get(xs[i], -1) >= 0]
-    return _longest_increasing(common)
+    in_a, in_b = Counter(xs[a0:a1]), Counter(ys[b0:b1])  # counted in C
+    at_b = {line: j for j, line in enumerate(ys[b0:b1], b0) if in_b[line] == 1 and in_a[line] == 1}
+    return _longest_increasing([(i, at_b[line]) for i, line in enumerate(xs[a0:a1], a0) if line in at_b])
 
 
 def _longest_increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -133,7 +135,7 @@ def _longest_increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return run
 
 
-def _myers(xs: list[int], ys: list[int], a0: int, a1: int, b0: int, b1: int) -> list[Block]:
+def _myers(xs: list[Hashable], ys: list[Hashable], a0: int, a1: int, b0: int, b1: int) -> list[Block]:
     """The matching runs of a shortest edit script of xs[a0:a1] → ys[b0:b1] (Myers 1986), or none
     (one replaced block) when finding it would take more than the budget."""
     n, m = a1 - a0, b1 - b0

@@ -113,6 +113,8 @@ def keep_line_endings(original: str, text: str, newline: str) -> str:
     it read, CRLF included), and the break it ends with is replaced, never added to. So untouched
     lines come back byte for byte: mixed endings stay mixed, and a lone CR that the editor showed
     as a line break stays a lone CR."""
+    if _only_breaks(original, newline):
+        return to_newline(text, newline)  # every line ends with `newline`, kept or added: no diff needed
     old_lines = _split_lines(original)
     new_lines = _split_lines(text)
     endings = [newline if brk else "" for _, brk in new_lines]  # a last line without a break keeps none
@@ -123,6 +125,15 @@ def keep_line_endings(original: str, text: str, newline: str) -> str:
                     endings[j1 + offset] = old_lines[i1 + offset][1] or newline
     _never_merge(new_lines, endings, newline)
     return "".join(line + ending for (line, _), ending in zip(new_lines, endings, strict=True))
+
+
+def _only_breaks(text: str, newline: str) -> bool:
+    """Every line break of `text` is `newline` (counted in C: no line is looked at)."""
+    if newline == "\n":
+        return "\r" not in text
+    if newline == "\r":
+        return "\n" not in text
+    return text.count("\r") == text.count("\n") == text.count("\r\n")
 
 
 def with_breaks_of(sent: str, text: str) -> str:
