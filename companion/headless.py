@@ -144,6 +144,7 @@ def unified_diff(file_path: str, proposal: str, disk: DiskText | None = None) ->
     """The proposal against the file on disk (empty when the file is new) as a unified diff, with
     every control character shown as an escape: a proposal must not drive the terminal."""
     from .core import disk_text
+    from .core.write_notes import review_notes
 
     disk = disk if disk is not None else disk_text.read(file_path)
     label = file_path if disk.exists else f"{file_path} (new file)"
@@ -156,8 +157,11 @@ def unified_diff(file_path: str, proposal: str, disk: DiskText | None = None) ->
         tofile=f"{os.path.basename(file_path)} (proposed)",
     )
     text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    notes = "".join(f"{note}\n" for note in review_notes(disk, proposal))
+    if not text and notes:
+        text = f"(no line of {file_path} changes)\n"
     links = disk_text.other_links_note(disk.other_links)
-    return visible((text or f"(no changes to {file_path})\n") + (f"{links}\n" if links else ""))
+    return visible(notes + (text or f"(no changes to {file_path})\n") + (f"{links}\n" if links else ""))
 
 
 # C0 and C1 controls except tab and line feed, DEL, and the bidirectional overrides and isolates

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -147,6 +148,7 @@ class ReviewViews:
     changed_on_disk: bool = False  # the file changed after the proposal arrived; the left side shows it
     changed_underneath: bool = False  # the proposal changed between the user's Accept and its sending
     banner: sublime.PhantomSet | None = field(default=None, repr=False)
+    write_notes: tuple[str, ...] = ()  # "line endings: CRLF → LF", "no newline at end of file"…
     owner: ReviewOwner | None = field(default=None, repr=False)
 
     def left(self) -> LeftText:
@@ -175,13 +177,21 @@ class WindowReviews:
 
     # -- called by the server (through the Editor port, marshalled to the main thread) --
 
-    def show(self, review: Review, left: CurrentText | None = None, owner: ReviewOwner | None = None) -> None:
+    def show(
+        self,
+        review: Review,
+        left: CurrentText | None = None,
+        owner: ReviewOwner | None = None,
+        notes: Sequence[str] = (),
+    ) -> None:
         """Show `review`; `left` replaces the file's current text on the left (and as the gutter's
-        reference), `owner` the agent's banner and Accept."""
+        reference), `owner` the agent's banner and Accept. `notes`: what the write changes besides
+        the lines (core/write_notes.py, computed off this thread), shown in the banner."""
         if not self.window.is_valid():
             raise RuntimeError("the window was closed")
         existing = self.open.get(review.id)
         if existing is not None:
+            existing.write_notes = tuple(notes)
             self._show_newer_proposal(existing)
             return
         inline = settings.diff_layout() == "inline"
@@ -189,6 +199,7 @@ class WindowReviews:
             self._memory = LayoutMemory.capture(self.window)
         entry = self._create_views(review, inline, left)
         entry.owner = owner
+        entry.write_notes = tuple(notes)
         self.open[review.id] = entry
         self._render_banner(entry)
         if settings.get("focus_review", True):
@@ -442,6 +453,7 @@ def banner_html(entry: ReviewViews) -> str:
     notes: list[str] = []
     if entry.current_text.is_new:
         notes.append("This file does not exist yet: accepting creates it.")
+    notes.extend(f'<span class="warning">{html.escape(note)}</span>' for note in entry.write_notes)
     if entry.changed_on_disk:
         notes.append(
             '<span class="warning">The file changed on disk since this proposal arrived; the left side '
