@@ -73,7 +73,7 @@ def ms(seconds: float) -> float:
     return round(seconds * 1000, 1)
 
 
-async def _write_cases(url: str, token: str, folder: str, runs: int, label: str) -> dict[str, float]:
+async def _write_cases(url: str, token: str, folder: str, runs: int, label: str, case: str) -> dict[str, float]:
     from tests.mcp_client import connect, text_of
 
     base = source_lines(WRITE_LINES)
@@ -88,24 +88,25 @@ async def _write_cases(url: str, token: str, folder: str, runs: int, label: str)
                 raise RuntimeError(text_of(result))
             return took
 
+        await write(os.path.join(folder, "warm-up.txt"), "warm up\n")  # the first call's set-up, untimed
         newline = NEWLINES[label]
         original = joined(base, newline)
         cases = {"new": None, "one edit": edited(base, 1), f"{SPREAD_EDITS} edits": edited(base, SPREAD_EDITS)}
-        for case, lines in cases.items():
-            samples = []
-            for _ in range(runs):
-                path = os.path.join(folder, "big.c")
-                if os.path.exists(path):
-                    os.remove(path)
-                if lines is not None:
-                    with open(path, "w", encoding="utf-8", newline="") as handle:
-                        handle.write(original)
-                samples.append(await write(path, original if lines is None else joined(lines, newline)))
-            found[f"write_file {label}, {case}"] = ms(statistics.median(samples))
+        lines = cases[case]
+        samples = []
+        for _ in range(runs):
+            path = os.path.join(folder, "big.c")
+            if os.path.exists(path):
+                os.remove(path)
+            if lines is not None:
+                with open(path, "w", encoding="utf-8", newline="") as handle:
+                    handle.write(original)
+            samples.append(await write(path, original if lines is None else joined(lines, newline)))
+        found[f"write_file {label}, {case}"] = ms(statistics.median(samples))
     return found
 
 
-def leg_writes(runs: int, label: str) -> dict[str, float]:
+def leg_writes(runs: int, label: str, case: str) -> dict[str, float]:
     from companion.headless import HeadlessEditor
     from companion.runtime import Runtime
     from companion.workspace.factory import tool_factory
@@ -120,7 +121,7 @@ def leg_writes(runs: int, label: str) -> dict[str, float]:
             HeadlessEditor("accept"), [folder], tool_factory=tool_factory(WorkspaceToolSettings())
         )
         handle.ready.result(30)
-        return asyncio.run(_write_cases(handle.url, handle.token, folder, runs, label))
+        return asyncio.run(_write_cases(handle.url, handle.token, folder, runs, label, case))
     finally:
         runtime.stop()
         shutil.rmtree(base, ignore_errors=True)
@@ -170,7 +171,11 @@ def _changed(before: list[str], after: list[str]) -> int:
 
 def run_leg(args: argparse.Namespace) -> None:
     sys.path.insert(0, args.code)
-    found = leg_writes(args.runs, args.leg[7:]) if args.leg.startswith("writes ") else leg_change_set(args.leg)
+    if args.leg in CHANGE_SETS:
+        found = leg_change_set(args.leg)
+    else:
+        label, case = args.leg.split(" ", 1)
+        found = leg_writes(args.runs, label, case)
     print(json.dumps(found))
 
 
@@ -178,7 +183,17 @@ def run_leg(args: argparse.Namespace) -> None:
 
 
 NEWLINES = {"LF": "\n", "CRLF": "\r\n", "mixed": "mixed"}
-LEGS = (*(f"writes {label}" for label in NEWLINES), "source", "equal")
+CASES = ("new", "one edit", f"{SPREAD_EDITS} edits")
+CHANGE_SETS = ("source", "equal")
+LEGS = (*(f"{label} {case}" for label in NEWLINES for case in CASES), *CHANGE_SETS)
+
+
+def _row(leg: str) -> str:
+    """The table's row of a leg (its measurements' names)."""
+    if leg in CHANGE_SETS:
+        return "change set, " + ("source-like, 100 edits" if leg == "source" else "equal lines, one edit")
+    label, case = leg.split(" ", 1)
+    return f"write_file {label}, {case}"
 
 
 def measure(code: str, runs: int, cap: float) -> dict[str, float | str]:
@@ -188,7 +203,7 @@ def measure(code: str, runs: int, cap: float) -> dict[str, float | str]:
         try:
             done = subprocess.run(command, cwd=code, capture_output=True, text=True, timeout=cap, check=True)
         except subprocess.TimeoutExpired:
-            found[f"({leg})"] = f"> {cap:g} s"
+            found[_row(leg)] = f"> {cap:g} s"
             continue
         except subprocess.CalledProcessError as exc:
             raise SystemExit(f"{code} {leg}: {exc.stderr}") from None
@@ -199,9 +214,9 @@ def measure(code: str, runs: int, cap: float) -> dict[str, float | str]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--before", help="another copy of the repository to measure beside this one")
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--before-runs", type=int, default=1, help="runs of the --before copy (slow there)")
-    parser.add_argument("--cap", type=float, default=25.0, help="seconds a leg may take before it is stopped")
+    parser.add_argument("--cap", type=float, default=20.0, help="seconds a leg may take before it is stopped")
     parser.add_argument("--leg", choices=LEGS, help=argparse.SUPPRESS)
     parser.add_argument("--code", default=ROOT, help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -88,16 +88,17 @@ def _decoded(data: bytes, encoding: str) -> str | None:
 
 
 def dominant_newline(text: str) -> str | None:
-    counts = {"\r\n": 0, "\n": 0, "\r": 0}
-    for match in _LINE_BREAK.finditer(text, 0, min(len(text), 1 << 20)):
-        counts[match.group()] += 1
+    head = text[: 1 << 20]
+    crlf = head.count("\r\n")  # counted in C: no Python step per line
+    counts = {"\r\n": crlf, "\n": head.count("\n") - crlf, "\r": head.count("\r") - crlf}
     best = max(counts, key=lambda k: counts[k])
     return best if counts[best] else None
 
 
 def to_newline(text: str, newline: str) -> str:
     """Every line break of `text` as `newline`."""
-    return _LINE_BREAK.sub(newline, text)
+    lf = text.replace("\r\n", "\n").replace("\r", "\n")  # str.replace: C speed, same as one regex pass
+    return lf if newline == "\n" else lf.replace("\n", newline)
 
 
 def same_text(a: str, b: str) -> bool:
