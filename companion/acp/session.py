@@ -45,6 +45,7 @@ from .. import __version__
 from ..core.diffs import Outcome, Reviews
 from ..core.editor import Editor
 from ..core.paths import PathPolicy
+from ..core.textfile import lines
 from ..core.turn_writes import TurnWrites, written_digest
 from . import process, updates
 from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
@@ -668,6 +669,11 @@ class ChatSession:
             self._unreviewed(message)
             self.unchecked.refused.add(path)
             raise RequestError(-32602, message)
+        accepted = edit.final
+        if not edit.edited and await asyncio.to_thread(lambda: lines(content) == lines(accepted)):
+            # The lines the user accepted, as the agent sent them: its final newline (a diff rebuilt
+            # without it must not drop it) and, for a new file, its line breaks.
+            edit = replace(edit, final=content)
         try:
             await self.files.write_accepted(target, edit)
         except FsRefused as exc:

@@ -50,3 +50,22 @@ async def test_a_crlf_overwrite_without_a_final_newline_gains_none(workspace: st
     _, editor = await run(workspace, tmp_path, steps)
     assert shown(editor) == ["one\r\nthree"]
     assert bytes_of(path) == b"one\r\nthree"
+
+
+@pytest.mark.parametrize(
+    ("old", "diff_text", "sent"),
+    [
+        (None, "line 1\nline 2", "line 1\nline 2\n"),  # a diff without the final newline the write has
+        (b"one\ntwo\n", "one\nthree", "one\nthree\n"),
+        (b"one\ntwo", "one\nthree\n", "one\nthree"),  # an overwrite gains no newline the agent did not send
+    ],
+)
+async def test_the_write_keeps_the_final_newline_the_agent_sent_when_its_lines_are_the_reviewed_ones(
+    workspace: str, tmp_path: Any, old: bytes | None, diff_text: str, sent: str
+) -> None:
+    path = os.path.join(workspace, "f.txt") if old is None else file_with(workspace, old, "f.txt")
+    old_text = None if old is None else old.decode()
+    diff = {"type": "diff", "path": path, "oldText": old_text, "newText": diff_text}
+    steps = [{"ask": {"toolCallId": "t1", "kind": "edit", "content": [diff]}}, {"write": path, "content": sent}]
+    await run(workspace, tmp_path, steps)
+    assert bytes_of(path) == sent.encode()
