@@ -116,16 +116,31 @@ def keep_line_endings(original: str, text: str, newline: str) -> str:
     as a line break stays a lone CR."""
     if _only_breaks(original, newline):
         return to_newline(text, newline)  # every line ends with `newline`, kept or added: no diff needed
-    old_lines = _split_lines(original)
-    new_lines = _split_lines(text)
-    endings = [newline if brk else "" for _, brk in new_lines]  # a last line without a break keeps none
-    for tag, i1, i2, j1, j2 in line_diff.opcodes([line for line, _ in old_lines], [line for line, _ in new_lines]):
+    old_lines, old_breaks = _lines_and_breaks(original, newline)  # a last line without a break: `newline`
+    new_lines, new_breaks = _lines_and_breaks(text, "")
+    endings = [newline] * len(new_lines)
+    for tag, i1, i2, j1, j2 in line_diff.opcodes(old_lines, new_lines):
         if tag in ("equal", "replace"):  # a line edited in place keeps its ending too
-            for offset in range(min(i2 - i1, j2 - j1)):
-                if endings[j1 + offset]:
-                    endings[j1 + offset] = old_lines[i1 + offset][1] or newline
-    _never_merge(new_lines, endings, newline)
-    return "".join(line + ending for (line, _), ending in zip(new_lines, endings, strict=True))
+            count = min(i2 - i1, j2 - j1)
+            endings[j1 : j1 + count] = old_breaks[i1 : i1 + count]
+    if new_breaks and not new_breaks[-1]:
+        endings[-1] = ""  # a last line without a break keeps none
+    if "\r" in endings:  # only then can a kept lone CR merge with the next line's LF
+        _never_merge(list(zip(new_lines, new_breaks, strict=True)), endings, newline)
+    joined = [""] * (2 * len(new_lines))
+    joined[0::2], joined[1::2] = new_lines, endings
+    return "".join(joined)
+
+
+def _lines_and_breaks(text: str, last: str) -> tuple[list[str], list[str]]:
+    """The lines of `text` and the break each ends with (`last` for a last line without one)."""
+    parts = _SPLIT.split(text)  # line, break, line, break, ..., the text after the last break
+    lines, breaks = parts[0::2], parts[1::2]
+    if lines[-1]:
+        breaks.append(last)
+    else:
+        lines.pop()
+    return lines, breaks
 
 
 def _only_breaks(text: str, newline: str) -> bool:
