@@ -87,7 +87,7 @@ def _split(
     i, j = a0, b0  # where the lines after the last anchor start
     run: tuple[int, int] | None = None  # where the run of matched lines reaching (i, j) starts
     for ai, bj in [*anchors, (a1, b1)]:
-        if ai - i == bj - j and xs[i:ai] == ys[j:bj]:
+        if (ai == i and bj == j) or (ai - i == bj - j and xs[i:ai] == ys[j:bj]):
             run = run or (i, j)
         else:
             if run is not None:
