@@ -673,7 +673,7 @@ class ChatSession:
         if not edit.edited and await asyncio.to_thread(lambda: lines(content) == lines(accepted)):
             # The lines the user accepted, as the agent sent them: its final newline (a diff rebuilt
             # without it must not drop it) and, for a new file, its line breaks.
-            edit = replace(edit, final=content)
+            edit = replace(edit, proposal=content, final=content)  # still not edited by the user
         try:
             await self.files.write_accepted(target, edit)
         except FsRefused as exc:
