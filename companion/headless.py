@@ -7,7 +7,6 @@ proposed content: a model writes that content, so it must not be able to decide 
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import sys
@@ -16,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .console import Console, Withdrawn
+from .core import line_diff
 
 if TYPE_CHECKING:  # `serve` imports this module before its discovery file is out: nothing heavy at the top
     from .core.diffs import Review
@@ -167,20 +167,24 @@ def unified_diff(file_path: str, proposal: str, disk: DiskText | None = None) ->
     """The proposal against the file on disk (empty when the file is new) as a unified diff, with
     every control character shown as an escape: a proposal must not drive the terminal."""
     from .core import disk_text
+    from .core.write_notes import review_notes
 
     disk = disk if disk is not None else disk_text.read(file_path)
     label = file_path if disk.exists else f"{file_path} (new file)"
     if disk.not_shown is not None:
         label = f"{file_path} (current text not shown: {disk.not_shown})"
-    lines = difflib.unified_diff(
+    lines = line_diff.unified_diff(
         disk.text.splitlines(keepends=True),
         proposal.splitlines(keepends=True),
         fromfile=label,
         tofile=f"{os.path.basename(file_path)} (proposed)",
     )
     text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    notes = "".join(f"{note}\n" for note in review_notes(disk, proposal))
+    if not text and notes:
+        text = f"(no line of {file_path} changes)\n"
     links = disk_text.other_links_note(disk.other_links)
-    return visible((text or f"(no changes to {file_path})\n") + (f"{links}\n" if links else ""))
+    return visible(notes + (text or f"(no changes to {file_path})\n") + (f"{links}\n" if links else ""))
 
 
 # C0 and C1 controls except tab and line feed, DEL, and the bidirectional overrides and isolates

@@ -12,11 +12,11 @@ The checkpoint work runs on a worker thread (core/turns.py is blocking I/O).
 from __future__ import annotations
 
 import asyncio
-import difflib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .console import off_the_loop
+from .core import line_diff
 from .headless import one_line, visible
 
 if TYPE_CHECKING:
@@ -159,7 +159,7 @@ def _conflict_diff(conflict: Conflict, mine: str, theirs: str) -> str:
     """Both texts, as a diff from the current one to the checkpoint's ("(no file)" for an absent side)."""
     old = conflict.current_text if conflict.current_text is not None else ""
     new = conflict.checkpoint_text if conflict.checkpoint_text is not None else ""
-    rows = difflib.unified_diff(
+    rows = line_diff.unified_diff(
         old.splitlines(keepends=True),
         new.splitlines(keepends=True),
         fromfile=mine + ("" if conflict.current_text is not None else " (no file)"),

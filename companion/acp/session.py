@@ -46,6 +46,7 @@ from ..core import disk_text
 from ..core.diffs import Outcome, Reviews
 from ..core.editor import Editor
 from ..core.paths import PathPolicy
+from ..core.textfile import lines
 from ..core.turn_writes import TurnWrites, digest_of, written_digest
 from . import process, updates
 from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
@@ -566,7 +567,8 @@ class ChatSession:
             before = await self.files.current(target, disk)
             if before.not_shown is not None:
                 raise NotRebuildable(f"the file's current text cannot be shown: {before.not_shown}")
-            proposal = proposed_text(call, before.text, None if before is disk else disk.text)
+            # Off the loop: rebuilding the text keeps each line's break, a whole-file line diff.
+            proposal = await asyncio.to_thread(proposed_text, call, before.text, None if before is disk else disk.text)
             decision = await self.gate.review(target.path, before, proposal, always.name if always else None)
         except (FsRefused, NotRebuildable, ReviewOpen) as exc:
             self.view.notice(f"Rejected {self.spec.name}'s edit of {path}: {exc}.", "warning")
@@ -854,6 +856,12 @@ class ChatSession:
         # The bytes encoded when the user decided: the write refuses a file changed since, so they
         # are what encoding it now would give (once: keeping each line's ending costs a diff).
         accepted = self._accepted_bytes.pop((edit.tool_call_id, edit.path), None)
+        final = edit.final
+        if not edit.edited and await asyncio.to_thread(lambda: lines(content) == lines(final)):
+            # The lines the user accepted, as the agent sent them: its final newline (a diff rebuilt
+            # without it must not drop it) and, for a new file, its line breaks.
+            edit = replace(edit, proposal=content, final=content)  # still not edited by the user
+            accepted = None  # encoded from the agent's text by the write
         try:
             data = await self.files.write_accepted(target, edit, data=accepted)
         except FsRefused as exc:

@@ -10,11 +10,11 @@ writing by itself without telling, another program).
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from . import line_diff
 from .checkpoint_store import CheckpointStore
 from .checkpoints import Checkpoint, Entry
 from .textfile import BinaryFile, lines, text_of
@@ -127,7 +127,7 @@ def line_counts(old: bytes, new: bytes) -> tuple[int, int]:
     split into lines as the review shows it (`textfile`); BinaryFile when either is not text."""
     a, b = lines(text_of(old)), lines(text_of(new))
     added = removed = 0
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in line_diff.opcodes(a, b):
         if tag in ("replace", "delete"):
             removed += i2 - i1
         if tag in ("replace", "insert"):

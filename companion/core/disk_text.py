@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 
 from .reading import read_at_most
-from .textfile import BinaryFile, decode
+from .textfile import BinaryFile, TextFormat, decode
 
 MAX_SHOWN_BYTES = 16 * 1024 * 1024
 # Longest path the OS accepts (bytes on POSIX; Windows' extended-length limit in characters).
@@ -51,6 +51,7 @@ class DiskText:
     # Other hard links to the file (st_nlink - 1). The file is written in place, so they change too,
     # and they may lie outside the workspace: the review says so (other_links_note).
     other_links: int = 0
+    format: TextFormat | None = None  # how `text` is stored (encoding, BOM, line endings), when shown
 
 
 def other_links_note(count: int) -> str:
@@ -123,10 +124,10 @@ def read(path: str, limit: int = MAX_SHOWN_BYTES) -> DiskText:
         too_large = f"it is {size / 2**20:.0f} MiB, more than the {limit / 2**20:.0f} MiB shown"
         return DiskText("", True, stamp, too_large, links)
     try:
-        text, _ = decode(data, os.path.basename(path))
+        text, fmt = decode(data, os.path.basename(path))
     except BinaryFile:
         return DiskText("", True, stamp, "it is a binary file", links)
-    return DiskText(text, True, stamp, other_links=links)
+    return DiskText(text, True, stamp, other_links=links, format=fmt)
 
 
 def _kind(mode: int) -> str:

@@ -409,9 +409,10 @@ class TurnFile:
             )
             return
         self.writing = True
-        text, source, shown = entry.proposal_text(), self.tab.source, self.shown
+        left, source, shown = entry.left(), self.tab.source, self.shown
 
         def work() -> None:
+            text = left.text()
             apply_text(list(source.folders), path, text, shown)
             source.applied(path, shown.text, text)
 

@@ -10,12 +10,11 @@ Sublime's main thread.
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Sequence
 from typing import Protocol
 
-from ..core import disk_text
+from ..core import disk_text, line_diff
 from ..core.change_set import FileChange
 from ..core.disk_text import DiskText
 from ..core.paths import PathPolicy
@@ -77,7 +76,7 @@ def changed_lines(agent: str, final: str) -> list[tuple[int, int]]:
     lines were put back between two lines names the line before it)."""
     old, new = agent.splitlines(), final.splitlines()
     found: list[tuple[int, int]] = []
-    for tag, i1, i2, _j1, _j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+    for tag, i1, i2, _j1, _j2 in line_diff.opcodes(old, new):
         if tag != "equal":
             found.append((i1 + 1, i2) if i2 > i1 else (max(i1, 1), max(i1, 1)))
     return found

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -109,6 +110,31 @@ class ReviewOwner(Protocol):
     def accept(self, entry: ReviewViews) -> None: ...
 
 
+@dataclass(frozen=True)
+class LeftText:
+    """The proposal view's text (`shown`, read on the main thread) and the agent's proposal its line
+    breaks come back from. `text()` compares the two whole files: call it off the main thread."""
+
+    proposal: str
+    shown: str
+    newline: str = "\n"
+
+    def text(self) -> str:
+        """The proposal as the user left it, with the agent's own line breaks: Sublime holds every
+        break as "\n", so each line the user kept gets its break back from the proposal (CRLF, CR,
+        mixed), and a line the user added gets the proposal's dominant one."""
+        if "\r" not in self.proposal:
+            return self.shown
+        if self.shown == to_newline(self.proposal, "\n"):
+            return self.proposal  # accepted as proposed: exactly the agent's text
+        return keep_line_endings(self.proposal, self.shown, self.newline)
+
+
+def as_proposed(review: Review) -> LeftText:
+    """The proposal untouched, as `LeftText` (a review whose views are gone)."""
+    return LeftText(review.proposal, to_newline(review.proposal, "\n"))
+
+
 @dataclass
 class ReviewViews:
     review: Review
@@ -122,19 +148,13 @@ class ReviewViews:
     changed_on_disk: bool = False  # the file changed after the proposal arrived; the left side shows it
     changed_underneath: bool = False  # the proposal changed between the user's Accept and its sending
     banner: sublime.PhantomSet | None = field(default=None, repr=False)
+    write_notes: tuple[str, ...] = ()  # "line endings: CRLF → LF", "no newline at end of file"…
     owner: ReviewOwner | None = field(default=None, repr=False)
 
-    def proposal_text(self) -> str:
-        """The proposal as the user left it, with the agent's own line breaks: Sublime holds every
-        break as "\n", so each line the user kept gets its break back from the proposal (CRLF, CR,
-        mixed), and a line the user added gets the proposal's dominant one."""
-        text = self.proposal.substr(sublime.Region(0, self.proposal.size()))
-        proposal = self.review.proposal
-        if "\r" not in proposal:
-            return text
-        if text == to_newline(proposal, "\n"):
-            return proposal  # accepted as proposed: exactly the agent's text
-        return keep_line_endings(proposal, text, self.newline)
+    def left(self) -> LeftText:
+        """The proposal view's text as the user left it (main thread); `.text()` off it."""
+        shown = self.proposal.substr(sublime.Region(0, self.proposal.size()))
+        return LeftText(self.review.proposal, shown, self.newline)
 
     def views(self) -> list[sublime.View]:
         return [v for v in (self.proposal, self.current) if v is not None]
@@ -158,13 +178,21 @@ class WindowReviews:
 
     # -- called by the server (through the Editor port, marshalled to the main thread) --
 
-    def show(self, review: Review, left: CurrentText | None = None, owner: ReviewOwner | None = None) -> None:
+    def show(
+        self,
+        review: Review,
+        left: CurrentText | None = None,
+        owner: ReviewOwner | None = None,
+        notes: Sequence[str] = (),
+    ) -> None:
         """Show `review`; `left` replaces the file's current text on the left (and as the gutter's
-        reference), `owner` the agent's banner and Accept."""
+        reference), `owner` the agent's banner and Accept. `notes`: what the write changes besides
+        the lines (core/write_notes.py, computed off this thread), shown in the banner."""
         if not self.window.is_valid():
             raise RuntimeError("the window was closed")
         existing = self.open.get(review.id)
         if existing is not None:
+            existing.write_notes = tuple(notes)
             self._show_newer_proposal(existing)
             return
         inline = settings.diff_layout() == "inline"
@@ -172,19 +200,21 @@ class WindowReviews:
             self._memory = LayoutMemory.capture(self.window)
         entry = self._create_views(review, inline, left)
         entry.owner = owner
+        entry.write_notes = tuple(notes)
         self.open[review.id] = entry
         self._render_banner(entry)
         if settings.get("focus_review", True):
             self.window.focus_view(entry.proposal)
 
-    def close(self, review: Review) -> str:
-        """Close the review's views without a decision; returns the proposal's current text."""
+    def close(self, review: Review) -> LeftText:
+        """Close the review's views without a decision; returns the proposal's current text (its
+        `.text()` off the main thread)."""
         entry = self.open.get(review.id)
         if entry is None:
-            return review.proposal
-        text = entry.proposal_text() if entry.proposal.is_valid() else review.proposal
+            return as_proposed(review)
+        left = entry.left() if entry.proposal.is_valid() else as_proposed(review)
         self._dispose(entry)
-        return text
+        return left
 
     def close_all(self) -> None:
         for entry in list(self.open.values()):
@@ -230,22 +260,27 @@ class WindowReviews:
             self._show_again(entry)
             return
         entry.changed_underneath = False
-        content = entry.proposal_text()
+        left = entry.left()
         baseline = entry.review.disk
-        if entry.current_text.from_unsaved_buffer or baseline is None:
-            self._finish_accept(entry, content)  # the left side is the buffer, not the disk
-            return
+        # The left side is the buffer, not the disk, when it came from an unsaved buffer: no disk check.
+        checked = None if entry.current_text.from_unsaved_buffer else baseline
         entry.accepting = True
         path = entry.review.file_path
 
         def check_disk() -> None:
-            now = disk_text.read(path)
-            sublime.set_timeout(lambda: self._accept_if_unchanged(entry, content, baseline, now, seen))
+            content = left.text()
+            now = disk_text.read(path) if checked is not None else None
+            sublime.set_timeout(lambda: self._accept_if_unchanged(entry, content, checked, now, seen))
 
         threading.Thread(target=check_disk, name="gemini-companion-disk-check", daemon=True).start()
 
     def _accept_if_unchanged(
-        self, entry: ReviewViews, content: str, baseline: disk_text.DiskText, now: disk_text.DiskText, seen: int
+        self,
+        entry: ReviewViews,
+        content: str,
+        baseline: disk_text.DiskText | None,
+        now: disk_text.DiskText | None,
+        seen: int,
     ) -> None:
         entry.accepting = False
         if self.open.get(entry.review.id) is not entry or not entry.review.is_open:
@@ -253,7 +288,7 @@ class WindowReviews:
         if entry.proposal.change_count() != seen:
             self._show_again(entry)
             return
-        if not disk_text.changed(baseline, now):
+        if baseline is None or now is None or not disk_text.changed(baseline, now):
             self._finish_accept(entry, content)
             return
         entry.review.disk = now
@@ -425,6 +460,7 @@ def banner_html(entry: ReviewViews) -> str:
         )
     if entry.current_text.is_new and review.renamed_from is None:
         notes.append("This file does not exist yet: accepting creates it.")
+    notes.extend(f'<span class="warning">{html.escape(note)}</span>' for note in entry.write_notes)
     if entry.changed_on_disk:
         notes.append(
             '<span class="warning">The file changed on disk since this proposal arrived; the left side '

@@ -15,6 +15,7 @@ import sublime
 from ..core.context import SharingPolicy
 from ..core.diffs import Review
 from ..core.textfile import to_newline
+from ..core.write_notes import review_notes
 from ..runtime import Runtime, RuntimeStopped, WindowHandle
 from ..workspace.factory import tool_factory
 from . import direct_access, settings
@@ -39,12 +40,16 @@ class SublimeEditor:
     async def show_review(self, review: Review) -> None:
         if self.reviews.detached:
             raise RuntimeError("the window was closed")
-        await on_main(lambda: self.reviews.show(review))
+        # What the write changes besides the lines: a whole-file comparison, on neither the loop nor
+        # Sublime's main thread.
+        notes = await asyncio.to_thread(review_notes, review.disk, review.proposal)
+        await on_main(lambda: self.reviews.show(review, notes=notes))
 
     async def close_review(self, review: Review) -> str:
         if self.reviews.detached:  # its views are already closed; the main thread may be stopping us
             return review.proposal
-        return await on_main(lambda: self.reviews.close(review))
+        left = await on_main(lambda: self.reviews.close(review))
+        return await asyncio.to_thread(left.text)  # a whole-file comparison: not on the loop either
 
     async def unsaved_text(self, path: str) -> str | None:
         if self.reviews.detached:

@@ -17,7 +17,7 @@ from ..core.diffs import Outcome
 from ..core.listing import ListOptions, list_files
 from ..core.paths import PathPolicy, Resolved, WorkspaceError, is_inside
 from ..core.reading import read_text
-from ..core.textfile import encode, to_newline
+from ..core.textfile import TextFormat, encode, to_newline, with_breaks_of
 from ..core.tool_calls import ToolError, ToolSpec
 from ..core.uris import diagnostics_by_uri
 from ..core.window import Window
@@ -277,7 +277,7 @@ class WorkspaceTools:
                 return _text(
                     f"Accepted: the user accepted the change; {target.path} was saved from the editor.{edited}"
                 )
-            size = await asyncio.to_thread(write_atomically, policy, target, text, fmt, argument)
+            size = await asyncio.to_thread(self._write, policy, target, content, text, fmt, argument)
         except WorkspaceError as exc:
             kept = await self._keep_unwritten(target, text, str(exc))
             raise ToolError(
@@ -291,6 +291,14 @@ class WorkspaceTools:
             ) from None
         what = "created" if not target.exists else f"written ({fmt.description})"
         return _text(f"Accepted: the user accepted the change; {target.path} was {what}, {size} bytes.{edited}")
+
+    @staticmethod
+    def _write(policy: PathPolicy, target: Resolved, sent: str, text: str, fmt: TextFormat, name: str) -> int:
+        """A new file gets the line breaks the agent sent (CRLF stays CRLF); an existing file keeps
+        its own (write_atomically). Worker thread: both compare the texts line by line."""
+        if not target.exists:
+            text = with_breaks_of(sent, text)
+        return write_atomically(policy, target, text, fmt, name)
 
     async def _refuse_if_changed(self, target: Resolved, baseline: disk_text.DiskText, name: str) -> None:
         """The user approved a diff against `baseline`; if the file is different now (another program,

@@ -95,3 +95,25 @@ def test_write_file_puts_the_reviewed_text_on_disk(window: WindowHandle, editor:
     assert not result.is_error, result
     newline = decode(case.original.encode())[1].newline
     assert_written_as_reviewed(case.original, case.reviewed, decode(read_bytes(path))[0], newline)
+
+
+@pytest.mark.parametrize("content", ["line 1\r\nline 2\r\n", "line 1\r\nline 2", "a\rb\r", "mixed\r\nlf\nend\r\n"])
+def test_write_file_of_a_new_file_writes_the_breaks_the_agent_sent(
+    window: WindowHandle, editor: ScriptedEditor, content: str
+) -> None:
+    """Issue #36: a new file sent with CRLF was written with LF (the review holds "\\n")."""
+    path = os.path.join(window.folders[0], "new", "made.txt")
+    result = asyncio.run(
+        write_and_decide(window, editor, {"path": path, "content": content}, lambda r: r.accept(r.proposal))
+    )
+    assert not result.is_error
+    assert read_bytes(path) == content.encode()
+
+
+def test_write_file_of_a_new_file_edited_in_the_review_keeps_the_agents_breaks_on_its_lines(
+    window: WindowHandle, editor: ScriptedEditor
+) -> None:
+    path = os.path.join(window.folders[0], "made.txt")
+    arguments = {"path": path, "content": "one\r\ntwo\r\n"}
+    asyncio.run(write_and_decide(window, editor, arguments, lambda r: r.accept("one\nmine\ntwo\n")))
+    assert read_bytes(path) == b"one\r\nmine\r\ntwo\r\n"
