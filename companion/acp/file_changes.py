@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .edits import NotRebuildable, _normalised, diff_blocks, proposed_text
+from .edits import NotRebuildable, _normalised, agent_text, diff_blocks, proposed_text
 
 # Where agents put a patch: Codex's freeform `input` and `command: ["apply_patch", PATCH]`,
 # opencode's `patchText`, others' `patch` / `diff`.
@@ -60,6 +60,14 @@ class FileChange:
         if not diff_blocks(self.call) and not self.call.get("rawInput"):
             return before  # a rename alone: the text moves unchanged
         return proposed_text(self.call, before, disk)
+
+    def agent_text(self, before: str, disk: str | None = None) -> str | None:
+        """The whole new text as the agent sent it (edits.agent_text), None when it sent none."""
+        if self.delete or self.hunks:
+            return None
+        if self.text is not None:
+            return self.text
+        return agent_text(self.call, before, disk) if diff_blocks(self.call) or self.call.get("rawInput") else None
 
     def describe(self) -> str:
         if self.new_path is not None:

@@ -174,23 +174,11 @@ def crlf_edit(workspace: str) -> tuple[str, list[Step], bytes]:
     return path, steps, b"one\nTWO\nthree\nfour\r\n"
 
 
-# What the review shows for a whole-file diff keeps the file's own line endings on the agent's lines
-# (acp/edits.py `_with_breaks_of`): right when the companion writes the text itself (fs/write_text_file),
-# not when the agent writes its own bytes after the permission, as Codex does: the review shows
-# "one\r\nTWO\r\nthree\r\nfour\r\n", Codex writes "one\nTWO\nthree\nfour\r\n". Either fix passes the test:
-# the review showing Codex's bytes, or the companion writing the accepted bytes after Codex's write (as
-# it does for a proposal the user edited). No branch of issue 36 does either yet (i36-truth only
-# detects the difference at the turn's end).
-WAITS_ON_EXACT_PROPOSAL = pytest.mark.xfail(
-    strict=True,
-    reason="waits on the review showing the bytes an agent that writes itself will write, or on the "
-    "companion writing the accepted bytes after it (issue 36): the proposal keeps CRLF on the lines "
-    "Codex writes with LF",
-)
-# The turn's end comparing disk with the accepted bytes: branch i36-truth (717c5b1), not merged here.
+# The review keeps the file's CRLF on the lines Codex sends with LF (acp/edits.py `_with_breaks_of`);
+# Codex writes its own LF lines after the permission, and the companion, finding exactly Codex's
+# proposal on disk, writes the accepted bytes (session.py `_land_accepted`).
 
 
-@WAITS_ON_EXACT_PROPOSAL
 async def test_a_one_line_edit_of_a_crlf_file_lands_exactly_as_reviewed(codex: Any, workspace: str) -> None:
     """A CRLF file's second line changed: the review shows either the file kept CRLF with that one
     line changed, or what Codex writes (its hunk's lines LF) with the change of line endings; once
