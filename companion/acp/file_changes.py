@@ -18,7 +18,7 @@ Where an agent says which files a call touches (no SDK import; the call as the S
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .edits import NotRebuildable, _normalised, agent_text, diff_blocks, proposed_text
@@ -80,6 +80,13 @@ def file_changes(tool_call: dict[str, Any], kind: str | None = None) -> list[Fil
     patch cannot be read or a move does not say from where to where."""
     kind = kind or tool_call.get("kind")
     patch = _patch_of(tool_call)
+    structured = _structured_changes(tool_call)
+    if structured is not None:
+        changes = _codex_changes(tool_call, structured)
+        one = changes[0] if len(changes) == 1 else None
+        if one and one.new_path is None and not one.delete and one.call:
+            return []  # one file with its whole-text diff: edits.py as always
+        return changes
     if patch is not None:
         changes = _codex_patch(patch) if "*** Begin Patch" in patch else _unified_diff(patch)
     elif kind == "move":
@@ -121,6 +128,45 @@ def _move(tool_call: dict[str, Any]) -> FileChange:
     # The diff (of the source's text, whatever path it names) is the content change.
     blocks = [{**b, "path": None} for b in diff_blocks(tool_call)]
     return FileChange(source, new_path=target, call={"content": blocks} if blocks else {})
+
+
+def _structured_changes(tool_call: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
+    """Codex's `rawInput.changes`: each changed file's path (a rename's source) mapped to
+    `{type: "add", content}`, `{type: "delete"}` or `{type: "update", unified_diff, move_path}`;
+    None when the call carries no such map."""
+    raw = tool_call.get("rawInput")
+    changes = raw.get("changes") if isinstance(raw, dict) else None
+    if not isinstance(changes, dict) or not changes:
+        return None
+    kinds = ("add", "delete", "update")
+    if not all(isinstance(k, str) and isinstance(v, dict) and v.get("type") in kinds for k, v in changes.items()):
+        return None
+    return changes
+
+
+def _codex_changes(tool_call: dict[str, Any], changes: dict[str, dict[str, Any]]) -> list[FileChange]:
+    """One FileChange per entry of Codex's `changes`. A file's whole-text diff block (Codex names a
+    rename's target there, with the source's text as `oldText`) is its proposal when there is one:
+    it is the text the agent writes; else the entry's own content or unified diff."""
+    blocks = [b for b in diff_blocks(tool_call) if isinstance(b.get("path"), str)]
+    result: list[FileChange] = []
+    for path, change in changes.items():
+        if change["type"] == "delete":
+            result.append(FileChange(path, delete=True))
+            continue
+        move = change.get("move_path")
+        new_path = move if isinstance(move, str) and move != path else None
+        own = [{**b, "path": None} for b in blocks if b["path"] == (new_path or path)]
+        if own:
+            result.append(FileChange(path, new_path=new_path, call={"content": own}))
+        elif change["type"] == "add" and isinstance(change.get("content"), str):
+            result.append(FileChange(path, text=change["content"]))
+        elif change["type"] == "update" and isinstance(change.get("unified_diff"), str):
+            read = _unified_section(path, path, change["unified_diff"].splitlines())
+            result.append(replace(read, new_path=new_path))
+        else:
+            raise NotRebuildable(f"its change of {path} carries neither a diff nor the new text")
+    return result
 
 
 def _patch_of(tool_call: dict[str, Any]) -> str | None:

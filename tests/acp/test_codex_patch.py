@@ -228,16 +228,7 @@ def test_headless_a_patch_of_three_files_accepted_is_reviewed_and_exact(codex: A
 
 # Codex's rawInput carries no patch text: `changes` maps the source path to
 # {type: "update", unified_diff, move_path}, and the one diff block names the target (with the
-# source's text as oldText). i36-multifile reads a move from kind `move`, a patch string or two
-# locations, none of which Codex sends, so it rebuilds the target as a snippet edit of a missing file.
-WAITS_ON_CODEX_MOVE = pytest.mark.xfail(
-    strict=True,
-    reason="waits on i36-multifile reading Codex's rename (rawInput.changes[source].move_path): today "
-    "refused before review with 'the text it replaces is not in the file' (issue 36 item 5)",
-)
-
-
-@WAITS_ON_CODEX_MOVE
+# source's text as oldText): file_changes.py reads the rename from `changes`.
 async def test_a_rename_with_an_edit_is_reviewed_as_a_rename(codex: Any, workspace: str) -> None:
     source, target = os.path.join(workspace, "old.txt"), os.path.join(workspace, "moved.txt")
     write(source, b"one\ntwo\n")
