@@ -216,35 +216,45 @@ def _codex_section(op: str, path: str, new_path: str | None, lines: list[str]) -
     hunks: list[tuple[str, str]] = []
     old: list[str] = []
     new: list[str] = []
+    last: tuple[list[str], ...] = ()
     for line in [*lines, "@@"]:
         if line.startswith("@@"):
             if old or new:
                 hunks.append(_hunk(path, old, new))
-            old, new = [], []
+            old, new, last = [], [], ()
         else:
-            _patch_line(path, line, old, new)
+            last = _patch_line(path, line, old, new, last)
     return FileChange(path, new_path=new_path, hunks=tuple(hunks))
 
 
-def _patch_line(path: str, line: str, old: list[str], new: list[str]) -> None:
-    sign, rest = line[:1], line[1:]
+def _patch_line(
+    path: str, line: str, old: list[str], new: list[str], last: tuple[list[str], ...]
+) -> tuple[list[str], ...]:
+    """Add one patch line (its line break included) to the sides it belongs to, which it returns;
+    `last`: the sides the line before went to, whose final break a "\\ No newline" marker removes."""
+    sign, rest = line[:1], line[1:] + "\n"
     if line == "" or sign == " ":  # context (an empty line is an empty context line)
         old.append(rest)
         new.append(rest)
-    elif sign == "-":
+        return (old, new)
+    if sign == "-":
         old.append(rest)
-    elif sign == "+":
+        return (old,)
+    if sign == "+":
         new.append(rest)
-    elif line.startswith("\\"):  # "\ No newline at end of file": the line before has none
-        pass
-    else:
-        raise NotRebuildable(f"its patch of {path} has a line that is not context, '-' or '+': {line[:60]!r}")
+        return (new,)
+    if line.startswith("\\"):  # "\ No newline at end of file": the line before has no break
+        for side in last:
+            if side:
+                side[-1] = side[-1].removesuffix("\n")
+        return ()
+    raise NotRebuildable(f"its patch of {path} has a line that is not context, '-' or '+': {line[:60]!r}")
 
 
 def _hunk(path: str, old: list[str], new: list[str]) -> tuple[str, str]:
-    if not any(old):
+    if not any(x.removesuffix("\n") for x in old):
         raise NotRebuildable(f"its patch of {path} adds lines with no context to place them")
-    return "".join(x + "\n" for x in old), "".join(x + "\n" for x in new)
+    return "".join(old), "".join(new)
 
 
 def _unified_diff(patch: str) -> list[FileChange]:
@@ -274,13 +284,14 @@ def _unified_section(old_path: str, new_path: str, lines: list[str]) -> FileChan
     old: list[str] = []
     new: list[str] = []
     hunks: list[tuple[str, str]] = []
+    last: tuple[list[str], ...] = ()
     for line in [*lines, "@@"]:
         if line.startswith("@@"):
             if old or new:
-                hunks.append((("".join(x + "\n" for x in old)), "".join(x + "\n" for x in new)))
-            old, new = [], []
+                hunks.append(("".join(old), "".join(new)))
+            old, new, last = [], [], ()
         else:
-            _patch_line(new_path, line, old, new)
+            last = _patch_line(new_path, line, old, new, last)
     if old_path == "/dev/null":
         return FileChange(new_path, text="".join(n for _, n in hunks))
     if new_path == "/dev/null":

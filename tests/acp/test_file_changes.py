@@ -114,3 +114,31 @@ def test_codex_one_file_update_with_its_diff_block_is_left_to_edits_py() -> None
         "content": [{"type": "diff", "path": "a.txt", "oldText": "x", "newText": "y"}],
     }
     assert file_changes(other) == []
+
+
+NO_NEWLINE = "\\ No newline at end of file"
+
+
+@pytest.mark.parametrize(
+    ("hunk", "before", "after"),
+    [
+        (["@@ -1,2 +1,2 @@", " one", "-two", "+TWO", NO_NEWLINE], "one\ntwo\n", "one\nTWO"),
+        (["@@ -1,2 +1,2 @@", " one", "-two", NO_NEWLINE, "+two"], "one\ntwo", "one\ntwo\n"),
+        (["@@ -1,2 +1,2 @@", " one", "-two", NO_NEWLINE, "+TWO", NO_NEWLINE], "one\ntwo", "one\nTWO"),
+    ],
+    ids=["drops-final-newline", "adds-final-newline", "keeps-none"],
+)
+def test_a_patch_honours_no_newline_at_end_of_file(hunk: list[str], before: str, after: str) -> None:
+    """A patched file ends as the patch says: the marker takes the break off the line before it, on
+    the side (old, new or both for context) that line belongs to."""
+    body = "\n".join(hunk) + "\n"
+    [unified] = file_changes({"rawInput": {"patch": f"--- a/t.txt\n+++ b/t.txt\n{body}"}})
+    codex = file_changes({"rawInput": {"input": f"*** Begin Patch\n*** Update File: t.txt\n{body}*** End Patch"}})
+    assert unified.proposal(before) == after
+    assert codex[0].proposal(before) == after
+
+
+def test_a_new_file_without_a_final_newline_gets_none() -> None:
+    patch = f"--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+a\n+b\n{NO_NEWLINE}\n"
+    [new] = file_changes({"rawInput": {"patch": patch}})
+    assert new.proposal("") == "a\nb"
