@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .edits import NotRebuildable, _normalised, agent_text, diff_blocks, proposed_text
+from .edits import NotRebuildable, _normalised, agent_text, diff_blocks, edit_path, proposed_text
 
 # Where agents put a patch: Codex's freeform `input` and `command: ["apply_patch", PATCH]`,
 # opencode's `patchText`, others' `patch` / `diff`.
@@ -88,7 +88,15 @@ def file_changes(tool_call: dict[str, Any], kind: str | None = None) -> list[Fil
             return []  # one file with its whole-text diff: edits.py as always
         return changes
     if patch is not None:
-        changes = _codex_patch(patch) if "*** Begin Patch" in patch else _unified_diff(patch)
+        try:
+            changes = _codex_patch(patch) if "*** Begin Patch" in patch else _unified_diff(patch)
+        except NotRebuildable:
+            one = edit_path(tool_call)
+            if one is None or _patch_paths(patch) != {one} or not _has_diff_for(tool_call, one):
+                raise
+            # opencode's write of a new file: a `@@ -0,0` hunk without /dev/null (lines with no
+            # context), and the whole text in its diff block, which decides instead
+            patch, changes = None, _by_diff_path(tool_call)
     elif kind == "move":
         changes = [_move(tool_call)]
     else:
@@ -96,6 +104,10 @@ def file_changes(tool_call: dict[str, Any], kind: str | None = None) -> list[Fil
     if len(changes) == 1 and changes[0].new_path is None and patch is None:
         return []  # one file: edits.py as always
     return changes
+
+
+def _has_diff_for(tool_call: dict[str, Any], path: str) -> bool:
+    return any(b.get("path") == path and isinstance(b.get("newText"), str) for b in diff_blocks(tool_call))
 
 
 def location_paths(tool_call: dict[str, Any]) -> list[str]:
@@ -180,6 +192,14 @@ def _patch_of(tool_call: dict[str, Any]) -> str | None:
         if isinstance(value, str) and _is_patch(value):
             return value
     return None
+
+
+def _patch_paths(patch: str) -> set[str]:
+    """Every file a patch names in its headers (never /dev/null)."""
+    found = re.findall(r"^(?:\+\+\+|---) (.+)$", patch, re.M)
+    found = [_diff_path(p) for p in found]
+    found += [p.strip() for p in re.findall(r"^\*\*\* (?:(?:Update|Add|Delete) File|Move to): (.+)$", patch, re.M)]
+    return {p for p in found if p != "/dev/null"}
 
 
 def _is_patch(text: str) -> bool:

@@ -142,3 +142,20 @@ def test_a_new_file_without_a_final_newline_gets_none() -> None:
     patch = f"--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+a\n+b\n{NO_NEWLINE}\n"
     [new] = file_changes({"rawInput": {"patch": patch}})
     assert new.proposal("") == "a\nb"
+
+
+def test_a_one_file_patch_with_its_whole_text_diff_block_is_left_to_edits_py() -> None:
+    """opencode's write of a new file: rawInput's `diff` has a `@@ -0,0` hunk and no /dev/null (a
+    patch of lines with no context), the diff block the whole text: the diff block decides."""
+    diff = "Index: n.txt\n===\n--- n.txt\n+++ n.txt\n@@ -0,0 +1,2 @@\n+a\n+b\n"
+    block = {"type": "diff", "path": "n.txt", "oldText": "", "newText": "a\nb\n"}
+    call = {"kind": "edit", "content": [block], "rawInput": {"filePath": "n.txt", "content": "a\nb\n", "diff": diff}}
+    assert file_changes(call) == []
+
+
+def test_an_unreadable_patch_of_other_files_is_refused_even_with_a_diff_block() -> None:
+    """The diff block stands for its patch only when the patch names that one file and no other."""
+    diff = "--- n.txt\n+++ n.txt\n@@ -0,0 +1 @@\n+a\n--- other.txt\n+++ other.txt\n@@ -1 +1 @@\n-x\n+y\n"
+    block = {"type": "diff", "path": "n.txt", "oldText": "", "newText": "a\n"}
+    with pytest.raises(NotRebuildable):
+        file_changes({"kind": "edit", "content": [block], "rawInput": {"diff": diff}})
