@@ -79,6 +79,22 @@ def proposed_text(tool_call: dict[str, Any], before: str, disk: str | None = Non
     raise NotRebuildable("it carries neither a diff nor the new text")
 
 
+def agent_text(tool_call: dict[str, Any], before: str, disk: str | None = None) -> str | None:
+    """The whole new text exactly as the agent sent it (a whole-file diff's raw `newText`, or
+    `rawInput`'s `content`), before `proposed_text` keeps the file's own line breaks on it: what an
+    agent writing the file itself writes. None for a snippet edit (the agent's bytes are unknown)."""
+    path = edit_path(tool_call)
+    for block in diff_blocks(tool_call):
+        if isinstance(block.get("newText"), str) and block.get("path") in (None, path):
+            old = block.get("oldText")
+            if old is None or same_text(old, before) or (disk is not None and same_text(old, disk)):
+                return block["newText"]
+    if diff_blocks(tool_call):
+        return None
+    raw = _raw_input(tool_call)
+    return next((raw[k] for k in ("content", "newcontent") if isinstance(raw.get(k), str)), None)
+
+
 def _raw_input(tool_call: dict[str, Any]) -> dict[str, Any]:
     raw = tool_call.get("rawInput")
     return _normalised(raw) if isinstance(raw, dict) else {}

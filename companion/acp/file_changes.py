@@ -18,10 +18,10 @@ Where an agent says which files a call touches (no SDK import; the call as the S
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .edits import NotRebuildable, _normalised, diff_blocks, proposed_text
+from .edits import NotRebuildable, _normalised, agent_text, diff_blocks, edit_path, proposed_text
 
 # Where agents put a patch: Codex's freeform `input` and `command: ["apply_patch", PATCH]`,
 # opencode's `patchText`, others' `patch` / `diff`.
@@ -61,6 +61,14 @@ class FileChange:
             return before  # a rename alone: the text moves unchanged
         return proposed_text(self.call, before, disk)
 
+    def agent_text(self, before: str, disk: str | None = None) -> str | None:
+        """The whole new text as the agent sent it (edits.agent_text), None when it sent none."""
+        if self.delete or self.hunks:
+            return None
+        if self.text is not None:
+            return self.text
+        return agent_text(self.call, before, disk) if diff_blocks(self.call) or self.call.get("rawInput") else None
+
     def describe(self) -> str:
         if self.new_path is not None:
             return f"rename {self.path} → {self.new_path}"
@@ -72,8 +80,23 @@ def file_changes(tool_call: dict[str, Any], kind: str | None = None) -> list[Fil
     patch cannot be read or a move does not say from where to where."""
     kind = kind or tool_call.get("kind")
     patch = _patch_of(tool_call)
+    structured = _structured_changes(tool_call)
+    if structured is not None:
+        changes = _codex_changes(tool_call, structured)
+        one = changes[0] if len(changes) == 1 else None
+        if one and one.new_path is None and not one.delete and one.call:
+            return []  # one file with its whole-text diff: edits.py as always
+        return changes
     if patch is not None:
-        changes = _codex_patch(patch) if "*** Begin Patch" in patch else _unified_diff(patch)
+        try:
+            changes = _codex_patch(patch) if "*** Begin Patch" in patch else _unified_diff(patch)
+        except NotRebuildable:
+            one = edit_path(tool_call)
+            if one is None or _patch_paths(patch) != {one} or not _has_diff_for(tool_call, one):
+                raise
+            # opencode's write of a new file: a `@@ -0,0` hunk without /dev/null (lines with no
+            # context), and the whole text in its diff block, which decides instead
+            patch, changes = None, _by_diff_path(tool_call)
     elif kind == "move":
         changes = [_move(tool_call)]
     else:
@@ -81,6 +104,10 @@ def file_changes(tool_call: dict[str, Any], kind: str | None = None) -> list[Fil
     if len(changes) == 1 and changes[0].new_path is None and patch is None:
         return []  # one file: edits.py as always
     return changes
+
+
+def _has_diff_for(tool_call: dict[str, Any], path: str) -> bool:
+    return any(b.get("path") == path and isinstance(b.get("newText"), str) for b in diff_blocks(tool_call))
 
 
 def location_paths(tool_call: dict[str, Any]) -> list[str]:
@@ -115,6 +142,45 @@ def _move(tool_call: dict[str, Any]) -> FileChange:
     return FileChange(source, new_path=target, call={"content": blocks} if blocks else {})
 
 
+def _structured_changes(tool_call: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
+    """Codex's `rawInput.changes`: each changed file's path (a rename's source) mapped to
+    `{type: "add", content}`, `{type: "delete"}` or `{type: "update", unified_diff, move_path}`;
+    None when the call carries no such map."""
+    raw = tool_call.get("rawInput")
+    changes = raw.get("changes") if isinstance(raw, dict) else None
+    if not isinstance(changes, dict) or not changes:
+        return None
+    kinds = ("add", "delete", "update")
+    if not all(isinstance(k, str) and isinstance(v, dict) and v.get("type") in kinds for k, v in changes.items()):
+        return None
+    return changes
+
+
+def _codex_changes(tool_call: dict[str, Any], changes: dict[str, dict[str, Any]]) -> list[FileChange]:
+    """One FileChange per entry of Codex's `changes`. A file's whole-text diff block (Codex names a
+    rename's target there, with the source's text as `oldText`) is its proposal when there is one:
+    it is the text the agent writes; else the entry's own content or unified diff."""
+    blocks = [b for b in diff_blocks(tool_call) if isinstance(b.get("path"), str)]
+    result: list[FileChange] = []
+    for path, change in changes.items():
+        if change["type"] == "delete":
+            result.append(FileChange(path, delete=True))
+            continue
+        move = change.get("move_path")
+        new_path = move if isinstance(move, str) and move != path else None
+        own = [{**b, "path": None} for b in blocks if b["path"] == (new_path or path)]
+        if own:
+            result.append(FileChange(path, new_path=new_path, call={"content": own}))
+        elif change["type"] == "add" and isinstance(change.get("content"), str):
+            result.append(FileChange(path, text=change["content"]))
+        elif change["type"] == "update" and isinstance(change.get("unified_diff"), str):
+            read = _unified_section(path, path, change["unified_diff"].splitlines())
+            result.append(replace(read, new_path=new_path))
+        else:
+            raise NotRebuildable(f"its change of {path} carries neither a diff nor the new text")
+    return result
+
+
 def _patch_of(tool_call: dict[str, Any]) -> str | None:
     """The patch the tool applies, from an argument named for one (a file's `content` that holds a
     diff is a file's text, never a patch to apply)."""
@@ -126,6 +192,14 @@ def _patch_of(tool_call: dict[str, Any]) -> str | None:
         if isinstance(value, str) and _is_patch(value):
             return value
     return None
+
+
+def _patch_paths(patch: str) -> set[str]:
+    """Every file a patch names in its headers (never /dev/null)."""
+    found = re.findall(r"^(?:\+\+\+|---) (.+)$", patch, re.M)
+    found = [_diff_path(p) for p in found]
+    found += [p.strip() for p in re.findall(r"^\*\*\* (?:(?:Update|Add|Delete) File|Move to): (.+)$", patch, re.M)]
+    return {p for p in found if p != "/dev/null"}
 
 
 def _is_patch(text: str) -> bool:
@@ -162,35 +236,45 @@ def _codex_section(op: str, path: str, new_path: str | None, lines: list[str]) -
     hunks: list[tuple[str, str]] = []
     old: list[str] = []
     new: list[str] = []
+    last: tuple[list[str], ...] = ()
     for line in [*lines, "@@"]:
         if line.startswith("@@"):
             if old or new:
                 hunks.append(_hunk(path, old, new))
-            old, new = [], []
+            old, new, last = [], [], ()
         else:
-            _patch_line(path, line, old, new)
+            last = _patch_line(path, line, old, new, last)
     return FileChange(path, new_path=new_path, hunks=tuple(hunks))
 
 
-def _patch_line(path: str, line: str, old: list[str], new: list[str]) -> None:
-    sign, rest = line[:1], line[1:]
+def _patch_line(
+    path: str, line: str, old: list[str], new: list[str], last: tuple[list[str], ...]
+) -> tuple[list[str], ...]:
+    """Add one patch line (its line break included) to the sides it belongs to, which it returns;
+    `last`: the sides the line before went to, whose final break a "\\ No newline" marker removes."""
+    sign, rest = line[:1], line[1:] + "\n"
     if line == "" or sign == " ":  # context (an empty line is an empty context line)
         old.append(rest)
         new.append(rest)
-    elif sign == "-":
+        return (old, new)
+    if sign == "-":
         old.append(rest)
-    elif sign == "+":
+        return (old,)
+    if sign == "+":
         new.append(rest)
-    elif line.startswith("\\"):  # "\ No newline at end of file": the line before has none
-        pass
-    else:
-        raise NotRebuildable(f"its patch of {path} has a line that is not context, '-' or '+': {line[:60]!r}")
+        return (new,)
+    if line.startswith("\\"):  # "\ No newline at end of file": the line before has no break
+        for side in last:
+            if side:
+                side[-1] = side[-1].removesuffix("\n")
+        return ()
+    raise NotRebuildable(f"its patch of {path} has a line that is not context, '-' or '+': {line[:60]!r}")
 
 
 def _hunk(path: str, old: list[str], new: list[str]) -> tuple[str, str]:
-    if not any(old):
+    if not any(x.removesuffix("\n") for x in old):
         raise NotRebuildable(f"its patch of {path} adds lines with no context to place them")
-    return "".join(x + "\n" for x in old), "".join(x + "\n" for x in new)
+    return "".join(old), "".join(new)
 
 
 def _unified_diff(patch: str) -> list[FileChange]:
@@ -220,13 +304,14 @@ def _unified_section(old_path: str, new_path: str, lines: list[str]) -> FileChan
     old: list[str] = []
     new: list[str] = []
     hunks: list[tuple[str, str]] = []
+    last: tuple[list[str], ...] = ()
     for line in [*lines, "@@"]:
         if line.startswith("@@"):
             if old or new:
-                hunks.append((("".join(x + "\n" for x in old)), "".join(x + "\n" for x in new)))
-            old, new = [], []
+                hunks.append(("".join(old), "".join(new)))
+            old, new, last = [], [], ()
         else:
-            _patch_line(new_path, line, old, new)
+            last = _patch_line(new_path, line, old, new, last)
     if old_path == "/dev/null":
         return FileChange(new_path, text="".join(n for _, n in hunks))
     if new_path == "/dev/null":

@@ -50,7 +50,7 @@ from ..core.textfile import lines
 from ..core.turn_writes import TurnWrites, digest_of, written_digest
 from . import process, updates
 from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
-from .edits import NotRebuildable, edit_path, is_edit, proposed_text
+from .edits import NotRebuildable, agent_text, edit_path, is_edit, proposed_text
 from .file_changes import FileChange, file_changes, location_paths
 from .files import READ_LIMIT_BYTES, AgentFiles, FsRefused
 from .modes import Kind, Seen, asking_mode, starting_mode
@@ -117,6 +117,9 @@ class ChatSession:
         # The bytes each accepted edit must leave on disk when the agent writes the file itself, by
         # (tool call id, real path); None when the accepted text cannot be stored in the file's encoding.
         self._accepted_bytes: dict[tuple[str, str], bytes | None] = {}
+        # The agent's own whole text of an accepted edit (UTF-8, as it writes it): a file found holding
+        # exactly these bytes after its write gets the accepted bytes (_land_accepted).
+        self._agent_bytes: dict[tuple[str, str], bytes] = {}
         self.mode: str | None = None
         self.seen = Seen()  # what the agent did with edits in each mode: names are only hints (modes.py)
         self._conn: ClientSideConnection | None = None
@@ -368,13 +371,15 @@ class ChatSession:
         bytes. One whose file did not change still waits for its write."""
         waiting = {(e.tool_call_id, e.path) for e in self.gate.accepted.values()}
         self._accepted_bytes = {k: v for k, v in self._accepted_bytes.items() if k in waiting}
+        self._agent_bytes = {k: v for k, v in self._agent_bytes.items() if k in waiting}
         for edit in list(self.gate.accepted.values()):
             now = await asyncio.to_thread(disk_text.read, edit.path)
             if edit.disk is None or not disk_text.changed(edit.disk, now):
                 continue
             self.gate.take(edit.path)
             expected = self._accepted_bytes.pop((edit.tool_call_id, edit.path), None)
-            self.writes.record(edit.path, True, *_expected(expected))
+            if not await self._land_accepted(edit, expected):
+                self.writes.record(edit.path, True, *_expected(expected))
 
     def _clear_status(self) -> None:
         """A status says what the agent does during a turn; once the turn is over it is stale."""
@@ -586,6 +591,9 @@ class ChatSession:
         final = decision.content or proposal
         edit = AcceptedEdit(call["toolCallId"], target.path, proposal, final, disk)
         self._accepted_bytes[(edit.tool_call_id, edit.path)] = await self.files.accepted_bytes(target, final)
+        sent = agent_text(call, before.text, None if before is disk else disk.text)
+        if sent is not None:
+            self._agent_bytes[(edit.tool_call_id, edit.path)] = sent.encode("utf-8")
         self.gate.on_accepted(edit)
         self._mark_decided(call, "accepted with your edits" if edit.edited else "accepted")
         if decision.always and always:
@@ -633,13 +641,14 @@ class ChatSession:
                     proposal = change.proposal(before.text, None if before is disk else disk.text)
                 except NotRebuildable as exc:
                     raise NotRebuildable(f"{change.path}: {exc}") from None
-                prepared.append((source.path if change.new_path else None, target, before, disk, proposal))
+                sent = change.agent_text(before.text, None if before is disk else disk.text)
+                prepared.append((source.path if change.new_path else None, target, before, disk, proposal, sent))
         except (FsRefused, NotRebuildable) as exc:
             self.view.notice(f"Rejected {self.spec.name}'s {what}: {exc}; nothing of it was reviewed.", "warning")
             self.unchecked.refused.add(names)
             return reject
         decisions = []
-        for n, (renamed_from, target, before, _, proposal) in enumerate(prepared, 1):
+        for n, (renamed_from, target, before, _, proposal, _) in enumerate(prepared, 1):
             part = (n, len(prepared)) if len(prepared) > 1 else None
             try:
                 offer = always.name if always else None
@@ -661,10 +670,12 @@ class ChatSession:
             )
             return None
         edited = False
-        for (renamed_from, target, _, disk, proposal), decision in zip(prepared, decisions, strict=False):
+        for (renamed_from, target, _, disk, proposal, sent), decision in zip(prepared, decisions, strict=False):
             final = decision.content or proposal
             edit = AcceptedEdit(call["toolCallId"], target.path, proposal, final, disk, renamed_from)
             self._accepted_bytes[(edit.tool_call_id, edit.path)] = await self.files.accepted_bytes(target, final)
+            if sent is not None:
+                self._agent_bytes[(edit.tool_call_id, edit.path)] = sent.encode("utf-8")
             self.gate.on_accepted(edit)
             edited = edited or edit.edited
         self._mark_decided(call, "accepted with your edits" if edited else "accepted")
@@ -770,7 +781,8 @@ class ChatSession:
             expected = self._accepted_bytes.pop((accepted.tool_call_id, accepted.path), None)
             if accepted.edited:  # the agent wrote its own proposal (Claude): now the user's version
                 await self._write_users_version(accepted, expected)
-            else:  # the agent wrote the file itself: the turn's end must find the accepted bytes there
+            elif not await self._land_accepted(accepted, expected):
+                # the agent wrote the file itself: the turn's end must find the accepted bytes there
                 self.writes.record(accepted.path, True, *_expected(expected))
             if accepted.renamed_from is not None:  # the rename's source is gone, as the user accepted
                 self.writes.record(accepted.renamed_from, reviewed=True)
@@ -795,6 +807,27 @@ class ChatSession:
         """Record a write for the change set, with the file's digest now: what the turn's end must
         still find there for the write to count as the agent's (core/turn_writes.py)."""
         self.writes.record(path, reviewed, await asyncio.to_thread(written_digest, path))
+
+    async def _land_accepted(self, edit: AcceptedEdit, expected: bytes | None) -> bool:
+        """After the agent's own write: a file holding exactly the agent's own text (its bytes, as it
+        sent them) where the user accepted other bytes (the review keeps the file's line endings;
+        Codex writes its lines with LF) gets the accepted bytes, through the write that refuses a
+        file changed since it was read. A file holding anything else is never overwritten: the
+        turn's end names it. True when the accepted bytes were written."""
+        raw = self._agent_bytes.pop((edit.tool_call_id, edit.path), None)
+        if raw is None or expected is None or raw == expected:
+            return False
+        now = await asyncio.to_thread(disk_text.read, edit.path)
+        if now.stamp != disk_text.Stamp(len(raw), digest_of(raw)):
+            return False
+        try:
+            target = await self.files.resolve(edit.path)
+            data = await self.files.write_accepted(target, replace(edit, disk=now), data=expected)
+        except FsRefused as exc:
+            self.view.notice(f"The version of {edit.path} you accepted could not be written: {exc}", "warning")
+            return False
+        self._wrote_bytes(edit.path, True, data)
+        return True
 
     async def _write_users_version(self, edit: AcceptedEdit, accepted: bytes | None) -> None:
         """`accepted`: the user's version encoded when they decided (the agent's write may have

@@ -174,23 +174,11 @@ def crlf_edit(workspace: str) -> tuple[str, list[Step], bytes]:
     return path, steps, b"one\nTWO\nthree\nfour\r\n"
 
 
-# What the review shows for a whole-file diff keeps the file's own line endings on the agent's lines
-# (acp/edits.py `_with_breaks_of`): right when the companion writes the text itself (fs/write_text_file),
-# not when the agent writes its own bytes after the permission, as Codex does: the review shows
-# "one\r\nTWO\r\nthree\r\nfour\r\n", Codex writes "one\nTWO\nthree\nfour\r\n". Either fix passes the test:
-# the review showing Codex's bytes, or the companion writing the accepted bytes after Codex's write (as
-# it does for a proposal the user edited). No branch of issue 36 does either yet (i36-truth only
-# detects the difference at the turn's end).
-WAITS_ON_EXACT_PROPOSAL = pytest.mark.xfail(
-    strict=True,
-    reason="waits on the review showing the bytes an agent that writes itself will write, or on the "
-    "companion writing the accepted bytes after it (issue 36): the proposal keeps CRLF on the lines "
-    "Codex writes with LF",
-)
-# The turn's end comparing disk with the accepted bytes: branch i36-truth (717c5b1), not merged here.
+# The review keeps the file's CRLF on the lines Codex sends with LF (acp/edits.py `_with_breaks_of`);
+# Codex writes its own LF lines after the permission, and the companion, finding exactly Codex's
+# proposal on disk, writes the accepted bytes (session.py `_land_accepted`).
 
 
-@WAITS_ON_EXACT_PROPOSAL
 async def test_a_one_line_edit_of_a_crlf_file_lands_exactly_as_reviewed(codex: Any, workspace: str) -> None:
     """A CRLF file's second line changed: the review shows either the file kept CRLF with that one
     line changed, or what Codex writes (its hunk's lines LF) with the change of line endings; once
@@ -240,16 +228,7 @@ def test_headless_a_patch_of_three_files_accepted_is_reviewed_and_exact(codex: A
 
 # Codex's rawInput carries no patch text: `changes` maps the source path to
 # {type: "update", unified_diff, move_path}, and the one diff block names the target (with the
-# source's text as oldText). i36-multifile reads a move from kind `move`, a patch string or two
-# locations, none of which Codex sends, so it rebuilds the target as a snippet edit of a missing file.
-WAITS_ON_CODEX_MOVE = pytest.mark.xfail(
-    strict=True,
-    reason="waits on i36-multifile reading Codex's rename (rawInput.changes[source].move_path): today "
-    "refused before review with 'the text it replaces is not in the file' (issue 36 item 5)",
-)
-
-
-@WAITS_ON_CODEX_MOVE
+# source's text as oldText): file_changes.py reads the rename from `changes`.
 async def test_a_rename_with_an_edit_is_reviewed_as_a_rename(codex: Any, workspace: str) -> None:
     source, target = os.path.join(workspace, "old.txt"), os.path.join(workspace, "moved.txt")
     write(source, b"one\ntwo\n")

@@ -77,6 +77,37 @@ def test_an_agent_that_rewrites_a_crlf_file_with_lf_is_not_reviewed(workspace: s
     assert_changed_after_review(result, path)
 
 
+def ask_whole(path: str, old: bytes, new: bytes) -> dict[str, Any]:
+    """A permission for a whole-file diff whose texts are exactly `old` and `new` (no CRLF added)."""
+    block = {"type": "diff", "path": path, "oldText": old.decode(), "newText": new.decode()}
+    return {"ask": {"toolCallId": "t1", "kind": "edit", "content": [block]}}
+
+
+def test_an_agent_that_writes_its_own_lf_proposal_gets_the_crlf_you_accepted(workspace: str, tmp_path: Any) -> None:
+    """Codex's way: the diff's newText has LF lines, the review shows them with the file's CRLF
+    (what the user accepts), and the agent writes its own LF text after the permission. The file
+    then holds exactly the agent's proposal, so the companion writes the accepted bytes over it."""
+    path = file_with(workspace, CRLF)
+    lf = b"line one\nline 2\nline three\n"
+    steps = [ask_whole(path, CRLF, lf), own(path, lf), completed()]
+    result = headless(workspace, tmp_path, steps)
+    assert bytes_of(path) == b"line one\r\nline 2\r\nline three\r\n", result.stderr
+    assert result.returncode == 0, result.stderr
+    assert "warning:" not in result.stderr
+    assert f"  modified  {path}  +1 -1  by {os.path.basename(sys.executable)}  reviewed" in result.stdout
+
+
+def test_an_agent_that_writes_anything_but_its_own_proposal_is_never_overwritten(workspace: str, tmp_path: Any) -> None:
+    """The same proposal, but the agent writes other bytes (its proposal and one more line): the
+    companion keeps them, and says the file changed after the review."""
+    path = file_with(workspace, CRLF)
+    lf = b"line one\nline 2\nline three\n"
+    steps = [ask_whole(path, CRLF, lf), own(path, lf + b"more\n"), completed()]
+    result = headless(workspace, tmp_path, steps)
+    assert bytes_of(path) == lf + b"more\n"
+    assert_changed_after_review(result, path)
+
+
 def test_an_agent_that_writes_exactly_the_accepted_bytes_itself_stays_reviewed(workspace: str, tmp_path: Any) -> None:
     path = file_with(workspace, CRLF)
     accepted = b"line one\r\nline 2\r\nline three\r\n"
