@@ -1,13 +1,14 @@
-"""Issue 36's invariant on the change-set tab's per-hunk Apply, as a property: the user reverts some
-of the changed hunks in the file's review (Revert Hunk, Ctrl+Alt+Z) and clicks Apply; the disk then
-holds exactly the mix the user chose, byte for byte: the checkpoint's lines for the reverted hunks,
-the changed lines for the others, every line with its own break, the BOM and the final newline as
-they were. Driven in the fake Sublime through a terminal checkpoint (Start Checkpoint, another
-program changes the file, Review Changes Since Checkpoint).
+"""Issue 36's invariant on the change-set tab's per-hunk Apply and its Revert, as a property: the
+user reverts some of the changed hunks in the file's review (Revert Hunk, Ctrl+Alt+Z) and clicks
+Apply; the disk then holds exactly the mix the user chose, byte for byte: the checkpoint's lines for
+the reverted hunks, the changed lines for the others, every line with its own break, the BOM and
+the final newline as they were. The file's Revert (in the tab) puts the checkpoint's bytes back.
+Driven in the fake Sublime through a terminal checkpoint (Start Checkpoint, another program changes
+the file, Review Changes Since Checkpoint).
 
 Drawn: the file's lines (LF, CRLF, CR or mixed line endings, with or without a final newline, with
-or without a UTF-8 BOM), which lines change, and which hunks the user reverts. Each example pumps
-the UI, so they are few.
+or without a UTF-8 BOM), which lines change, which hunks the user reverts, or Revert of the whole
+file. Each example pumps the UI, so they are few.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.adapter.conftest import Companion, pkg
-from tests.adapter.test_change_set import BANNER, open_review, put, read, tab_of, wait_tab
+from tests.adapter.test_change_set import BANNER, open_review, put, read, row_link, tab_of, wait_tab
 from tests.adapter.test_chat import CEILING, text
 from tests.sublime_fake import control
 
@@ -34,6 +35,7 @@ class Example:
     bom: bool
     changed: list[bool]  # which lines the other program changes (its breaks kept)
     reverted: list[bool]  # per hunk (a run of changed lines): the user reverts it
+    revert_file: bool  # instead: the user clicks the file's Revert in the tab
 
     def hunks(self) -> list[list[int]]:
         return [list(g) for k, g in itertools.groupby(range(len(self.lines)), lambda i: self.changed[i]) if k]
@@ -61,6 +63,7 @@ def examples(draw: Any) -> Example:
         bom=draw(st.booleans()),
         changed=changed,
         reverted=draw(st.lists(st.booleans(), min_size=count, max_size=count)),
+        revert_file=draw(st.booleans()),
     )
 
 
@@ -80,7 +83,7 @@ def test_apply_after_reverting_some_hunks_writes_exactly_the_chosen_mix(companio
     names = itertools.count()
 
     @given(example=examples())
-    @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     def check(example: Example) -> None:
         name = f"file{next(names)}.txt"
         path = os.path.join(workspace, name)
@@ -92,6 +95,12 @@ def test_apply_after_reverting_some_hunks_writes_exactly_the_chosen_mix(companio
         assert control.run_from_palette(window, "gemini_companion_review_checkpoint_changes")
         tab = control.pump_until(lambda: tab_of(window), CEILING, "the change-set tab")
         wait_tab(tab, f"  {name}  ")
+        if example.revert_file:
+            control.click_link(tab, row_link(tab, "revert", name), "gemini_companion.change_set.rows")
+            wait_tab(tab, "Reverted 1 file")
+            tab.close()
+            assert read(path) == example.stored("before"), (example, read(path))
+            return
         proposal = open_review(window, tab, name)
         for hunk, undo in zip(example.hunks(), example.reverted, strict=False):
             if undo:
