@@ -1,9 +1,9 @@
 """Issue 36's invariant for the terminal agents, as a property: after an accepted `openDiff` (Gemini
-CLI's review; Claude Code's openDiff ends in the same `WindowReviews.accepted` entry), the CLI
+CLI's through the MCP SDK client, Claude Code's through its WebSocket client), the CLI
 writes the file itself, with whatever bytes. The Changes tab since the terminal checkpoint says
 "reviewed" exactly when the file holds the accepted text as bytes a write of it may store: the
-UTF-8 text the CLI was sent (`ide/diffAccepted`'s content), or that text encoded as the file was
-stored (its BOM and each untouched line's ending).
+UTF-8 text the CLI was sent (`ide/diffAccepted`'s content, Claude's FILE_SAVED text), or that
+text encoded as the file was stored (its BOM and each untouched line's ending).
 
 Drawn: the file's text (LF, CRLF, CR or mixed line endings, with or without a final newline, with
 or without a UTF-8 BOM, UTF-8, cp1252 or UTF-16), the user's edit in the review (none, or a line typed at the end), and
@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,7 +28,10 @@ from companion.core.textfile import decode, encode
 from tests.adapter.conftest import Companion, ThreadedClient, pkg
 from tests.adapter.test_change_set import tab_of, wait_tab
 from tests.adapter.test_chat import CEILING, review_proposal, text
+from tests.adapter.test_claude import ThreadedClaude, claude, open_diff
 from tests.sublime_fake import control
+
+__all__ = ["claude"]  # a fixture this module uses from test_claude
 
 BOM = b"\xef\xbb\xbf"
 OTHER = b"bytes the user never saw\n"
@@ -82,12 +86,18 @@ def cli_writes(path: str, after: str, sent: bytes, stored: bytes) -> None:
         handle.write(data)
 
 
+@pytest.mark.parametrize("cli", ["Gemini CLI", "Claude Code"])
 def test_a_terminal_agents_accepted_file_is_reviewed_exactly_when_it_holds_the_accepted_bytes(
-    companion: Companion, clients: Callable[..., ThreadedClient], workspace: str
+    companion: Companion,
+    clients: Callable[..., ThreadedClient],
+    claude: Callable[..., ThreadedClaude],
+    workspace: str,
+    cli: str,
 ) -> None:
     window = control.new_window([workspace])
     companion.load()
-    client = clients(window)
+    gemini = clients(window) if cli == "Gemini CLI" else None
+    claude_code = claude(window) if cli == "Claude Code" else None
     points = pkg("sublime_editor.terminal_checkpoints")._points
     names = itertools.count()
 
@@ -102,13 +112,20 @@ def test_a_terminal_agents_accepted_file_is_reviewed_exactly_when_it_holds_the_a
         before = points.get(window.id())
         assert control.run_from_palette(window, "gemini_companion_start_checkpoint")
         control.pump_until(lambda: points.get(window.id()) not in (None, before), CEILING, "the checkpoint")
-        client.open_diff(path, example.proposal())
+        answer = open_diff(claude_code, path, example.proposal()) if claude_code is not None else None
+        if gemini is not None:
+            gemini.open_diff(path, example.proposal())
         proposal = review_proposal(window)
         if example.user_edit:
             proposal.run_command("append", {"characters": "a line of the user's own\n"})
         control.click_link(proposal, "accept", "gemini_companion.banner")
-        control.pump_until(lambda: len(client.received("ide/diffAccepted")) > number, CEILING, "the accept")
-        content = client.received("ide/diffAccepted")[number].params["content"]
+        if claude_code is not None and answer is not None:
+            saved, content = claude_code.result(answer)
+            assert saved == "FILE_SAVED"
+        else:
+            assert gemini is not None
+            control.pump_until(lambda: len(gemini.received("ide/diffAccepted")) > number, CEILING, "the accept")
+            content = gemini.received("ide/diffAccepted")[number].params["content"]
         original, fmt = decode(example.original())
         sent, stored = content.encode("utf-8"), encode(content, fmt, original=original)
         cli_writes(path, example.after, sent, stored)
