@@ -90,10 +90,13 @@ class AgentFiles:
         try:
             if target.exists:
                 saves = await asyncio.to_thread(buffer_saves, target, edit.final, target.requested)
-                if await asyncio.wait_for(
+                saved = await asyncio.wait_for(
                     self.editor.write_through_buffer(target.path, edit.final), EDITOR_TIMEOUT_SECONDS
-                ):
-                    return saves
+                )
+                if isinstance(saved, str):  # the one break the save stored: only that form is the accepted
+                    return (saves[saved],) if saved in saves else ()
+                if saved:  # an editor that cannot say which break it saved: the text is checked up to its breaks
+                    return tuple(saves.values())
             if data is None:
                 data = await asyncio.to_thread(encoded_as_stored, target, edit.final, target.requested)
             await asyncio.to_thread(write_bytes, self.policy, target, data, target.requested)
