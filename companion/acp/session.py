@@ -78,7 +78,7 @@ _PROTOCOL_ERRORS = (-32700, -32600, -32601, -32602)
 _AGENT_ERRORS = (ConnectionError, RequestError, ValidationError)
 T = TypeVar("T")
 # One file of an edit of several, ready for its review (ChatSession._prepare).
-_Prepared = tuple[FileChange, "str | None", Resolved, DiskText, DiskText, str]
+_Prepared = tuple[FileChange, Resolved, Resolved, DiskText, DiskText, str]
 Opened = TypeVar("Opened", NewSessionResponse, LoadSessionResponse)
 
 
@@ -634,8 +634,9 @@ class ChatSession:
             self.unchecked.refused.add(names)
             return reject
         decisions = []
-        for n, (change, renamed_from, target, before, _, proposal) in enumerate(prepared, 1):
+        for n, (change, source, target, before, _, proposal) in enumerate(prepared, 1):
             part = (n, len(prepared)) if len(prepared) > 1 else None
+            renamed_from = source.path if change.new_path else None
             try:
                 offer = always.name if always else None
                 decision = await self.gate.review(
@@ -663,11 +664,14 @@ class ChatSession:
             )
             return None
         edited = False
-        for (change, renamed_from, target, _, disk, proposal), decision in zip(prepared, decisions, strict=False):
+        for (change, source, target, _, disk, proposal), decision in zip(prepared, decisions, strict=False):
             final = decision.content or proposal
             deleted = change.delete and not final  # accepted as a deletion: the file must be gone
+            renamed_from = source.path if change.new_path else None
             edit = AcceptedEdit(call["toolCallId"], target.path, proposal, final, disk, renamed_from, deleted)
-            self._accepted_bytes[(edit.tool_call_id, edit.path)] = await self.files.accepted_bytes(target, final)
+            # A rename moves the source's bytes: encoded as the source is stored, not as the file it replaces.
+            stored_as = source if change.new_path and source.exists else target
+            self._accepted_bytes[(edit.tool_call_id, edit.path)] = await self.files.accepted_bytes(stored_as, final)
             self.gate.on_accepted(edit)
             edited = edited or edit.edited
         self._mark_decided(call, "accepted with your edits" if edited else "accepted")
@@ -676,8 +680,8 @@ class ChatSession:
         return allow
 
     async def _prepare(self, change: FileChange, seen: dict[str, str]) -> _Prepared:
-        """One file of an edit of several, ready for its review: (change, the rename's source,
-        the file the review shows, its text now, its disk, the proposal). A rename onto a file that
+        """One file of an edit of several, ready for its review: (change, its file (a rename's
+        source), the file the review shows, its text now, its disk, the proposal). A rename onto a file that
         exists is reviewed as replacing that file: its current text against the new one (never
         "no changes" while its content is lost). NotRebuildable for a file the call changes twice
         (two half-reviews would each show what never lands)."""
@@ -706,7 +710,7 @@ class ChatSession:
                 raise NotRebuildable(
                     f"the text of {change.target}, which it replaces, cannot be shown: {before.not_shown}"
                 )
-        return change, source.path if change.new_path else None, target, before, disk, proposal
+        return change, source, target, before, disk, proposal
 
     def _partly_rejected(self, call: dict[str, Any], changes: list[FileChange], n: int, outcome: Outcome) -> None:
         """One line: which file of the edit the user rejected (or closed), and that nothing of it

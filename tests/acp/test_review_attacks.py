@@ -183,3 +183,23 @@ async def test_a_crlf_file_saved_through_its_buffer_then_rewritten_with_lf_is_ch
     assert path in editor.written  # our write went through the open buffer
     assert bytes_of(path) == b"one\nTWO\n"
     assert [n for n in changed_after_review(view.notices) if path in n], view.notices
+
+
+@pytest.mark.parametrize(
+    ("source", "replaced"),
+    [(b"kept\r\nline\r\n", b"other\n"), (b"kept\nline\n", b"other\r\nx\r\n"), ("\ufeffkept\n".encode(), b"x\n")],
+    ids=["crlf-over-lf", "lf-over-crlf", "bom-over-plain"],
+)
+async def test_an_accepted_rename_onto_an_existing_file_carried_out_stays_reviewed(
+    workspace: str, tmp_path: Any, source: bytes, replaced: bytes
+) -> None:
+    """The rename moves the source's bytes: what must land is the source as stored, not the text
+    encoded as the file it replaces was."""
+    old = file_with(workspace, source, "old.txt")
+    new = file_with(workspace, replaced, "new.txt")
+    ask = {"toolCallId": "t1", "kind": "move", "locations": [{"path": old}, {"path": new}]}
+    view, editor, _ = await run(workspace, tmp_path, [{"ask": ask}, {"rename": [old, new]}, DONE])
+    [review] = reviews(editor)
+    assert review.replaces and review.disk is not None and review.disk.text == replaced.decode()
+    assert bytes_of(new) == source
+    assert changed_after_review(view.notices) == []
