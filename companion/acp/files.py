@@ -78,8 +78,9 @@ class AgentFiles:
         `data`: the accepted text as encoded when the user decided (`accepted_bytes`), written as
         is: the file may since hold the agent's own bytes, whose encoding is not what was accepted.
         Returns the bytes written to disk (one form); when the editor saved its open buffer, the
-        bytes its save may have stored (its line endings), read from the file before, never after:
-        a file renamed over it right after the save is not taken for the editor's."""
+        bytes its save stored (the text with the line break it reports; every break's form only for
+        an editor that cannot say), encoded as the file was before, never read after: a file
+        renamed over it right after the save is not taken for the editor's."""
         if check_disk and edit.disk is not None:
             now = await asyncio.to_thread(disk_text.read, target.path)
             if disk_text.changed(edit.disk, now):
