@@ -90,7 +90,7 @@ class HeadlessEditor:
     async def unsaved_text(self, path: str) -> str | None:
         return None  # no buffers: the disk is the truth
 
-    async def write_through_buffer(self, path: str, text: str) -> bool:
+    async def write_through_buffer(self, path: str, text: str) -> bool | str:
         return False
 
     async def keep_unwritten(self, path: str, text: str, reason: str) -> bool:
@@ -151,6 +151,8 @@ class HeadlessEditor:
 
 
 def _question(review: Review) -> str:
+    if review.delete:
+        return f"Delete {visible(review.file_path)}{visible(what_else(review))}? [y]es / [n]o: "
     return f"Apply this change to {visible(review.file_path)}{visible(what_else(review))}? [y]es / [n]o: "
 
 
@@ -158,6 +160,8 @@ def what_else(review: Review) -> str:
     """What the file's review is part of, in parentheses: a rename, one file of several (the edit
     is allowed only when every file is accepted); "" for a plain one-file review."""
     notes = [f"rename {review.renamed_from} → {review.file_path}"] if review.renamed_from else []
+    if review.renamed_from and review.replaces:
+        notes[0] += f", replacing {review.file_path}: its current text is lost"
     if review.part is not None:
         notes.append(f"file {review.part[0]} of {review.part[1]} of one edit: all must be accepted")
     return f" ({'; '.join(notes)})" if notes else ""

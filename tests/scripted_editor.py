@@ -49,7 +49,7 @@ class ScriptedEditor:
     async def unsaved_text(self, path: str) -> str | None:
         return self.buffers.get(path)
 
-    async def write_through_buffer(self, path: str, text: str) -> bool:
+    async def write_through_buffer(self, path: str, text: str) -> bool | str:
         if path not in self.buffers:
             return False
         self.written[path] = text

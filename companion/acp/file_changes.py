@@ -27,6 +27,7 @@ from .edits import NotRebuildable, _normalised, agent_text, diff_blocks, edit_pa
 # opencode's `patchText`, others' `patch` / `diff`.
 _PATCH_KEYS = ("input", "patch", "patchtext", "diff", "unifieddiff", "command", "args", "cmd")
 _SOURCE_KEYS = ("source", "from", "oldpath", "sourcepath", "src", "frompath")
+_PATH_KEYS = ("filepath", "path", "absolutepath", "filename")  # edits.edit_path's, normalised
 _TARGET_KEYS = ("destination", "to", "newpath", "targetpath", "dest", "dst", "topath", "target")
 
 
@@ -115,6 +116,18 @@ def location_paths(tool_call: dict[str, Any]) -> list[str]:
     changes (session.py compares them as real paths), or the call is refused whole."""
     paths = [loc.get("path") for loc in tool_call.get("locations") or [] if isinstance(loc, dict)]
     return list(dict.fromkeys(p for p in paths if isinstance(p, str)))
+
+
+def named_paths(tool_call: dict[str, Any]) -> list[str]:
+    """Every file the call names: its `locations`, its `rawInput`'s file arguments (`file_path`,
+    `path`, …) and its diff blocks' paths, each once. Each must be among the files it changes and
+    gets reviewed (session.py), or the call is refused whole: a rawInput editing a.txt beside a
+    diff block of b.txt must never pass as a review of b.txt alone."""
+    raw = tool_call.get("rawInput")
+    raw = _normalised(raw) if isinstance(raw, dict) else {}
+    paths = [raw.get(k) for k in _PATH_KEYS]
+    paths += [b.get("path") for b in diff_blocks(tool_call)]
+    return list(dict.fromkeys([*location_paths(tool_call), *(p for p in paths if isinstance(p, str))]))
 
 
 def _by_diff_path(tool_call: dict[str, Any]) -> list[FileChange]:

@@ -78,8 +78,9 @@ class AgentFiles:
         `data`: the accepted text as encoded when the user decided (`accepted_bytes`), written as
         is: the file may since hold the agent's own bytes, whose encoding is not what was accepted.
         Returns the bytes written to disk (one form); when the editor saved its open buffer, the
-        bytes its save may have stored (its line endings), read from the file before, never after:
-        a file renamed over it right after the save is not taken for the editor's."""
+        bytes its save stored (the text with the line break it reports; every break's form only for
+        an editor that cannot say), encoded as the file was before, never read after: a file
+        renamed over it right after the save is not taken for the editor's."""
         if check_disk and edit.disk is not None:
             now = await asyncio.to_thread(disk_text.read, target.path)
             if disk_text.changed(edit.disk, now):
@@ -90,10 +91,13 @@ class AgentFiles:
         try:
             if target.exists:
                 saves = await asyncio.to_thread(buffer_saves, target, edit.final, target.requested)
-                if await asyncio.wait_for(
+                saved = await asyncio.wait_for(
                     self.editor.write_through_buffer(target.path, edit.final), EDITOR_TIMEOUT_SECONDS
-                ):
-                    return saves
+                )
+                if isinstance(saved, str):  # the one break the save stored: only that form is the accepted
+                    return (saves[saved],) if saved in saves else ()
+                if saved:  # an editor that cannot say which break it saved: the text is checked up to its breaks
+                    return tuple(saves.values())
             if data is None:
                 data = await asyncio.to_thread(encoded_as_stored, target, edit.final, target.requested)
             await asyncio.to_thread(write_bytes, self.policy, target, data, target.requested)

@@ -41,6 +41,7 @@ class AcceptedEdit:
     final: str  # what the user accepted (their edits included)
     disk: DiskText | None = None  # the file on disk when the user decided (to refuse a stale write)
     renamed_from: str | None = None  # a rename's source (real path): the agent removes it, as accepted
+    deleted: bool = False  # accepted as a deletion: the file must be gone, not empty
 
     @property
     def edited(self) -> bool:
@@ -69,12 +70,15 @@ class ReviewGate:
         *,
         part: tuple[int, int] | None = None,
         renamed_from: str | None = None,
+        replaces: bool = False,
+        delete: bool = False,
     ) -> Decision:
         """Show the proposal against `before` and wait for the user's decision; a cancelled call
         closes the review (its outcome is then CLOSED, never an accept). `allow_always` is the
         agent's "allow for this session" option name, when it offered one (Review.allow_always).
         `part` (n, count): file n of an edit of several files; `renamed_from`: a rename's source
-        (`path` is its target, `before` the source's text)."""
+        (`path` is its target, `before` the source's text, or with `replaces` the target's own text,
+        which the rename destroys); `delete`: the agent deletes the file (`proposal` is "")."""
         loop = self._loop = asyncio.get_running_loop()
         decision: asyncio.Future[Decision] = loop.create_future()
 
@@ -93,6 +97,7 @@ class ReviewGate:
         review.disk = before
         review.allow_always = allow_always
         review.part, review.renamed_from = part, renamed_from
+        review.replaces, review.delete = replaces, delete
         self._mine.add(review)
         try:
             await asyncio.wait_for(self.editor.show_review(review), SHOW_TIMEOUT_SECONDS)

@@ -44,14 +44,15 @@ from pydantic import ValidationError
 from .. import __version__
 from ..core import disk_text
 from ..core.diffs import Outcome, Reviews
+from ..core.disk_text import DiskText
 from ..core.editor import Editor
-from ..core.paths import PathPolicy
+from ..core.paths import PathPolicy, Resolved
 from ..core.textfile import lines
-from ..core.turn_writes import TurnWrites, digest_of, written_digest
+from ..core.turn_writes import ABSENT, TurnWrites, digest_of, written_digest
 from . import process, updates
 from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
 from .edits import NotRebuildable, agent_text, edit_path, is_edit, proposed_text
-from .file_changes import FileChange, file_changes, location_paths
+from .file_changes import FileChange, file_changes, named_paths
 from .files import READ_LIMIT_BYTES, AgentFiles, FsRefused
 from .modes import Kind, Seen, asking_mode, starting_mode
 from .modes import kind as mode_kind
@@ -76,6 +77,8 @@ _PROTOCOL_ERRORS = (-32700, -32600, -32601, -32602)
 # What an agent's answer can fail with: a closed pipe, a JSON-RPC error, an answer that is not ACP.
 _AGENT_ERRORS = (ConnectionError, RequestError, ValidationError)
 T = TypeVar("T")
+# One file of an edit of several, ready for its review (ChatSession._prepare).
+_Prepared = tuple[FileChange, Resolved, Resolved, DiskText, DiskText, str, str | None]
 Opened = TypeVar("Opened", NewSessionResponse, LoadSessionResponse)
 
 
@@ -379,7 +382,7 @@ class ChatSession:
             self.gate.take(edit.path)
             expected = self._accepted_bytes.pop((edit.tool_call_id, edit.path), None)
             if not await self._land_accepted(edit, expected):
-                self.writes.record(edit.path, True, *_expected(expected))
+                self.writes.record(edit.path, True, *_expected(expected, edit.deleted))
 
     def _clear_status(self) -> None:
         """A status says what the agent does during a turn; once the turn is over it is stale."""
@@ -601,9 +604,10 @@ class ChatSession:
         return allow
 
     async def _unchanged_locations(self, call: dict[str, Any], named: list[str]) -> list[str]:
-        """The files the call's `locations` name that are none of `named` (the files it changes),
-        compared as real paths; a location outside the workspace is one of them."""
-        found = location_paths(call)
+        """The files the call names anywhere (`named_paths`: locations, rawInput, diff blocks) that are
+        none of `named` (the files it changes), compared as real paths; one outside the workspace is
+        one of them."""
+        found = named_paths(call)
         if all(p in named for p in found):
             return []
         real = set()
@@ -630,30 +634,28 @@ class ChatSession:
         always = next((c for c in choices if c.kind == "allow_always"), None)
         prepared = []
         try:
+            seen: dict[str, str] = {}  # real path -> as the call named it
             for change in changes:
-                source = await self.files.resolve(change.path)
-                target = await self.files.resolve(change.target) if change.new_path else source
-                disk = await self.files.disk(source)
-                before = await self.files.current(source, disk)
-                if before.not_shown is not None:
-                    raise NotRebuildable(f"the current text of {change.path} cannot be shown: {before.not_shown}")
-                try:
-                    proposal = change.proposal(before.text, None if before is disk else disk.text)
-                except NotRebuildable as exc:
-                    raise NotRebuildable(f"{change.path}: {exc}") from None
-                sent = change.agent_text(before.text, None if before is disk else disk.text)
-                prepared.append((source.path if change.new_path else None, target, before, disk, proposal, sent))
+                prepared.append(await self._prepare(change, seen))
         except (FsRefused, NotRebuildable) as exc:
             self.view.notice(f"Rejected {self.spec.name}'s {what}: {exc}; nothing of it was reviewed.", "warning")
             self.unchecked.refused.add(names)
             return reject
         decisions = []
-        for n, (renamed_from, target, before, _, proposal, _) in enumerate(prepared, 1):
+        for n, (change, source, target, before, _, proposal, _) in enumerate(prepared, 1):
             part = (n, len(prepared)) if len(prepared) > 1 else None
+            renamed_from = source.path if change.new_path else None
             try:
                 offer = always.name if always else None
                 decision = await self.gate.review(
-                    target.path, before, proposal, offer, part=part, renamed_from=renamed_from
+                    target.path,
+                    before,
+                    proposal,
+                    offer,
+                    part=part,
+                    renamed_from=renamed_from,
+                    replaces=target.exists and renamed_from is not None,
+                    delete=change.delete,
                 )
             except ReviewOpen as exc:
                 self.view.notice(f"Rejected {self.spec.name}'s {what}: {exc}.", "warning")
@@ -670,10 +672,14 @@ class ChatSession:
             )
             return None
         edited = False
-        for (renamed_from, target, _, disk, proposal, sent), decision in zip(prepared, decisions, strict=False):
+        for (change, source, target, _, disk, proposal, sent), decision in zip(prepared, decisions, strict=False):
             final = decision.content or proposal
-            edit = AcceptedEdit(call["toolCallId"], target.path, proposal, final, disk, renamed_from)
-            self._accepted_bytes[(edit.tool_call_id, edit.path)] = await self.files.accepted_bytes(target, final)
+            deleted = change.delete and not final  # accepted as a deletion: the file must be gone
+            renamed_from = source.path if change.new_path else None
+            edit = AcceptedEdit(call["toolCallId"], target.path, proposal, final, disk, renamed_from, deleted)
+            # A rename moves the source's bytes: encoded as the source is stored, not as the file it replaces.
+            stored_as = source if change.new_path and source.exists else target
+            self._accepted_bytes[(edit.tool_call_id, edit.path)] = await self.files.accepted_bytes(stored_as, final)
             if sent is not None:
                 self._agent_bytes[(edit.tool_call_id, edit.path)] = sent.encode("utf-8")
             self.gate.on_accepted(edit)
@@ -682,6 +688,40 @@ class ChatSession:
         if always and allow == always.option_id:
             self._allowed_always(always)
         return allow
+
+    async def _prepare(self, change: FileChange, seen: dict[str, str]) -> _Prepared:
+        """One file of an edit of several, ready for its review: (change, its file (a rename's
+        source), the file the review shows, its text now, its disk, the proposal, the agent's own
+        text). A rename onto a file that exists is reviewed as replacing that file: its current text against the new one (never
+        "no changes" while its content is lost). NotRebuildable for a file the call changes twice
+        (two half-reviews would each show what never lands)."""
+        source = await self.files.resolve(change.path)
+        target = await self.files.resolve(change.target) if change.new_path else source
+        mine = {source.path: change.path, target.path: change.target}
+        for real, named in mine.items():
+            if real in seen:
+                raise NotRebuildable(
+                    f"it changes {named} twice (also as {seen[real]}), so no one review could show what lands; "
+                    "ask it for one change per file"
+                )
+        seen.update(mine)
+        disk = await self.files.disk(source)
+        before = await self.files.current(source, disk)
+        if before.not_shown is not None:
+            raise NotRebuildable(f"the current text of {change.path} cannot be shown: {before.not_shown}")
+        try:
+            proposal = change.proposal(before.text, None if before is disk else disk.text)
+        except NotRebuildable as exc:
+            raise NotRebuildable(f"{change.path}: {exc}") from None
+        sent = change.agent_text(before.text, None if before is disk else disk.text)  # as the agent writes it
+        if change.new_path is not None and target.exists:  # what the user loses is the target's text
+            disk = await self.files.disk(target)
+            before = await self.files.current(target, disk)
+            if before.not_shown is not None:
+                raise NotRebuildable(
+                    f"the text of {change.target}, which it replaces, cannot be shown: {before.not_shown}"
+                )
+        return change, source, target, before, disk, proposal, sent
 
     def _partly_rejected(self, call: dict[str, Any], changes: list[FileChange], n: int, outcome: Outcome) -> None:
         """One line: which file of the edit the user rejected (or closed), and that nothing of it
@@ -783,7 +823,7 @@ class ChatSession:
                 await self._write_users_version(accepted, expected)
             elif not await self._land_accepted(accepted, expected):
                 # the agent wrote the file itself: the turn's end must find the accepted bytes there
-                self.writes.record(accepted.path, True, *_expected(expected))
+                self.writes.record(accepted.path, True, *_expected(expected, accepted.deleted))
             if accepted.renamed_from is not None:  # the rename's source is gone, as the user accepted
                 self.writes.record(accepted.renamed_from, reviewed=True)
         if taken:
@@ -977,9 +1017,11 @@ def _invalid(exc: ValidationError) -> str:
     return _one_line("; ".join(wrong) + more)[:500]
 
 
-def _expected(data: bytes | None) -> tuple[str, int]:
+def _expected(data: bytes | None, deleted: bool = False) -> tuple[str, int]:
     """`TurnWrites.record`'s digest and size for accepted bytes; for None (no write can hold the
-    accepted text) a digest no file has."""
+    accepted text) a digest no file has; for an accepted deletion, the file gone (ABSENT)."""
+    if deleted:
+        return ABSENT, -2  # no size: a file that exists, even empty, is not the deletion accepted
     return (digest_of(data), len(data)) if data is not None else ("", -1)
 
 

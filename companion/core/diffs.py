@@ -63,6 +63,8 @@ class Review:
     # shown so the user knows the edit is allowed only when every file of it is accepted.
     part: tuple[int, int] | None = None
     renamed_from: str | None = None  # a rename: the file's path before (file_path is the new one)
+    replaces: bool = False  # a rename onto a file that exists: its text (the left side) is lost
+    delete: bool = False  # the agent deletes the file (the proposal is empty)
 
     def accept(self, content: str) -> None:
         """The user accepted; `content` is the proposal as the user left it (edits included)."""

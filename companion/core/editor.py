@@ -25,10 +25,12 @@ class Editor(Protocol):
         """The text of `path`'s open buffer if it has unsaved changes, else None."""
         ...
 
-    async def write_through_buffer(self, path: str, text: str) -> bool:
+    async def write_through_buffer(self, path: str, text: str) -> bool | str:
         """If `path` is open, replace its buffer with `text` (one undoable edit) and save it.
 
-        Returns False when the file is not open; the caller then writes the file itself.
+        Returns False when the file is not open; the caller then writes the file itself. Once saved:
+        the line break the save stored ("\n", "\r\n" or "\r": the buffer's own setting), or True
+        when the editor cannot say (the caller can then check the saved text only up to its breaks).
         """
         ...
 

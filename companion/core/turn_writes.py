@@ -9,7 +9,8 @@ the few forms that save may store), or, when the agent writes the file itself af
 the bytes the user accepted encoded as the file is written (`wrote`, `record`). At the
 turn's end `changed_after_review` compares them with the disk: "reviewed" holds only where the disk
 has exactly those bytes; any other content (other bytes, an append, a rename over, a rewrite with
-other line endings, a write that never came) is "changed after your review". A file the turn leaves
+other line endings, a write that never came) is "changed after your review". An accepted deletion
+expects the file gone (`ABSENT`): gone is reviewed, any content is not. A file the turn leaves
 with other content (a formatter, `sed -i` or a code generator the agent ran after writing it) is no
 longer the agent's write either (`left_as_written`).
 """
@@ -33,6 +34,10 @@ DIGEST_LIMIT_BYTES = 16 * 1024 * 1024
 
 # As a checkpoint opens files: never through a link, never waiting on a FIFO.
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+
+
+# The "digest" of a file that must be gone: an accepted deletion (no sha256 is this string).
+ABSENT = "absent"
 
 
 def digest_of(data: bytes) -> str:
@@ -132,6 +137,8 @@ def holds(path: str, expected: Expected) -> str | None:
     none (any size: read only when its size is one of theirs). Blocking: a worker thread."""
     try:
         fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:  # gone: what an accepted deletion expects, nothing else does
+        return ABSENT if any(d == ABSENT for _, d in expected.forms) else None
     except OSError:
         return None
     try:
@@ -156,6 +163,10 @@ def left_as_written(writes: Mapping[str, bool], digests: Mapping[str, str], afte
     kept: dict[str, bool] = {}
     for path, reviewed in writes.items():
         expected, entry = digests.get(path), after.entries.get(path)
+        if expected == ABSENT:  # an accepted deletion is the agent's where the file is gone
+            if entry is None:
+                kept[path] = reviewed
+            continue
         if expected is not None and (entry is None or entry.kind != "file" or entry.digest not in ("", expected)):
             continue
         kept[path] = reviewed

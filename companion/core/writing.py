@@ -46,16 +46,17 @@ def encoded_as_stored(target: Resolved, text: str, name: str) -> bytes:
     return encode(text, existing_format(target, name), name, _original_text(target, name))
 
 
-def buffer_saves(target: Resolved, text: str, name: str) -> tuple[bytes, ...]:
-    """The bytes an editor may store saving `text` from its open buffer: one line ending throughout
-    (the file's own first; the buffer may hold another), the file's encoding and BOM. () when the
-    text has no form in that encoding. WorkspaceError as `existing_format` raises."""
+def buffer_saves(target: Resolved, text: str, name: str) -> dict[str, bytes]:
+    """The bytes an editor may store saving `text` from its open buffer, by the one line ending it
+    uses throughout (its buffer's setting, which may not be the file's): the file's encoding and BOM.
+    Taken before the save (it reads the file's format); the caller keeps the form of the break the
+    save reports. {} when the text has no form in that encoding. WorkspaceError as
+    `existing_format` raises."""
     fmt = existing_format(target, name)
-    endings = dict.fromkeys((fmt.newline or "\n", "\n", "\r\n", "\r"))
     try:
-        return tuple(fmt.bom + to_newline(text, ending).encode(fmt.encoding) for ending in endings)
+        return {ending: fmt.bom + to_newline(text, ending).encode(fmt.encoding) for ending in ("\n", "\r\n", "\r")}
     except UnicodeEncodeError:
-        return ()
+        return {}
 
 
 def write_bytes(policy: PathPolicy, target: Resolved, data: bytes, name: str) -> int:

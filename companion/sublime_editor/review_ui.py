@@ -454,6 +454,12 @@ def banner_html(entry: ReviewViews) -> str:
     notes: list[str] = []
     if review.renamed_from is not None:
         notes.append(f"Rename <code>{html.escape(review.renamed_from)}</code> → <code>{path}</code>.")
+        if review.replaces:
+            notes.append(
+                f'<span class="warning">Replacing <code>{path}</code>: its current text (left) is lost.</span>'
+            )
+    if review.delete:
+        notes.append(f'<span class="warning">Delete <code>{path}</code>: accepting removes the file.</span>')
     if review.part is not None:
         notes.append(
             f"File {review.part[0]} of {review.part[1]} of one edit: it is allowed only if you accept every file."

@@ -30,6 +30,9 @@ log = logging.getLogger("gemini_companion")
 SAVE_WAIT_SECONDS = 5.0  # how long a save from code may take to finish (a dialog, a slow disk)
 SAVE_LOOK_SECONDS = 0.02  # how often a save still under way is looked at
 
+# View.line_endings() -> the break its save writes ("Mac" in older builds).
+_SAVED_BREAKS = {"Unix": "\n", "Windows": "\r\n", "CR": "\r", "Mac": "\r"}
+
 
 class SublimeEditor:
     """The Editor port for one window: reviews are shown on Sublime's main thread."""
@@ -63,11 +66,11 @@ class SublimeEditor:
 
         return await on_main(read)
 
-    async def write_through_buffer(self, path: str, text: str) -> bool:
+    async def write_through_buffer(self, path: str, text: str) -> bool | str:
         if self.reviews.detached:
             return False
 
-        def write() -> sublime.View | None:
+        def write() -> tuple[sublime.View, str] | None:
             view = self._open_view(path)
             if view is None or view.is_loading() or view.is_read_only():
                 return None  # the caller writes the file itself; Sublime reloads an unmodified view
@@ -76,15 +79,17 @@ class SublimeEditor:
             view.run_command("gemini_companion_replace_text", {"text": wanted})
             if view.substr(sublime.Region(0, view.size())) != wanted:
                 raise RuntimeError("the text could not be put into its open view")
+            # The break the save stores, read with the save: what the turn's end must find on disk.
+            newline = _SAVED_BREAKS.get(view.line_endings(), "\n")
             view.run_command("save")
-            return view
+            return view, newline
 
-        view = await on_main(write)
-        if view is None:
+        written = await on_main(write)
+        if written is None:
             return False
-        if await self._saved(view) is False:
+        if await self._saved(written[0]) is False:
             raise RuntimeError("Sublime Text did not save its open view (see the editor for why)")
-        return True
+        return written[1]
 
     async def keep_unwritten(self, path: str, text: str, reason: str) -> bool:
         def keep() -> None:

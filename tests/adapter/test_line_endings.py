@@ -136,9 +136,10 @@ def test_a_text_written_through_the_open_buffer_is_saved_with_the_buffers_breaks
     def check(case: Case) -> None:
         path = write(workspace, f"open{next(names)}.txt", case.original)
         view = control.open_file(window, path)
-        assert run_beside_the_main_thread(editor.write_through_buffer(path, case.reviewed))
+        saved = run_beside_the_main_thread(editor.write_through_buffer(path, case.reviewed))
         assert text(view) == as_lf(case.reviewed)
         newline = {"Windows": "\r\n", "CR": "\r"}.get(view.line_endings(), "\n")
+        assert saved == newline  # the break it reports is the one its save stored (turn_writes checks it)
         with open(path, "rb") as handle:
             assert handle.read().decode("utf-8") == as_lf(case.reviewed).replace("\n", newline)
         view.close()

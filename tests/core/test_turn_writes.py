@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from companion.core.checkpoints import MAX_FILE_BYTES, Limits
-from companion.core.turn_writes import DIGEST_LIMIT_BYTES, TurnWrites, written_digest
+from companion.core.turn_writes import ABSENT, DIGEST_LIMIT_BYTES, TurnWrites, written_digest
 from companion.core.turns import Turns
 
 
@@ -133,3 +133,22 @@ def test_the_turns_end_finds_each_reviewed_file_whose_bytes_are_not_the_accepted
     taken = writes.take_turn()
     assert taken.changed == changed
     assert {p: r for p, r in taken.writes.items() if r} == {paths["kept"]: True, paths["same_bytes_again"]: True}
+
+
+def test_an_accepted_deletion_is_reviewed_where_the_file_is_gone_and_only_there(ws: str) -> None:
+    """Review finding F5: a deletion expects the file gone (ABSENT), never "empty": gone is the
+    agent's reviewed change, an emptied or rewritten file is changed after the review."""
+    names = ("deleted", "emptied", "rewritten")
+    paths = {n: os.path.join(ws, n) for n in names}
+    for path in paths.values():
+        put(path, b"before\n")
+    turns, writes = begun(ws)
+    os.remove(paths["deleted"])
+    put(paths["emptied"], b"")
+    put(paths["rewritten"], b"other\n")
+    for path in paths.values():
+        writes.record(path, reviewed=True, digest=ABSENT, size=-2)
+    assert writes.changed_after_review() == sorted([paths["emptied"], paths["rewritten"]])
+    listed = attribution(turns, writes)
+    assert listed[paths["deleted"]] == ("Agent", True)
+    assert listed[paths["emptied"]][1] is False and listed[paths["rewritten"]][1] is False
