@@ -14,15 +14,19 @@ The answer has difflib's shape (`opcodes` like `get_opcodes`, `unified_diff` lik
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Hashable, Iterator, Sequence
+from operator import eq
 
 Opcode = tuple[str, int, int, int, int]  # (tag, i1, i2, j1, j2) as difflib's get_opcodes
 Block = tuple[int, int, int]  # (i, j, n): a[i:i+n] == b[j:j+n]
 
 _MYERS_BUDGET = 1_000_000  # steps of one Myers run before its range is taken as one replaced block
 _MAX_D = 2_000  # edits one Myers run may find (its trace is kept in memory: O(D²))
+_ALIGNED_MIN = 1_024  # lines on each side from which a range is first split at its aligned runs
+_ALIGNED_RUN = re.compile(rb"\x01{64,}")  # 64 lines equal in place: a run the edit left untouched
 
 
 def opcodes(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[Opcode]:
@@ -78,6 +82,10 @@ def _split(
         a1, b1 = a1 - tail, b1 - tail
     if a0 == a1 or b0 == b1:
         return []
+    if min(a1 - a0, b1 - b0) >= _ALIGNED_MIN:
+        aligned = _aligned_runs(xs, ys, a0, a1, b0, b1, pairs)
+        if aligned:
+            return aligned
     anchors = _unique_anchors(xs, ys, a0, a1, b0, b1)
     if not anchors:
         pairs.extend(_myers(xs, ys, a0, a1, b0, b1))
@@ -98,6 +106,33 @@ def _split(
     if run is not None and run[0] < a1:
         pairs.append((run[0], run[1], a1 - run[0]))
     return ranges
+
+
+def _aligned_runs(
+    xs: list[Hashable], ys: list[Hashable], a0: int, a1: int, b0: int, b1: int, pairs: list[Block]
+) -> list[tuple[int, int, int, int]]:
+    """Match the long runs of lines equal at the same offset from (a0, b0), or else from (a1, b1),
+    into `pairs`: the ranges before, between and after them, left to match; none when there is no
+    such run.
+
+    An edit in place (the usual agent edit: lines changed, as many as before) leaves the rest of a
+    file's middle aligned, and lines added or removed leave it aligned with one end. Finding that
+    in C (one comparison per line, a regex over the result) costs a fraction of counting every
+    line for unique anchors, and leaves small ranges."""
+    size = min(a1 - a0, b1 - b0)
+    for i0, j0 in ((a0, b0), (a1 - size, b1 - size)):
+        same = bytes(map(eq, xs[i0 : i0 + size], ys[j0 : j0 + size]))  # 1 where the lines are equal
+        ranges: list[tuple[int, int, int, int]] = []
+        i, j = a0, b0  # where the lines after the last run start
+        for run in _ALIGNED_RUN.finditer(same):
+            start, stop = run.span()
+            ranges.append((i, i0 + start, j, j0 + start))
+            pairs.append((i0 + start, j0 + start, stop - start))
+            i, j = i0 + stop, j0 + stop
+        if ranges:
+            ranges.append((i, a1, j, b1))
+            return ranges
+    return []
 
 
 def _unique_anchors(

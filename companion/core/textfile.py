@@ -25,6 +25,11 @@ _BOMS = (
 _CONTROL = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f]")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _SPLIT = re.compile(r"(\r\n|\r|\n)")
+# Each break as one character, to find a mixed file's odd breaks with str.find (_other_breaks).
+_ONE_CHAR = {"\r\n": "\0", "\r": "\r", "\n": "\n"}
+_BREAK_OF = {char: brk for brk, char in _ONE_CHAR.items()}
+# What str.splitlines ends a line at besides "\r\n", "\r" and "\n".
+_OTHER_LINE_ENDS = "\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 
 
 class BinaryFile(WorkspaceError):
@@ -116,13 +121,29 @@ def keep_line_endings(original: str, text: str, newline: str) -> str:
     as a line break stays a lone CR."""
     if _only_breaks(original, newline):
         return to_newline(text, newline)  # every line ends with `newline`, kept or added: no diff needed
-    old_lines, old_breaks = _lines_and_breaks(original, newline)  # a last line without a break: `newline`
-    new_lines, new_breaks = _lines_and_breaks(text, "")
+    others = _other_breaks(original, newline)
+    if others is None:  # not one of the three breaks: each line's break, line by line
+        old_lines, old_breaks = _lines_and_breaks(original, newline)  # a last line without a break: `newline`
+        others = {n: brk for n, brk in enumerate(old_breaks) if brk != newline}
+    else:
+        old_lines = _lines_in_c(original)
+    if "\r" in text:
+        new_lines, new_breaks = _lines_and_breaks(text, "")
+    else:  # the usual text (an editor's): split in C, no per-line work
+        new_lines = text.split("\n")
+        new_breaks = ["\n"] * len(new_lines)
+        if new_lines[-1]:
+            new_breaks[-1] = ""
+        else:
+            new_lines.pop()
+            new_breaks.pop()
     endings = [newline] * len(new_lines)
-    for tag, i1, i2, j1, j2 in line_diff.opcodes(old_lines, new_lines):
-        if tag in ("equal", "replace"):  # a line edited in place keeps its ending too
-            count = min(i2 - i1, j2 - j1)
-            endings[j1 : j1 + count] = old_breaks[i1 : i1 + count]
+    kept = [  # lines kept at i1..i2, at j - i1 in `text`: a line edited in place keeps its ending too
+        (i1, i1 + min(i2 - i1, j2 - j1), j1 - i1)
+        for tag, i1, i2, j1, j2 in line_diff.opcodes(old_lines, new_lines)
+        if tag in ("equal", "replace")
+    ]
+    _keep_other_breaks(others, kept, endings)
     if new_breaks and not new_breaks[-1]:
         endings[-1] = ""  # a last line without a break keeps none
     if "\r" in endings:  # only then can a kept lone CR merge with the next line's LF
@@ -130,6 +151,54 @@ def keep_line_endings(original: str, text: str, newline: str) -> str:
     joined = [""] * (2 * len(new_lines))
     joined[0::2], joined[1::2] = new_lines, endings
     return "".join(joined)
+
+
+def _lines_in_c(text: str) -> list[str]:
+    """`lines(text)` in one pass: str.splitlines, which also ends a line at a form feed and a few
+    other characters, so only when `text` has none of them (each looked for in C)."""
+    if any(char in text for char in _OTHER_LINE_ENDS):
+        return lines(text)
+    return text.splitlines()
+
+
+def _other_breaks(text: str, newline: str) -> dict[int, str] | None:
+    """The lines of `text` whose break is not `newline`, and their break; None when that cannot be
+    told this way (`newline` none of the three breaks, or a NUL in the text). Found with str.find
+    and counted with str.count (C): a file with a few odd endings costs no step per line."""
+    if newline not in _ONE_CHAR or "\0" in text:
+        return None
+    chars = text.replace("\r\n", "\0")  # now every break is one character: NUL (CRLF), CR or LF
+    ours = _ONE_CHAR[newline]
+    end = len(chars)
+    odd = {char: -1 for char in _ONE_CHAR.values() if char != ours}  # each one's next position (end: none)
+    found: dict[int, str] = {}
+    line = at = 0
+    while True:
+        for char, position in odd.items():
+            if position < at:
+                position = chars.find(char, at)
+                odd[char] = end if position < 0 else position
+        here = min(odd.values())
+        if here == end:
+            return found
+        line += chars.count(ours, at, here)  # every break between two odd ones is `newline`
+        found[line] = _BREAK_OF[chars[here]]
+        line += 1
+        at = here + 1
+
+
+def _keep_other_breaks(others: dict[int, str], kept: list[tuple[int, int, int]], endings: list[str]) -> None:
+    """Each odd break of an old line that `text` keeps (in `kept`: old lines i1..i2, moved by
+    `shift` lines) on that line in `endings`; the other kept lines end with `newline` already."""
+    ranges = iter(kept)
+    current = next(ranges, None)
+    for line, brk in others.items():  # in the order of the lines
+        while current is not None and current[1] <= line:
+            current = next(ranges, None)
+        if current is None:
+            return
+        if current[0] <= line:
+            endings[line + current[2]] = brk
 
 
 def _lines_and_breaks(text: str, last: str) -> tuple[list[str], list[str]]:

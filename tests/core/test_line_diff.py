@@ -53,6 +53,43 @@ def test_one_edited_block_is_found_as_at_most_that_block(a: list[str], i: int, n
     assert removed <= j - i and added <= len(new)
 
 
+@st.composite
+def _spread_edits(draw: st.DrawFn) -> tuple[list[str], list[str], int, int]:
+    """A file past `_ALIGNED_MIN` lines (repeated lines and unique ones) and the same file with a
+    few lines replaced, inserted or deleted anywhere: (a, b, lines removed, lines added)."""
+    size = draw(st.integers(line_diff._ALIGNED_MIN, line_diff._ALIGNED_MIN + 800))
+    kinds = draw(st.lists(st.sampled_from(["", "}", "{", "unique"]), min_size=size, max_size=size))
+    a = [f"line {n}" if kind == "unique" else kind for n, kind in enumerate(kinds)]
+    b = list(a)
+    removed = added = 0
+    for at, kind in draw(st.lists(st.tuples(st.integers(0, size), st.sampled_from("rid")), max_size=12)):
+        at = min(at, len(b) - 1)
+        if kind == "i":
+            b.insert(at, draw(st.sampled_from(["", "}", "inserted"])))
+            added += 1
+        elif kind == "d":
+            del b[at]
+            removed += 1
+        else:
+            b[at] += " edited"
+            removed, added = removed + 1, added + 1
+    return a, b, removed, added
+
+
+@settings(max_examples=60, deadline=None)
+@given(_spread_edits())
+def test_a_large_file_with_spread_edits_is_diffed_as_at_most_those_edits(
+    case: tuple[list[str], list[str], int, int],
+) -> None:
+    """Past `_ALIGNED_MIN` lines the middle is first split at runs equal in place: still a correct
+    edit script, and never more changed lines than the edits made."""
+    a, b, removed, added = case
+    codes = line_diff.opcodes(a, b)
+    assert _apply(a, b, codes) == b
+    assert sum(i2 - i1 for tag, i1, i2, _, _ in codes if tag != "equal") <= removed
+    assert sum(j2 - j1 for tag, _, _, j1, j2 in codes if tag != "equal") <= added
+
+
 @given(LINES, LINES)
 def test_the_myers_fallback_alone_is_correct(a: list[str], b: list[str]) -> None:
     """Ranges without a unique line go to Myers: checked on its own, on the whole sequences."""
@@ -139,3 +176,45 @@ def test_an_untouched_text_comes_back_byte_for_byte(original: str, newline: str)
     text = "".join(line + ("\n" if brk else "") for line, brk in _split_lines(original))
     if "\r" not in original or all(brk != "\r" for _, brk in _split_lines(original)):
         assert keep_line_endings(original, text, newline) == original
+
+
+def _per_line_keep_line_endings(original: str, text: str, newline: str) -> str:
+    """keep_line_endings as it was before it counted odd breaks in C: every old line's break in a
+    list, every new line split by a regex."""
+    old_lines = [line for line, _ in _split_lines(original)]
+    old_breaks = [brk or newline for _, brk in _split_lines(original)]
+    new = _split_lines(text)
+    endings = [newline] * len(new)
+    for tag, i1, i2, j1, j2 in line_diff.opcodes(old_lines, [line for line, _ in new]):
+        if tag in ("equal", "replace"):
+            count = min(i2 - i1, j2 - j1)
+            endings[j1 : j1 + count] = old_breaks[i1 : i1 + count]
+    if new and not new[-1][1]:
+        endings[-1] = ""
+    if "\r" in endings:
+        _never_merge(new, endings, newline)
+    return "".join(line + ending for (line, _), ending in zip(new, endings, strict=True))
+
+
+MIXED = st.lists(st.tuples(st.sampled_from(["", "}", "a", "b", "x = 1", "form\x0cfeed"]), BREAKS), max_size=50)
+
+
+@settings(max_examples=300)
+@given(MIXED, st.booleans(), st.lists(st.tuples(st.integers(0, 50), st.sampled_from("rid")), max_size=6), BREAKS)
+def test_keep_line_endings_finds_each_odd_break_where_a_per_line_pass_does(
+    original_lines: list[tuple[str, str]], last: bool, edits: list[tuple[int, str]], newline: str
+) -> None:
+    """Repeated lines, any mix of breaks, an editor's text ("\n" only) with lines replaced,
+    inserted and deleted: the same bytes as splitting and comparing every line."""
+    original = "".join(line + brk for line, brk in original_lines) + ("last" if last else "")
+    lines = [line for line, _ in _split_lines(original)]
+    for at, kind in edits:
+        at = min(at, len(lines))
+        if kind == "i":
+            lines.insert(at, "new")
+        elif lines and kind == "d":
+            del lines[min(at, len(lines) - 1)]
+        elif lines:
+            lines[min(at, len(lines) - 1)] += " edited"
+    text = "\n".join(lines) + ("" if last else "\n")
+    assert keep_line_endings(original, text, newline) == _per_line_keep_line_endings(original, text, newline)
