@@ -692,9 +692,9 @@ class ChatSession:
     async def _prepare(self, change: FileChange, seen: dict[str, str]) -> _Prepared:
         """One file of an edit of several, ready for its review: (change, its file (a rename's
         source), the file the review shows, its text now, its disk, the proposal, the agent's own
-        text). A rename onto a file that exists is reviewed as replacing that file: its current text against the new one (never
-        "no changes" while its content is lost). NotRebuildable for a file the call changes twice
-        (two half-reviews would each show what never lands)."""
+        text). A rename onto a file that exists is reviewed as replacing that file: its current
+        text against the new one (never "no changes" while its content is lost). NotRebuildable
+        for a file the call changes twice (two half-reviews would each show what never lands)."""
         source = await self.files.resolve(change.path)
         target = await self.files.resolve(change.target) if change.new_path else source
         mine = {source.path: change.path, target.path: change.target}

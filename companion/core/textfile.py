@@ -233,6 +233,38 @@ def with_breaks_of(sent: str, text: str) -> str:
     return keep_line_endings(sent, text, dominant_newline(sent) or "\n")
 
 
+def with_breaks_of_sources(final: str, kept: str, reverted: str, newline: str) -> str:
+    """`final` (the review's text, every break "\n") with each line's own break: a line of `kept`
+    (the file now) ends as it ends there, else a line of `reverted` (the checkpoint, put back by a
+    hunk revert) as it ended there, else (a line the user typed) with `newline`. Per-hunk Apply
+    writes this, so a reverted line gets its checkpoint bytes back and a kept line stays the
+    agent's, byte for byte (issue #36). Linear: line_diff, never difflib."""
+    lines, breaks = _lines_and_breaks(final, "")
+    endings: list[str | None] = [None] * len(lines)
+    for source in (kept, reverted):
+        _take_breaks(source, lines, endings)
+    found = [newline if e is None else e for e in endings]
+    for n in range(len(found) - 1):
+        found[n] = found[n] or newline  # a source's last line without a break is no longer last here
+    if found:
+        found[-1] = found[-1] or newline if breaks[-1] else ""  # the review decides the final newline
+    if "\r" in found:
+        _never_merge(list(zip(lines, breaks, strict=True)), found, newline)
+    joined = [""] * (2 * len(lines))
+    joined[0::2], joined[1::2] = lines, found
+    return "".join(joined)
+
+
+def _take_breaks(source: str, lines: list[str], endings: list[str | None]) -> None:
+    """Give each line of `lines` still without an ending the break of the `source` line it matches."""
+    old_lines, old_breaks = _lines_and_breaks(source, "")
+    for tag, i1, i2, j1, _j2 in line_diff.opcodes(old_lines, lines):
+        if tag == "equal":
+            for k in range(i2 - i1):
+                if endings[j1 + k] is None:
+                    endings[j1 + k] = old_breaks[i1 + k]
+
+
 def _never_merge(lines: list[tuple[str, str]], endings: list[str], newline: str) -> None:
     """A lone CR kept on a line followed by an empty line ending in LF would read back as one CRLF:
     a line lost. That line ends with the file's newline instead (or, in a CR file, the next one in CR)."""

@@ -263,7 +263,7 @@ class ChangeSetTab:
             return
         if self._unsaved([change.path], "reviewed"):
             return
-        turn_file = TurnFile(self, change, now)
+        turn_file = TurnFile(self, change, now, before)
         review = Review(change.path, now.text, change.by, turn_file.decided)
         review.disk = now
         self.files[change.path] = turn_file
@@ -359,6 +359,7 @@ class TurnFile:
     tab: ChangeSetTab
     change: FileChange
     shown: DiskText  # the file when its review opened: Apply refuses if it is no longer this
+    checkpoint: str  # the file's text at the checkpoint, breaks as stored: what a reverted hunk puts back
     entry: ReviewViews | None = None
     note: str = ""
     writing: bool = field(default=False)
@@ -409,11 +410,11 @@ class TurnFile:
             )
             return
         self.writing = True
-        left, source, shown = entry.left(), self.tab.source, self.shown
+        left, source, shown, checkpoint = entry.left(), self.tab.source, self.shown, self.checkpoint
 
         def work() -> None:
             text = left.text()
-            apply_text(list(source.folders), path, text, shown)
+            apply_text(list(source.folders), path, text, shown, checkpoint)
             source.applied(path, shown.text, text)
 
         _off_main(work, self._written)

@@ -18,9 +18,9 @@ from ..core import disk_text, line_diff
 from ..core.change_set import FileChange
 from ..core.disk_text import DiskText
 from ..core.paths import PathPolicy
-from ..core.textfile import BinaryFile, decode
+from ..core.textfile import BinaryFile, TextFormat, decode, encode, with_breaks_of_sources
 from ..core.turns import Turns
-from ..core.writing import existing_format, write_atomically
+from ..core.writing import existing_format, write_bytes
 
 
 class ChangeSource(Protocol):
@@ -105,8 +105,12 @@ class ApplyRefused(Exception):
     """Nothing was written; the message (one line) says why and what to do."""
 
 
-def apply_text(folders: Sequence[str], path: str, text: str, shown: DiskText) -> None:
-    """Write `text` to `path`, unless the file changed on disk since `shown` was read."""
+def apply_text(folders: Sequence[str], path: str, text: str, shown: DiskText, checkpoint: str) -> bytes:
+    """Write `text` (the review's, every break "\n") to `path`, unless the file changed on disk
+    since `shown` was read; returns the bytes written. Each line is stored with its own break: a
+    line of the file now (the agent's) as it is there, a line put back from `checkpoint` (a
+    reverted hunk) as it was at the checkpoint, a line the user typed with the file's line ending.
+    The encoding and BOM are the file's now (a reverted line is its checkpoint text in them)."""
     now = disk_text.read(path)
     if disk_text.changed(shown, now):
         raise ApplyRefused(
@@ -116,7 +120,11 @@ def apply_text(folders: Sequence[str], path: str, text: str, shown: DiskText) ->
     policy = PathPolicy(folders)
     target = policy.resolve(path, must_exist=False)
     name = os.path.basename(path)
-    write_atomically(policy, target, text, existing_format(target, name), name)
+    fmt = existing_format(target, name)
+    lines = with_breaks_of_sources(text, shown.text, checkpoint, fmt.newline or "\n")
+    data = encode(lines, TextFormat(fmt.encoding, fmt.bom, None), name)  # breaks as composed
+    write_bytes(policy, target, data, name)
+    return data
 
 
 def _name(change: FileChange) -> str:
