@@ -152,6 +152,8 @@ class IgnoreFile:
 
     base: str  # the folder's path relative to the repository root, "" for the root, else "a/b/"
     rules: tuple[tuple[Wildmatch, bool, bool], ...]  # (pattern, negated, folders only)
+    any_rule: _Either | None  # every rule at once, when no rule is negated
+    file_rule: _Either | None  # the rules that also apply to files, when no rule is negated
 
     @classmethod
     def parse(cls, text: str, base: str = "") -> IgnoreFile:
@@ -162,7 +164,11 @@ class IgnoreFile:
             rule = _gitignore_rule(line[:-1] if line.endswith("\r") else line)
             if rule is not None:
                 rules.append(rule)
-        return cls(base, tuple(rules))
+        any_rule = file_rule = None
+        if rules and not any(negated for _, negated, _ in rules):
+            any_rule = _Either.of([w for w, _, _ in rules])
+            file_rule = _Either.of([w for w, _, only_dirs in rules if not only_dirs])
+        return cls(base, tuple(rules), any_rule, file_rule)
 
     @classmethod
     def read(cls, path: str, base: str = "") -> IgnoreFile | None:
@@ -174,12 +180,37 @@ class IgnoreFile:
 
     def decide(self, path: str, is_dir: bool) -> bool | None:
         """True (ignored), False (re-included by a `!` rule) or None (no rule matches)."""
+        if self.any_rule is not None:
+            either = self.any_rule if is_dir else self.file_rule
+            return True if either is not None and either.matches(path) else None
         for pattern, negated, only_dirs in reversed(self.rules):
             if only_dirs and not is_dir:
                 continue
             if pattern.matches(path):
                 return not negated
         return None
+
+
+@dataclass(frozen=True)
+class _Either:
+    """Whether any of several rules matches: those with at most one star as one regular expression
+    (one pass over the path for all of them, each alternative bounded), the others one by one."""
+
+    combined: re.Pattern[str] | None
+    others: tuple[Wildmatch, ...]
+
+    @classmethod
+    def of(cls, rules: list[Wildmatch]) -> _Either | None:
+        if not rules:
+            return None
+        regexes = [r.path_regex for r in rules if r.path_regex is not None]
+        combined = re.compile("|".join(f"(?:{r})" for r in regexes), re.DOTALL) if regexes else None
+        return cls(combined, tuple(r for r in rules if r.path_regex is None))
+
+    def matches(self, path: str) -> bool:
+        if self.combined is not None and self.combined.fullmatch(path):
+            return True
+        return any(rule.matches(path) for rule in self.others)
 
 
 class GitIgnore:
@@ -417,20 +448,30 @@ class Wildmatch:
     per position); the others run a set-of-positions simulation (each path character advances every
     live pattern position at once, so nothing is ever retried)."""
 
-    __slots__ = ("_name_only", "_regex", "_tokens")
+    __slots__ = ("_name_only", "_needles", "_regex", "_tokens", "path_regex")
 
     def __init__(self, tokens: list[str | re.Pattern[str]], anchored: bool) -> None:
         # Without a "/" the pattern can only match the last name (nothing in it matches a "/").
         self._name_only = not anchored
         self._tokens = tuple(tokens)
+        # The runs of literal characters a match must contain: most paths lack one (a quick no).
+        runs = "".join(t if isinstance(t, str) and t not in _STARS else "\0" for t in tokens)
+        self._needles = tuple(run for run in runs.split("\0") if run)
         stars = sum(1 for token in tokens if token in _STARS)
         self._regex = re.compile(_regex(tokens), re.DOTALL) if stars <= 1 else None
+        # The same against the whole path (for `_Either`): a name-only pattern after any folders.
+        # Its one star cannot match a "/", so the folders' `.*` and it never retry each other's work.
+        self.path_regex: str | None = None
+        if self._regex is not None:
+            self.path_regex = ("(?:.*/)?" if self._name_only else "") + self._regex.pattern
 
     def matches(self, path: str) -> bool:
         if self._name_only:
             path = path[path.rfind("/") + 1 :]
         if self._regex is not None:
             return self._regex.fullmatch(path) is not None
+        if not all(needle in path for needle in self._needles):
+            return False
         return _simulate(self._tokens, path)
 
     def __eq__(self, other: object) -> bool:  # the same rules on the next scan: its listings hold
@@ -459,32 +500,34 @@ def _regex(tokens: list[str | re.Pattern[str]]) -> str:
 
 
 def _simulate(tokens: tuple[str | re.Pattern[str], ...], path: str) -> bool:
-    """Whether `tokens` match all of `path`: the live pattern positions after each character."""
+    """Whether `tokens` match all of `path`: the live pattern positions after each character. A
+    `**/` has a second state, `inside` (some of its folders read): it ends only after a "/"."""
     n = len(tokens)
     live = _closure(tokens, [True] + [False] * n)
+    inside = [False] * n
     for char in path:
-        after = [False] * (n + 1)
+        after, now_inside = [False] * (n + 1), [False] * n
         for i in range(n):
-            if not live[i]:
-                continue
             token = tokens[i]
+            if inside[i] or (live[i] and token == _FOLDERS):
+                now_inside[i] = True
+                if char == "/":
+                    after[i + 1] = True
+            if not live[i] or token == _FOLDERS:
+                continue
             if token == _STAR:
                 if char != "/":
                     after[i] = True
             elif token == _ANY:
                 after[i] = True
-            elif token == _FOLDERS:
-                after[i] = True
-                if char == "/":
-                    after[i + 1] = True
             elif isinstance(token, str):
                 if char == token:
                     after[i + 1] = True
             elif token.fullmatch(char):
                 after[i + 1] = True
-        if not any(after):
+        if not any(after) and not any(now_inside):
             return False
-        live = _closure(tokens, after)
+        live, inside = _closure(tokens, after), now_inside
     return live[n]
 
 
