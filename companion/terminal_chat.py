@@ -340,8 +340,8 @@ class TurnChanges:
     async def _run(self, call: Callable[..., T], *args: Any) -> T | None:
         if self.off:
             return None
-        try:
-            return await asyncio.to_thread(call, *args)
+        try:  # a daemon thread: Ctrl-C during a long scan ends the chat at once, not after the scan
+            return await off_the_loop(call, *args)
         except (OSError, ValueError) as exc:
             self.off = True
             _tell(f"warning: no checkpoints for this chat ({one_line(str(exc))}); `changes` cannot revert its turns.")

@@ -306,15 +306,65 @@ class _Deadline:
     def connect(
         self, address: tuple[str, int], timeout: float | None = None, source_address: Any = None
     ) -> socket.socket:
-        """socket.create_connection, watched (http.client's `_create_connection`)."""
-        left = max(0.001, self._end - time.monotonic())
-        sock = socket.create_connection(address, min(timeout or left, left), source_address)
+        """socket.create_connection, watched (http.client's `_create_connection`), the host name's
+        lookup included (a resolver that hangs, as behind a broken VPN, must not hold New Chat)."""
+        sock = self._open(self._resolve(*address), timeout, source_address)
         with self._lock:
             if self.expired:
                 sock.close()
                 raise OSError("timed out")
             self._sockets.append(sock.dup())
         return sock
+
+    def _left(self) -> float:
+        left = self._end - time.monotonic()
+        if left <= 0:
+            raise self._timed_out()
+        return left
+
+    def _timed_out(self) -> OSError:
+        with self._lock:  # the fetch says so, even if the timer has not fired yet
+            self.expired = True
+        return OSError("timed out")
+
+    def _resolve(self, host: str, port: int) -> list[Any]:
+        """socket.getaddrinfo, given only the time left: on a daemon thread of its own, as a lookup
+        cannot be interrupted (left behind if the resolver hangs; it ends when the resolver does)."""
+        found: list[Any] = []
+        done = threading.Event()
+
+        def lookup() -> None:
+            try:
+                found.append(socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM))
+            except OSError as exc:
+                found.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=lookup, name="gemini-companion-resolve", daemon=True).start()
+        if not done.wait(self._left()):
+            raise self._timed_out()
+        if isinstance(found[0], OSError):
+            raise found[0]
+        return found[0]
+
+    def _open(self, addresses: list[Any], timeout: float | None, source_address: Any) -> socket.socket:
+        """The first address that accepts a connection (socket.create_connection's loop)."""
+        error: OSError = OSError("the registry's host name has no address")
+        for family, kind, proto, _, sockaddr in addresses:
+            left = self._left()
+            sock = socket.socket(family, kind, proto)
+            try:
+                given = timeout if isinstance(timeout, (int, float)) and timeout > 0 else left
+                sock.settimeout(min(given, left))
+                if source_address:
+                    sock.bind(source_address)
+                sock.connect(sockaddr)
+                return sock
+            except OSError as exc:
+                sock.close()
+                error = exc
+        raise error
 
     def _expire(self) -> None:
         with self._lock:

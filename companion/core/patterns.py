@@ -151,9 +151,9 @@ class IgnoreFile:
     """The rules of one .gitignore (or info/exclude), for paths relative to its folder."""
 
     base: str  # the folder's path relative to the repository root, "" for the root, else "a/b/"
-    rules: tuple[tuple[re.Pattern[str], bool, bool], ...]  # (regex, negated, folders only)
-    any_rule: re.Pattern[str] | None  # every rule at once, when no rule is negated
-    file_rule: re.Pattern[str] | None  # the rules that also apply to files, when no rule is negated
+    rules: tuple[tuple[Wildmatch, bool, bool], ...]  # (pattern, negated, folders only)
+    any_rule: _Either | None  # every rule at once, when no rule is negated
+    file_rule: _Either | None  # the rules that also apply to files, when no rule is negated
 
     @classmethod
     def parse(cls, text: str, base: str = "") -> IgnoreFile:
@@ -166,9 +166,8 @@ class IgnoreFile:
                 rules.append(rule)
         any_rule = file_rule = None
         if rules and not any(negated for _, negated, _ in rules):
-            any_rule = re.compile("|".join(f"(?:{r.pattern})" for r, _, _ in rules), re.DOTALL)
-            files = [r.pattern for r, _, only_dirs in rules if not only_dirs]
-            file_rule = re.compile("|".join(f"(?:{p})" for p in files), re.DOTALL) if files else None
+            any_rule = _Either.of([w for w, _, _ in rules])
+            file_rule = _Either.of([w for w, _, only_dirs in rules if not only_dirs])
         return cls(base, tuple(rules), any_rule, file_rule)
 
     @classmethod
@@ -182,14 +181,36 @@ class IgnoreFile:
     def decide(self, path: str, is_dir: bool) -> bool | None:
         """True (ignored), False (re-included by a `!` rule) or None (no rule matches)."""
         if self.any_rule is not None:
-            regex = self.any_rule if is_dir else self.file_rule
-            return True if regex is not None and regex.fullmatch(path) else None
-        for regex, negated, only_dirs in reversed(self.rules):
+            either = self.any_rule if is_dir else self.file_rule
+            return True if either is not None and either.matches(path) else None
+        for pattern, negated, only_dirs in reversed(self.rules):
             if only_dirs and not is_dir:
                 continue
-            if regex.fullmatch(path):
+            if pattern.matches(path):
                 return not negated
         return None
+
+
+@dataclass(frozen=True)
+class _Either:
+    """Whether any of several rules matches: those with at most one star as one regular expression
+    (one pass over the path for all of them, each alternative bounded), the others one by one."""
+
+    combined: re.Pattern[str] | None
+    others: tuple[Wildmatch, ...]
+
+    @classmethod
+    def of(cls, rules: list[Wildmatch]) -> _Either | None:
+        if not rules:
+            return None
+        regexes = [r.path_regex for r in rules if r.path_regex is not None]
+        combined = re.compile("|".join(f"(?:{r})" for r in regexes), re.DOTALL) if regexes else None
+        return cls(combined, tuple(r for r in rules if r.path_regex is None))
+
+    def matches(self, path: str) -> bool:
+        if self.combined is not None and self.combined.fullmatch(path):
+            return True
+        return any(rule.matches(path) for rule in self.others)
 
 
 class GitIgnore:
@@ -389,7 +410,7 @@ def _trim_trailing_spaces(line: str) -> str:
     return line[:last_space] if last_space >= 0 else line
 
 
-def _gitignore_rule(line: str) -> tuple[re.Pattern[str], bool, bool] | None:
+def _gitignore_rule(line: str) -> tuple[Wildmatch, bool, bool] | None:
     if not line or line.startswith("#"):
         return None
     line = _trim_trailing_spaces(line)
@@ -404,17 +425,124 @@ def _gitignore_rule(line: str) -> tuple[re.Pattern[str], bool, bool] | None:
     anchored = "/" in line
     if line.startswith("/"):
         line = line[1:]
-    body = _wildmatch(line)
-    if body is None:
+    tokens = _wildmatch(line)
+    if tokens is None:
         return None  # git can never match it
-    regex = body if anchored else "(?:.*/)?" + body
-    return re.compile(regex, re.DOTALL), negated, only_dirs
+    return Wildmatch(tokens, anchored), negated, only_dirs
 
 
-def _wildmatch(pattern: str) -> str | None:
-    """git's wildmatch (with WM_PATHNAME) of `pattern` as a regular expression, or None when git can
-    never match it (an unclosed `[`, an unknown `[:class:]`, a trailing backslash)."""
-    out: list[str] = []
+# The tokens of a compiled wildmatch pattern: one character each, except the stars.
+# A literal is a one-character string; a class (`?`, `[...]`) a compiled one-character regex.
+_STAR = "star"  # `*`: any run of characters but "/"
+_ANY = "any"  # `**`: any run of characters
+_FOLDERS = "folders"  # `**/`: any number of whole folders, including none
+_STARS = (_STAR, _ANY, _FOLDERS)
+
+
+class Wildmatch:
+    """One pattern, matched as git's wildmatch (WM_PATHNAME) matches it, in time bounded by
+    len(pattern) * len(path) whatever the pattern: a `.gitignore` is data from the workspace, and
+    a regular expression with several stars (`*a*a*a*a*b`) backtracks for minutes.
+
+    A pattern with at most one star keeps a regular expression (it cannot backtrack more than once
+    per position); the others run a set-of-positions simulation (each path character advances every
+    live pattern position at once, so nothing is ever retried)."""
+
+    __slots__ = ("_name_only", "_needles", "_regex", "_tokens", "path_regex")
+
+    def __init__(self, tokens: list[str | re.Pattern[str]], anchored: bool) -> None:
+        # Without a "/" the pattern can only match the last name (nothing in it matches a "/").
+        self._name_only = not anchored
+        self._tokens = tuple(tokens)
+        # The runs of literal characters a match must contain: most paths lack one (a quick no).
+        runs = "".join(t if isinstance(t, str) and t not in _STARS else "\0" for t in tokens)
+        self._needles = tuple(run for run in runs.split("\0") if run)
+        stars = sum(1 for token in tokens if token in _STARS)
+        self._regex = re.compile(_regex(tokens), re.DOTALL) if stars <= 1 else None
+        # The same against the whole path (for `_Either`): a name-only pattern after any folders.
+        # Its one star cannot match a "/", so the folders' `.*` and it never retry each other's work.
+        self.path_regex: str | None = None
+        if self._regex is not None:
+            self.path_regex = ("(?:.*/)?" if self._name_only else "") + self._regex.pattern
+
+    def matches(self, path: str) -> bool:
+        if self._name_only:
+            path = path[path.rfind("/") + 1 :]
+        if self._regex is not None:
+            return self._regex.fullmatch(path) is not None
+        if not all(needle in path for needle in self._needles):
+            return False
+        return _simulate(self._tokens, path)
+
+    def __eq__(self, other: object) -> bool:  # the same rules on the next scan: its listings hold
+        if not isinstance(other, Wildmatch):
+            return NotImplemented
+        return self._tokens == other._tokens and self._name_only == other._name_only
+
+    def __hash__(self) -> int:
+        return hash((self._tokens, self._name_only))
+
+
+def _regex(tokens: list[str | re.Pattern[str]]) -> str:
+    parts = []
+    for token in tokens:
+        if isinstance(token, re.Pattern):
+            parts.append(token.pattern)
+        elif token == _STAR:
+            parts.append("[^/]*")
+        elif token == _ANY:
+            parts.append(".*")
+        elif token == _FOLDERS:
+            parts.append("(?:.*/)?")
+        else:
+            parts.append(re.escape(token))
+    return "".join(parts)
+
+
+def _simulate(tokens: tuple[str | re.Pattern[str], ...], path: str) -> bool:
+    """Whether `tokens` match all of `path`: the live pattern positions after each character. A
+    `**/` has a second state, `inside` (some of its folders read): it ends only after a "/"."""
+    n = len(tokens)
+    live = _closure(tokens, [True] + [False] * n)
+    inside = [False] * n
+    for char in path:
+        after, now_inside = [False] * (n + 1), [False] * n
+        for i in range(n):
+            token = tokens[i]
+            if inside[i] or (live[i] and token == _FOLDERS):
+                now_inside[i] = True
+                if char == "/":
+                    after[i + 1] = True
+            if not live[i] or token == _FOLDERS:
+                continue
+            if token == _STAR:
+                if char != "/":
+                    after[i] = True
+            elif token == _ANY:
+                after[i] = True
+            elif isinstance(token, str):
+                if char == token:
+                    after[i + 1] = True
+            elif token.fullmatch(char):
+                after[i + 1] = True
+        if not any(after) and not any(now_inside):
+            return False
+        live, inside = _closure(tokens, after), now_inside
+    return live[n]
+
+
+def _closure(tokens: tuple[str | re.Pattern[str], ...], live: list[bool]) -> list[bool]:
+    """Add the positions reached by a star matching nothing (stars only lead forward)."""
+    for i, token in enumerate(tokens):
+        if live[i] and token in _STARS:
+            live[i + 1] = True
+    return live
+
+
+def _wildmatch(pattern: str) -> list[str | re.Pattern[str]] | None:
+    """git's wildmatch (with WM_PATHNAME) of `pattern` as tokens, or None when git can never match
+    it (an unclosed `[`, an unknown `[:class:]`, a trailing backslash)."""
+    out: list[str | re.Pattern[str]] = []
     i, n = 0, len(pattern)
     while i < n:
         char = pattern[i]
@@ -425,32 +553,35 @@ def _wildmatch(pattern: str) -> str | None:
             slash_after = j == n or pattern[j] == "/" or pattern[j : j + 2] == "\\/"
             double = j - i >= 2 and (i == 0 or pattern[i - 1] == "/") and slash_after
             if double and j == n:
-                out.append(".*")  # "/**" at the end: everything inside
+                out.append(_ANY)  # "/**" at the end: everything inside
                 i = j
             elif double and pattern[j] == "/":
-                out.append("(?:.*/)?")  # "**/": any number of folders, including none
+                out.append(_FOLDERS)  # "**/": any number of folders, including none
                 i = j + 1
             else:
-                out.append(".*" if double else "[^/]*")
+                out.append(_ANY if double else _STAR)
                 i = j
         elif char == "?":
-            out.append("[^/]")
+            out.append(_ONE)
             i += 1
         elif char == "[":
             end, cls = _bracket(pattern, i)
             if end < 0:
                 return None
-            out.append(cls)
+            out.append(re.compile(cls, re.DOTALL))
             i = end + 1
         elif char == "\\":
             if i + 1 == n:
                 return None
-            out.append(re.escape(pattern[i + 1]))
+            out.append(pattern[i + 1])
             i += 2
         else:
-            out.append(re.escape(char))
+            out.append(char)
             i += 1
-    return "".join(out)
+    return out
+
+
+_ONE = re.compile("[^/]")  # "?"
 
 
 # The POSIX classes, as git's wildmatch has them (ASCII only, git's own `isspace`).

@@ -85,6 +85,9 @@ class Turns:
         # One checkpoint operation at a time: a restore (on a worker thread of the editor) and the
         # next prompt's checkpoint never interleave, nor write the workspace under each other.
         self._work = threading.Lock()
+        # The pin file's writes and the closing's removal, one at a time: a write that saw the chat
+        # open is done before the removal runs, and every later one sees it closed.
+        self._pins = threading.Lock()
 
     def close(self) -> None:
         """The chat ended: stop watching its folders (its checkpoints stay usable; the record names
@@ -93,39 +96,45 @@ class Turns:
         self._closed = True
         # From any thread, never waits (an event loop's call): the pin file goes on a thread of its own.
         threading.Thread(
-            target=checkpoint_pins.unshare,
-            args=(self.store.root, self.chat),
+            target=self._unshare,
             name="gemini-companion-unpin",
             daemon=True,
         ).start()
 
+    def _unshare(self) -> None:
+        with self._pins:
+            checkpoint_pins.unshare(self.store.root, self.chat)
+
     def _share(self, *more: str) -> None:
         """Pin this chat's checkpoints in the store, for every chat of every process: its prompts, its
-        undo points, the last turn's two (a prune by another chat never takes a running chat's)."""
-        if self._closed:
-            return
+        undo points, the last turn's two (a prune by another chat never takes a running chat's).
+        Once closed, none: the pin file goes (a turn ending after the close must not leave its
+        "being taken" pin, which would stop every prune of the store)."""
         ids = {*self.prompts, *self._undo, *more, self._after}
         if self._before is not None:
             ids.add(self._before.id)
         ids.discard("")
-        if ids:
-            checkpoint_pins.share(self.store.root, self.chat, ids)
-        else:  # `changes`, which pins nothing; or a first checkpoint that failed
-            checkpoint_pins.unshare(self.store.root, self.chat)
+        with self._pins:
+            if ids and not self._closed:
+                checkpoint_pins.share(self.store.root, self.chat, ids)
+            else:  # closed; or `changes`, which pins nothing; or a first checkpoint that failed
+                checkpoint_pins.unshare(self.store.root, self.chat)
 
     def _take_pinned(self) -> Checkpoint:
         """A checkpoint, with every prune of the store (in any process) skipped while it is taken: its
         new contents reach the store before the checkpoint that names them."""
         self.store.prepare()
-        checkpoint_pins.share(self.store.root, self.chat, None)  # other processes' prunes
-        checkpoint_pins.hold(self.store.root, self.chat)  # this one's: waits for a prune already running
         try:
-            point = self.checkpointer.take()
+            with self._pins:  # even once closed: the `_share` below removes it
+                checkpoint_pins.share(self.store.root, self.chat, None)  # other processes' prunes
+            checkpoint_pins.hold(self.store.root, self.chat)  # this one's: waits for a prune already running
+            try:
+                point = self.checkpointer.take()
+            finally:
+                checkpoint_pins.unpin(self.store.root, self.chat)
         except BaseException:
             self._share()
             raise
-        finally:
-            checkpoint_pins.unpin(self.store.root, self.chat)
         self._share(point.id)
         return point
 

@@ -198,3 +198,40 @@ def test_an_agent_that_does_not_answer_shows_a_waiting_line_rewritten_in_place(w
     finally:
         terminal.close()
     assert terminal.screen.endswith("\r\x1b[2KStopped.\n"), repr(terminal.screen)  # the status line erased first
+
+
+# The chat, with the prompt's checkpoint scan made endless (a huge folder, cheaply): the scan says
+# when it has started on the terminal, then waits on an event nobody sets.
+ENDLESS_SCAN = """
+import sys, threading
+import companion.core.checkpoints as checkpoints
+def endless(self, *args, **kwargs):
+    print("[the scan started]", file=sys.stderr, flush=True)
+    threading.Event().wait()
+checkpoints.Checkpointer.take = endless
+from companion.cli import main
+sys.argv = ["companion", *sys.argv[1:]]
+sys.exit(main())
+"""
+
+
+def test_ctrl_c_during_the_prompts_checkpoint_scan_ends_the_chat_at_once(
+    workspace: str, record: str, tmp_path: object
+) -> None:
+    """F11: Ctrl-C while the first checkpoint of a large folder is taken printed "Stopped." and then
+    waited for the whole scan (its worker thread was joined at exit)."""
+    argv = [sys.executable, "-c", ENDLESS_SCAN, "chat", "--workspace", workspace, "--checkpoints"]
+    argv += ["--", sys.executable, AGENT, "checkpoint", record + ".pid"]
+    cache = os.path.join(str(tmp_path), "cache")
+    env = {**os.environ, "PYTHONPATH": ROOT, "SCRIPTED_AGENT_RECORD": record, "TERM": "dumb"}
+    terminal = Terminal(argv, {**env, "GEMINI_COMPANION_CACHE": cache})
+    try:
+        terminal.expect("> ")
+        terminal.type(b"Hello\n")
+        terminal.expect("[the scan started]")
+        terminal.type(CTRL_C)
+        assert terminal.wait() == 130, terminal.screen  # the old chat never ended: the scan never does
+    finally:
+        terminal.close()
+    assert "Stopped." in terminal.screen and "Traceback" not in terminal.screen, terminal.screen
+    assert prompts(record) == []  # the prompt never left

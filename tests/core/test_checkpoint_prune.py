@@ -164,3 +164,32 @@ def test_a_hold_waits_for_a_prune_already_running_in_the_store(
     holding.join()
     checkpoint_pins.unpin(turns.store.root, "taking")
     assert order == ["hold waits", "pruned", "held"]
+
+
+def test_a_turn_ending_after_its_chat_closed_leaves_no_pin_and_the_next_chat_prunes(tmp_path: object) -> None:
+    """F8: a chat is closed while its turn runs (Sublime: the view closed mid-prompt); the turn's end
+    still runs afterwards. Its "checkpoint being taken" pin stayed in the store, and every prune of
+    the store by every later chat, in any process, was skipped for good."""
+    ws = os.path.realpath(os.path.join(str(tmp_path), "ws"))
+    os.makedirs(ws)
+    path = os.path.join(ws, "a.txt")
+    cache = os.path.join(str(tmp_path), "cache")
+    closed = Turns(cache, [ws])
+    write(path, "before\n")
+    closed.begin()
+    write(path, "edited\n")
+    closed.close()
+    for thread in threading.enumerate():  # the close's own removal of the pin file has run
+        if thread.name == "gemini-companion-unpin":
+            thread.join()
+    closed.end("Scripted", {})  # the cancelled prompt's end, after the close
+    pins = os.path.join(closed.store.root, checkpoint_pins.PINS)
+    assert not [n for n in os.listdir(pins) if n.endswith(".json")], "a closed chat left a pin file"
+    its_points = set(closed.store.point_ids())
+
+    later = Turns(cache, [ws])
+    later.checkpointer.keep = 3
+    chat_turns(later, path, 4)
+    age_store(later.store, seconds=60)
+    chat_turns(later, path, 1)
+    assert its_points.isdisjoint(later.store.point_ids()), "the later chat's prunes were all skipped"

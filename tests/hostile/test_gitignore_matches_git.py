@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 
 from companion.core.checkpoint_store import CheckpointStore
 from companion.core.checkpoints import Checkpointer
+from companion.core.patterns import IgnoreFile
 
 GIT = shutil.which("git")
 if GIT is None:
@@ -242,3 +244,26 @@ def test_core_excludes_file_is_read_as_git_reads_it(text: str) -> None:
         assert (config_value(text, "core", "excludesfile") or "") == expected.removesuffix("\n")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+SEVERAL_STARS = ["**/a*", "a*/**/b*", "*a*b", "x/**/*a*a*b", "*a*a*a*a*a*a*a*a*a*a*a*a*b"]
+STAR_PATHS = ["baabbb", "x/ab", "ab", "x/ba", "ab/c/bx", "ab/bx", "ab/c/xb", "xaxb", "xa/b", "x/y/aab", "a" * 50]
+
+
+@pytest.mark.parametrize("pattern", SEVERAL_STARS)
+def test_rules_with_several_stars_match_as_git_matches_them(pattern: str, tmp_path: Any) -> None:
+    """Rules with more than one star are matched without a regular expression (F9: one backtracked
+    for minutes): `**/` must still end at a "/", each `*` stay inside one name."""
+    assert GIT is not None
+    repo = os.path.join(str(tmp_path), "repo")
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1"}
+    env.pop("GIT_CONFIG_GLOBAL", None)  # a scratch user: no global excludes of the machine's user
+    subprocess.run([GIT, "init", "-q", repo], check=True, env=env)
+    write(os.path.join(repo, ".gitignore"), pattern.encode() + b"\n")
+    rules = IgnoreFile.parse(pattern + "\n")
+    for path in STAR_PATHS:
+        git = subprocess.run([GIT, "-C", repo, "check-ignore", "-q", "--no-index", path], check=False, env=env)
+        parts = path.split("/")
+        ours = any(rules.decide("/".join(parts[:i]), True) for i in range(1, len(parts)))  # a folder above
+        ours = ours or bool(rules.decide(path, False))
+        assert ours == (git.returncode == 0), (pattern, path)

@@ -7,6 +7,7 @@ The user's git config and global excludes live in a scratch HOME / XDG_CONFIG_HO
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -189,6 +190,35 @@ def test_a_rule_file_that_is_a_fifo_never_hangs_the_checkpoint(repo: str, home: 
     worker.join(60)  # a hang detector, not a timing assertion: a blocked open() never returns
     assert done, "the checkpoint hung opening a FIFO rule file"
     assert os.path.join(repo, "app.py") in done[0].entries
+
+
+def test_a_rule_with_many_stars_never_hangs_the_checkpoint(repo: str, tmp_path: Any) -> None:
+    """A hostile `.gitignore` line with a dozen stars (`*a*a*...*b`) froze the scan for minutes on
+    one 50-character name (a backtracking regular expression), holding the chat's checkpoint lock.
+    It must be matched as git does, and promptly."""
+    rule = "*a" * 12 + "*b"
+    write(os.path.join(repo, ".gitignore"), rule + "\n")
+    kept = write(os.path.join(repo, "a" * 50), "not matched: no final b\n")
+    secret = write(os.path.join(repo, "a" * 49 + "b"), SECRET)
+    # In a child process: a regular expression holds the GIL, so no thread of this one could notice.
+    script = (
+        "import sys; from companion.core.checkpoint_store import CheckpointStore;"
+        "from companion.core.checkpoints import Checkpointer;"
+        "ws, cache = sys.argv[1:3];"
+        "print('\\n'.join(Checkpointer(CheckpointStore(cache, [ws]), [ws]).take().entries))"
+    )
+    cache = os.path.join(str(tmp_path), "cache")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    try:  # a hang detector, not a timing assertion: the old matcher took minutes
+        child = subprocess.run(
+            [sys.executable, "-c", script, repo, cache], capture_output=True, text=True, timeout=60, env=env
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("the checkpoint hung matching a many-star .gitignore rule")
+    assert child.returncode == 0, child.stderr
+    entries = child.stdout.splitlines()
+    assert kept in entries
+    assert secret not in entries
 
 
 # -- a watched chat sees a change of every rule file it reads (its quick path must not miss one) --

@@ -10,6 +10,7 @@ import http.server
 import ipaddress
 import json
 import os
+import socket
 import ssl
 import sys
 import threading
@@ -198,6 +199,37 @@ def test_an_answer_dripped_a_byte_at_a_time_is_cut_at_the_timeout(servers: tuple
     secure, _plain = servers
     with pytest.raises(OSError, match="did not arrive within 1 s"):
         registry.fetch(secure.url("/drip"), timeout=1.0)
+
+
+def test_a_host_name_lookup_that_hangs_is_cut_at_the_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """F10: the whole-fetch deadline did not cover the lookup (a captive portal's or a broken VPN's
+    resolver): New Chat waited as long as the resolver did. Here it never answers until released."""
+    released = threading.Event()
+    real_lookup = socket.getaddrinfo
+
+    def hanging(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host == "registry.example":
+            released.wait()
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        return real_lookup(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", hanging)
+    outcome: list[BaseException | bytes] = []
+
+    def fetch() -> None:
+        try:
+            outcome.append(registry.fetch("https://registry.example/registry.json", timeout=0.5))
+        except BaseException as exc:  # handed to the test's thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=fetch, daemon=True)
+    worker.start()
+    try:
+        worker.join(60)  # a hang detector, not a timing assertion: the old fetch waited for the resolver
+        assert outcome, "the fetch waited for a host-name lookup that never ends"
+    finally:
+        released.set()
+    assert isinstance(outcome[0], OSError) and "did not arrive within 0.5 s" in str(outcome[0]), outcome
 
 
 def test_registry_text_is_one_line_and_cannot_forge_a_heading() -> None:
