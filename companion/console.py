@@ -96,7 +96,8 @@ class Console:
         """Show `context` (unless it is already the last thing above) and `question`, read one line
         (blocks: never call it on the event loop). Output meanwhile is printed after the answer.
         EOFError when input has ended; Withdrawn (an EOFError) when `withdrawn` was set before the
-        question's turn, or (reading from `lines`) when it is withdrawn while it waits."""
+        question's turn, or (reading from `lines`) when it is withdrawn while it waits. `withdrawn` is
+        also the question's identity for `withdraw`: two questions may read alike ("Choose 1-2:")."""
         with self._one_question:
             if withdrawn is not None and withdrawn.is_set():
                 raise Withdrawn("the question was withdrawn before it was asked")
@@ -106,7 +107,7 @@ class Console:
                     self._write(context)
                 self._shown_context, self._printed_since_context = context, False
                 self._question = (context, question)
-                self._withdrawn = withdrawn or threading.Event()
+                self._withdrawn = token = withdrawn or threading.Event()
                 if self.lines is not None:
                     self._write(question)
                 else:
@@ -115,23 +116,24 @@ class Console:
             try:
                 if self.lines is None:
                     return self.read_line(question)
-                return self.lines.take(self._withdrawn)
+                return self.lines.take(token)
             finally:
                 with self._lock:
                     self._at_line_start = True  # the answer ended its line
-                    if self._question == (context, question):
+                    if self._question is not None and self._withdrawn is token:
                         self._question = None
                         self._release()
 
-    def withdraw(self, text: str, question: str) -> None:
-        """`question`, if it is the one on the terminal, needs no answer any more: say `text` and
-        print what was held (a late answer is read and ignored by whoever asked)."""
+    def withdraw(self, text: str, withdrawn: threading.Event) -> None:
+        """The question asked with `withdrawn`, if it is the one on the terminal, needs no answer any
+        more: say `text` and print what was held (a late answer is read and ignored by whoever
+        asked). Matched by identity, never by its text: a question that reads like the one on the
+        terminal but waits behind it must not take that one away (and its answer with it)."""
         with self._lock:
-            if self._question is None or self._question[1] != question:
+            if self._question is None or self._withdrawn is not withdrawn:
                 return
             self._question = None
-            if self._withdrawn is not None:
-                self._withdrawn.set()  # its reader stops waiting and takes no line
+            withdrawn.set()  # its reader stops waiting and takes no line
             if self._at_line_start and text.startswith("\n"):
                 text = text[1:]  # the line was ended already (a ^C, then "cancelling the turn")
             self._print(text)
@@ -142,9 +144,9 @@ class Console:
     def abandon(self) -> None:
         """The end: a question still on the terminal needs no answer (its reader stops waiting)."""
         with self._lock:
-            question = self._question
-        if question is not None:
-            self.withdraw("\n", question[1])
+            withdrawn = self._withdrawn if self._question is not None else None
+        if withdrawn is not None:
+            self.withdraw("\n", withdrawn)
 
     def prompt(self, text: str) -> None:
         """Show the `>` prompt (a line read next ends it)."""

@@ -156,7 +156,8 @@ class TerminalView:
                 return None
             except asyncio.CancelledError:  # the turn was cancelled: the agent no longer asks
                 withdrawn.set()
-                self.console.withdraw(f"\nThe agent no longer asks: {visible(title)}; no answer is needed.\n", question)
+                gone = f"\nThe agent no longer asks: {visible(title)}; no answer is needed.\n"
+                self.console.withdraw(gone, withdrawn)  # this question, not one that reads alike
                 raise
             if answer.strip().isdigit() and 1 <= int(answer) <= len(choices):
                 return choices[int(answer) - 1].option_id
