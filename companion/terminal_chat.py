@@ -206,6 +206,9 @@ def run_chat(
     _log_without_the_sdk()
     lines = StdinLines(sys.stdin)  # the one reader of stdin: prompts and every question's answer
     console = Console(sys.stdout, lines=lines)  # the review's questions and the agent's output, one terminal
+    # A line typed during a turn is never a later question's answer (see StdinLines); say where it goes.
+    ahead = "kept for the > prompt after this turn" if prompt is None else "not an answer; --prompt takes no more"
+    lines.typed_ahead = lambda text: console.say(f"[typed ahead, {ahead}: {visible(text)}]\n")
     editor = HeadlessEditor(policy, console=console)
     editor.closed_by = "the agent withdrew it"
     try:
@@ -500,10 +503,13 @@ class _Interrupts:
         self._install()
         console.prompt("> ")
         self._at_prompt = True
+        ahead = self.lines.queued() > 0  # typed during the turn: the terminal echoed it back then
         try:
             line = await self.lines.next_line()
         finally:
             self._at_prompt = False
+        if ahead:
+            console.say(f"{visible(line)}\n")  # what is sent now, after its `>`
         console.line_read()
         self._cleared = False
         return line
