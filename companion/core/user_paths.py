@@ -46,6 +46,6 @@ def find_program(program: str, path: str | None = None, platform: str = sys.plat
     for folder in folders:
         for name in names:
             candidate = os.path.join(folder, name)
-            if os.path.isfile(candidate):
+            if os.path.exists(candidate) and not os.path.isdir(candidate):  # as shutil.which checks
                 return candidate
     return None
