@@ -96,7 +96,8 @@ class Console:
         """Show `context` (unless it is already the last thing above) and `question`, read one line
         (blocks: never call it on the event loop). Output meanwhile is printed after the answer.
         EOFError when input has ended; Withdrawn (an EOFError) when `withdrawn` was set before the
-        question's turn, or (reading from `lines`) when it is withdrawn while it waits."""
+        question's turn, or (reading from `lines`) when it is withdrawn while it waits. `withdrawn` is
+        also the question's identity for `withdraw`: two questions may read alike ("Choose 1-2:")."""
         with self._one_question:
             if withdrawn is not None and withdrawn.is_set():
                 raise Withdrawn("the question was withdrawn before it was asked")
@@ -106,7 +107,10 @@ class Console:
                     self._write(context)
                 self._shown_context, self._printed_since_context = context, False
                 self._question = (context, question)
-                self._withdrawn = withdrawn or threading.Event()
+                self._withdrawn = token = withdrawn or threading.Event()
+                # Lines typed from here on may answer it: reserved before it is shown, since the user
+                # (or a test) may answer the moment it is.
+                since = self.lines.reserve() if self.lines is not None else 0
                 if self.lines is not None:
                     self._write(question)
                 else:
@@ -115,23 +119,24 @@ class Console:
             try:
                 if self.lines is None:
                     return self.read_line(question)
-                return self.lines.take(self._withdrawn)
+                return self.lines.take(token, since)  # never a line typed before it was shown
             finally:
                 with self._lock:
                     self._at_line_start = True  # the answer ended its line
-                    if self._question == (context, question):
+                    if self._question is not None and self._withdrawn is token:
                         self._question = None
                         self._release()
 
-    def withdraw(self, text: str, question: str) -> None:
-        """`question`, if it is the one on the terminal, needs no answer any more: say `text` and
-        print what was held (a late answer is read and ignored by whoever asked)."""
+    def withdraw(self, text: str, withdrawn: threading.Event) -> None:
+        """The question asked with `withdrawn`, if it is the one on the terminal, needs no answer any
+        more: say `text` and print what was held (a late answer is read and ignored by whoever
+        asked). Matched by identity, never by its text: a question that reads like the one on the
+        terminal but waits behind it must not take that one away (and its answer with it)."""
         with self._lock:
-            if self._question is None or self._question[1] != question:
+            if self._question is None or self._withdrawn is not withdrawn:
                 return
             self._question = None
-            if self._withdrawn is not None:
-                self._withdrawn.set()  # its reader stops waiting and takes no line
+            withdrawn.set()  # its reader stops waiting and takes no line
             if self._at_line_start and text.startswith("\n"):
                 text = text[1:]  # the line was ended already (a ^C, then "cancelling the turn")
             self._print(text)
@@ -142,9 +147,9 @@ class Console:
     def abandon(self) -> None:
         """The end: a question still on the terminal needs no answer (its reader stops waiting)."""
         with self._lock:
-            question = self._question
-        if question is not None:
-            self.withdraw("\n", question[1])
+            withdrawn = self._withdrawn if self._question is not None else None
+        if withdrawn is not None:
+            self.withdraw("\n", withdrawn)
 
     def prompt(self, text: str) -> None:
         """Show the `>` prompt (a line read next ends it)."""
@@ -218,11 +223,22 @@ class Withdrawn(EOFError):
     """The taker was withdrawn before a line came: it took none."""
 
 
+# On a terminal a line typed while nobody waits for one (ahead, during a turn) is a prompt for the
+# `>` after the turn: a question asked later takes only lines typed after it was shown (it took the
+# line typed ahead as its answer, an invalid one, and the line was lost). `typed_ahead` says so on
+# the screen as the line arrives. From a pipe the lines are a script: taken in order, as they come.
+
+
 class StdinLines:
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, typed_ahead: Callable[[str], None] | None = None) -> None:
         self.stream = stream
+        isatty = getattr(stream, "isatty", None)
+        self.terminal = bool(isatty and isatty())
+        self.typed_ahead = typed_ahead  # called (on the reader's thread) with a line typed ahead
         self._changed = threading.Condition()  # guards the state below
-        self._lines: collections.deque[str] = collections.deque()
+        self._lines: collections.deque[tuple[int, str]] = collections.deque()  # (arrival number, line)
+        self._arrived = 0
+        self._takers = 0  # takers waiting now: a line that comes meanwhile is not typed ahead
         self._ended = False
         self._thread: threading.Thread | None = None
 
@@ -230,18 +246,43 @@ class StdinLines:
     def started(self) -> bool:
         return self._thread is not None
 
-    def take(self, withdrawn: threading.Event | None = None) -> str:
-        """The next line, without its line break (blocks: never call it on the event loop).
-        EOFError once input has ended; Withdrawn when `withdrawn` is set (see `wake`) first."""
+    def reserve(self) -> int:
+        """A question is about to be shown: lines from now on are for a taker (not typed ahead).
+        Returns the `since` to give `take`, which ends the reservation."""
         self._start()
         with self._changed:
-            while not self._lines:
-                if withdrawn is not None and withdrawn.is_set():
-                    raise Withdrawn("the question was withdrawn")
-                if self._ended:
-                    raise EOFError("input ended")
-                self._changed.wait()
-            return self._lines.popleft()
+            self._takers += 1
+            return self._arrived if self.terminal else 0
+
+    def take(self, withdrawn: threading.Event | None = None, since: int | None = None) -> str:
+        """The next line, without its line break (blocks: never call it on the event loop).
+        With `since` from `reserve` (a question), on a terminal: the next line typed from then on;
+        earlier ones stay queued for the prompt. EOFError once input has ended; Withdrawn when
+        `withdrawn` is set (see `wake`) first."""
+        self._start()
+        with self._changed:
+            if since is None:
+                self._takers += 1
+                since = 0
+            try:
+                while (found := self._first(since)) is None:
+                    if withdrawn is not None and withdrawn.is_set():
+                        raise Withdrawn("the question was withdrawn")
+                    if self._ended:
+                        raise EOFError("input ended")
+                    self._changed.wait()
+                self._lines.remove(found)
+                return found[1]
+            finally:
+                self._takers -= 1
+
+    def queued(self) -> int:
+        """Lines typed and not taken yet."""
+        with self._changed:
+            return len(self._lines)
+
+    def _first(self, since: int) -> tuple[int, str] | None:
+        return next((line for line in self._lines if line[0] >= since), None)
 
     async def next_line(self) -> str:
         """`take` for the event loop: cancelled, it takes nothing (a line it had already taken is
@@ -267,7 +308,7 @@ class StdinLines:
         """A line taken just as its taker was cancelled goes back first in the queue: never lost."""
         if not taking.cancelled() and taking.exception() is None:
             with self._changed:
-                self._lines.appendleft(taking.result())
+                self._lines.appendleft((-1, taking.result()))  # before any other, for any taker
                 self._changed.notify_all()
 
     def _start(self) -> None:
@@ -282,14 +323,19 @@ class StdinLines:
                 line = self.stream.readline()
             except (OSError, ValueError):  # a closed terminal (EIO), a closed stream
                 line = ""
+            text = line[:-1] if line.endswith("\n") else line
             with self._changed:
+                ahead = bool(line) and self.terminal and self._takers == 0
                 if not line:
                     self._ended = True
                 else:
-                    self._lines.append(line[:-1] if line.endswith("\n") else line)
+                    self._lines.append((self._arrived, text))
+                    self._arrived += 1
                 self._changed.notify_all()
             if not line:
                 return
+            if ahead and self.typed_ahead is not None:
+                self.typed_ahead(text)
 
 
 async def off_the_loop(call: Callable[..., T], *args: Any) -> T:

@@ -47,6 +47,7 @@ class HeadlessEditor:
         self.shown: list[Review] = []  # open reviews, oldest first: the one being asked about, then the queue
         self._changed = threading.Lock()  # guards `shown`
         self._prompter: threading.Thread | None = None
+        self._asking: tuple[Review, threading.Event] | None = None  # the review asked about, its question's identity
         # Who closes a review still asked about: the MCP client (serve), the agent (chat); the chat
         # says "you cancelled the turn" while it cancels one on your Ctrl-C.
         self.closed_by = "the client closed it"
@@ -79,12 +80,13 @@ class HeadlessEditor:
 
     async def close_review(self, review: Review) -> str:
         with self._changed:
-            asked = bool(self.shown) and self.shown[0] is review
+            asking = self._asking if self._asking is not None and self._asking[0] is review else None
             if review in self.shown:
                 self.shown.remove(review)
-        if asked:  # the question is on the terminal: say it needs no answer any more
+        if asking is not None:  # its question is on the terminal, or about to be: it needs no answer
+            asking[1].set()
             closed = f"\nNo answer is needed for {visible(review.file_path)}: {self.closed_by}.\n"
-            self.console.withdraw(closed, _question(review))
+            self.console.withdraw(closed, asking[1])
         return review.proposal
 
     async def unsaved_text(self, path: str) -> str | None:
@@ -131,8 +133,11 @@ class HeadlessEditor:
             if revision != review.revision:
                 revision = review.revision
                 diff = unified_diff(review.file_path, review.proposal, review.disk)
+            token = threading.Event()  # this question's identity: another review's may read alike
+            with self._changed:
+                self._asking = (review, token)
             try:  # the diff is shown again when something was printed under it meanwhile
-                answer = self.console.ask(diff, question).strip().lower()
+                answer = self.console.ask(diff, question, token).strip().lower()
             except Withdrawn:
                 continue  # closed meanwhile: close_review said so
             except EOFError:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
@@ -18,6 +17,7 @@ from typing import Any
 
 from . import __version__
 from .core.gemini_trust import TRUST_FIX, folder_trust
+from .core.user_paths import find_program
 from .doctor import DiscoveryCheck, library_issues, library_versions
 from .gemini_ide.discovery import discovery_dir, node_tmpdir
 
@@ -73,7 +73,7 @@ def gather(workspace: str) -> HeadlessFacts:
 
 
 def _agent(name: str) -> Agent:
-    path = shutil.which(name) or ""
+    path = find_program(name) or ""  # never the current folder: doctor may run in an untrusted clone
     return Agent(name, path, _run([path, "--version"]) if path else "")
 
 

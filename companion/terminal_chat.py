@@ -156,7 +156,8 @@ class TerminalView:
                 return None
             except asyncio.CancelledError:  # the turn was cancelled: the agent no longer asks
                 withdrawn.set()
-                self.console.withdraw(f"\nThe agent no longer asks: {visible(title)}; no answer is needed.\n", question)
+                gone = f"\nThe agent no longer asks: {visible(title)}; no answer is needed.\n"
+                self.console.withdraw(gone, withdrawn)  # this question, not one that reads alike
                 raise
             if answer.strip().isdigit() and 1 <= int(answer) <= len(choices):
                 return choices[int(answer) - 1].option_id
@@ -205,6 +206,9 @@ def run_chat(
     _log_without_the_sdk()
     lines = StdinLines(sys.stdin)  # the one reader of stdin: prompts and every question's answer
     console = Console(sys.stdout, lines=lines)  # the review's questions and the agent's output, one terminal
+    # A line typed during a turn is never a later question's answer (see StdinLines); say where it goes.
+    ahead = "kept for the > prompt after this turn" if prompt is None else "not an answer; --prompt takes no more"
+    lines.typed_ahead = lambda text: console.say(f"[typed ahead, {ahead}: {visible(text)}]\n")
     editor = HeadlessEditor(policy, console=console)
     editor.closed_by = "the agent withdrew it"
     try:
@@ -499,10 +503,13 @@ class _Interrupts:
         self._install()
         console.prompt("> ")
         self._at_prompt = True
+        ahead = self.lines.queued() > 0  # typed during the turn: the terminal echoed it back then
         try:
             line = await self.lines.next_line()
         finally:
             self._at_prompt = False
+        if ahead:
+            console.say(f"{visible(line)}\n")  # what is sent now, after its `>`
         console.line_read()
         self._cleared = False
         return line

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..core.user_paths import expand_program
+from ..core.user_paths import expand_program, find_program
 
 
 @dataclass(frozen=True)
@@ -116,7 +115,7 @@ def custom_agent(command: Sequence[str]) -> AgentSpec:
 def resolve_command(spec: AgentSpec, env: Mapping[str, str]) -> list[str]:
     """The argv to start: the program found on the agent's PATH (no shell: arguments stay literal)."""
     argv = expand_program(spec.command)
-    found = shutil.which(argv[0], path=env.get("PATH"))
+    found = find_program(argv[0], path=env.get("PATH"))  # not the current folder (Windows' rule)
     if found is None:
         if spec.install_hint:
             raise AgentNotFound(

@@ -13,7 +13,9 @@ Each prompt it does three things an agent does, in the workspace the chat gave i
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
+import stat
 import subprocess
 import sys
 from typing import Any
@@ -22,6 +24,53 @@ EDITED = "demo.txt"
 OUTSIDE = "demo-notes.txt"
 ADDED_LINE = "A line the demo agent proposed.\n"
 NOTES = "Written by the demo agent without a review, as a shell command would.\n"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_BINARY = getattr(os, "O_BINARY", 0)
+
+
+class NotInWorkspace(Exception):
+    """The demo's file is a link (or not a plain file of its own): written through, it would change
+    something outside the workspace."""
+
+
+def open_in_folder(folder: str, name: str, flags: int) -> int:
+    """A descriptor of the plain file `name` directly in `folder`, never reached through a link.
+
+    This script runs on its own (`python demo_agent.py`), so it cannot import the package's
+    core/fdpath.py; the file is a leaf of the folder, so one open relative to the folder's descriptor
+    with O_NOFOLLOW is that whole walk. Without them (Windows) the name is checked for a link or a
+    junction before the open and the opened file must still be the one at that name. A hard-linked
+    file is refused too: its other name may be outside the workspace."""
+    path = os.path.join(folder, name)
+    if _NOFOLLOW and os.open in os.supports_dir_fd:
+        dir_fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            fd = os.open(name, flags | _NOFOLLOW | _BINARY, 0o644, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, getattr(errno, "EMLINK", errno.ELOOP)) or os.path.islink(path):
+                raise NotInWorkspace(_refusal(name)) from None
+            raise
+        finally:
+            os.close(dir_fd)
+    else:
+        if os.path.islink(path) or getattr(os.path, "isjunction", lambda _path: False)(path):
+            raise NotInWorkspace(_refusal(name))
+        fd = os.open(path, flags | _BINARY, 0o644)
+        if os.path.islink(path) or not os.path.samestat(os.fstat(fd), os.lstat(path)):
+            os.close(fd)
+            raise NotInWorkspace(_refusal(name))
+    opened = os.fstat(fd)
+    if not stat.S_ISREG(opened.st_mode) or opened.st_nlink > 1:
+        os.close(fd)
+        raise NotInWorkspace(_refusal(name))
+    return fd
+
+
+def _refusal(name: str) -> str:
+    return (
+        f"{name} is a link (or not a plain file of its own): writing it could change a file outside "
+        f"the workspace, so the demo agent left it alone. Remove {name} and prompt again.\n"
+    )
 
 
 def main() -> None:
@@ -60,9 +109,14 @@ async def serve() -> None:
                 session_id,
                 "Demo agent (offline): an edit through your review, a file written without one, and one command.\n",
             )
-            await self._propose(session_id, os.path.join(self.cwd, EDITED))
-            with open(os.path.join(self.cwd, OUTSIDE), "a", encoding="utf-8") as handle:
-                handle.write(NOTES)
+            try:
+                await self._propose(session_id, os.path.join(self.cwd, EDITED))
+            except NotInWorkspace as refused:
+                await self._say(session_id, str(refused))
+            try:
+                self._append_notes()
+            except NotInWorkspace as refused:
+                await self._say(session_id, str(refused))
             await self._run(session_id, [sys.executable, "--version"])
             await self._say(
                 session_id,
@@ -70,12 +124,19 @@ async def serve() -> None:
             )
             return PromptResponse(stop_reason="end_turn")
 
+        def _append_notes(self) -> None:
+            fd = open_in_folder(self.cwd, OUTSIDE, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            with open(fd, "a", encoding="utf-8") as handle:
+                handle.write(NOTES)
+
         async def _propose(self, session_id: str, path: str) -> None:
             try:
-                with open(path, encoding="utf-8") as handle:
-                    before = handle.read()
+                fd = open_in_folder(self.cwd, EDITED, os.O_RDONLY)
             except FileNotFoundError:
                 before = ""
+            else:
+                with open(fd, encoding="utf-8") as handle:
+                    before = handle.read()
             after = before + ADDED_LINE
             call_id = self._next_call()
             diff = {"type": "diff", "path": path, "oldText": before or None, "newText": after}

@@ -15,7 +15,8 @@ listed in $SCRIPTED_AGENT_WRITES, through fs/write_text_file without asking in t
 $SCRIPTED_AGENT_FS_WRITES, else through a permission request with the diff, then
 fs/write_text_file once allowed), `checkpoint` (a turn writes reviewed.txt as `modes` does in a
 mode that asks, then outside.txt on disk with no tool call at all, as a shell command would; each
-prompt's blocks go to $SCRIPTED_AGENT_RECORD when it is set).
+prompt's blocks go to $SCRIPTED_AGENT_RECORD when it is set; with $SCRIPTED_AGENT_GATE, a FIFO, a
+turn first says "At the gate." and waits until the test writes a line to it).
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ from typing import Any
 
 FLOOD = 20000
 REPLY = "Hello from the scripted agent."
+
+
+def _pass_gate(fifo: str) -> None:
+    with open(fifo, encoding="utf-8") as gate:  # blocks until the test opens it to write
+        gate.readline()
 
 
 def main() -> None:
@@ -127,6 +133,9 @@ async def serve(behaviour: str) -> None:
             elif behaviour == "modes":
                 await self._edit(session_id, os.path.join(self.cwd, "modes.txt"))
             elif behaviour == "checkpoint":
+                if os.environ.get("SCRIPTED_AGENT_GATE"):  # a FIFO: the turn waits for the test's word
+                    await self.conn.session_update(session_id, update_agent_message(text_block("At the gate.\n")))
+                    await asyncio.to_thread(_pass_gate, os.environ["SCRIPTED_AGENT_GATE"])
                 self.mode = "ask"  # reviewed.txt through a permission and fs/write_text_file
                 await self._edit(session_id, os.path.join(self.cwd, "reviewed.txt"))
                 with open(os.path.join(self.cwd, "outside.txt"), "w", encoding="utf-8") as handle:

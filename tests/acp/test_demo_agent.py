@@ -66,3 +66,27 @@ def test_the_demo_agent_needs_no_network_and_no_account(tmp_path: str) -> None:
     assert done.returncode == 0, done.stderr
     assert "[tool edit: Edit demo.txt — failed]" in done.stdout
     assert sorted(os.listdir(workspace)) == ["demo-notes.txt"]
+
+
+@pytest.mark.parametrize("name", ["demo-notes.txt", "demo.txt"])
+@pytest.mark.parametrize("link", ["symlink", "hardlink"])
+def test_the_demo_agent_never_writes_through_a_link_out_of_the_workspace(tmp_path: str, name: str, link: str) -> None:
+    """The attack: the workspace's demo file is a link to a file outside it. The demo agent (shown to
+    newcomers) must leave the outside file as it was, accepted review or not, and say why."""
+    workspace, outside = os.path.join(str(tmp_path), "ws"), os.path.join(str(tmp_path), "outside.txt")
+    os.mkdir(workspace)
+    with open(outside, "w", encoding="utf-8") as handle:
+        handle.write("outside\n")
+    try:
+        (os.symlink if link == "symlink" else os.link)(outside, os.path.join(workspace, name))
+    except OSError as exc:  # Windows without the symlink privilege
+        pytest.skip(f"cannot make a {link} here: {exc}")
+    env = {**os.environ, "PYTHONPATH": ROOT, "GEMINI_COMPANION_CACHE": os.path.join(str(tmp_path), "cache")}
+    argv = ["chat", "--workspace", workspace, "--agent", "demo", "--diff-policy", "accept", "--prompt", "Hi"]
+    done = subprocess.run(
+        [sys.executable, "-m", "companion", *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=CEILING
+    )
+    with open(outside, encoding="utf-8") as handle:
+        assert handle.read() == "outside\n", done.stdout
+    assert f"{name} is a link (or not a plain file of its own)" in done.stdout, done.stdout
+    assert done.returncode in (0, 3), done.stderr

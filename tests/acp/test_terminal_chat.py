@@ -188,14 +188,15 @@ def test_a_withdrawn_question_releases_what_was_held_and_is_never_asked_once_wit
     def user(question: str) -> str:
         out.write(question)
         console.say("agent text")  # held
-        console.withdraw("\n(not this one)\n", "Another question? ")  # not the one on the terminal
+        console.withdraw("\n(not this one)\n", threading.Event())  # not the one on the terminal
         assert "agent text" not in out.getvalue()
-        console.withdraw("\nNo answer is needed.\n", question)
+        console.withdraw("\nNo answer is needed.\n", asked)
         console.say(" more")  # no question on the terminal any more: printed at once
         return "a late answer"
 
     console = Console(out, user)
-    assert console.ask("<the diff>\n", "Apply? ") == "a late answer"
+    asked = threading.Event()  # the question's identity
+    assert console.ask("<the diff>\n", "Apply? ", asked) == "a late answer"
     assert out.getvalue() == "<the diff>\nApply? \nNo answer is needed.\nagent text more"
     withdrawn = threading.Event()
     withdrawn.set()  # cancelled while it waited for its turn
@@ -297,3 +298,44 @@ def test_in_a_pipe_a_review_left_without_an_answer_is_rejected_with_a_line_sayin
     assert f"\nNo answer (input ended): the change to {path} is rejected.\n" in result.stdout, result.stdout
     with open(path, encoding="utf-8") as handle:
         assert handle.read() == "before\n"
+
+
+class _Screen(io.StringIO):
+    """A terminal's output that says when `wanted` was shown (tests synchronise on output)."""
+
+    def __init__(self, wanted: str) -> None:
+        super().__init__()
+        self.wanted, self.shown = wanted, threading.Event()
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        if self.wanted in self.getvalue():
+            self.shown.set()
+        return written
+
+
+@pytest.mark.anyio
+async def test_cancelling_a_hidden_question_never_takes_away_the_identical_one_on_screen() -> None:
+    """The attack: two permissions read alike ("Choose 1-2:"); the agent withdraws the one still
+    waiting its turn. The one on the terminal must stay, and the line typed must answer it (matched by
+    text, it was withdrawn and its permission answered as cancelled)."""
+    from companion.acp.view import Choice
+    from companion.console import StdinLines
+
+    read_end, write_end = os.pipe()
+    screen = _Screen("Choose 1-2: ")
+    with os.fdopen(read_end, encoding="utf-8") as stdin:
+        view = TerminalView("prompt", console=Console(screen, lines=StdinLines(stdin)), interactive=True)
+        choices = [Choice("allow", "Allow", "allow_once"), Choice("reject", "Reject", "reject_once")]
+        shown = asyncio.ensure_future(view.choose("Run echo shown", choices))
+        assert await asyncio.to_thread(screen.shown.wait, CEILING)
+        hidden = asyncio.ensure_future(view.choose("Run echo hidden", choices))
+        for _ in range(3):
+            await asyncio.sleep(0)  # yields only: `hidden` starts and waits behind the question shown
+        hidden.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await hidden
+        os.write(write_end, b"2\n")
+        os.close(write_end)
+        assert await asyncio.wait_for(shown, CEILING) == "reject"
+    assert "hidden" not in screen.getvalue()

@@ -235,3 +235,41 @@ def test_ctrl_c_during_the_prompts_checkpoint_scan_ends_the_chat_at_once(
         terminal.close()
     assert "Stopped." in terminal.screen and "Traceback" not in terminal.screen, terminal.screen
     assert prompts(record) == []  # the prompt never left
+
+
+def test_a_line_typed_during_a_turn_is_a_prompt_for_after_it_never_a_later_questions_answer(
+    workspace: str, record: str
+) -> None:
+    """The attack on the user's typing: a line typed while the agent works, before it asks y/n. The
+    question took it as its (invalid) answer and it was gone. It is kept, said so, and sent at `>`."""
+    with open(os.path.join(workspace, "reviewed.txt"), "w", encoding="utf-8") as handle:
+        handle.write("before\n")
+    gate = os.path.join(os.path.dirname(record), "gate")
+    os.mkfifo(gate)
+    argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace, "--", sys.executable, AGENT]
+    env = {**os.environ, "PYTHONPATH": ROOT, "SCRIPTED_AGENT_RECORD": record, "TERM": "dumb"}
+    terminal = Terminal([*argv, "checkpoint"], {**env, "SCRIPTED_AGENT_GATE": gate})
+    try:
+        terminal.expect("> ")
+        terminal.type(b"Edit\n")
+        terminal.expect("At the gate.")
+        terminal.type(b"typed ahead\n")  # the agent is still working: no question yet
+        terminal.expect("[typed ahead, kept for the > prompt after this turn: typed ahead]")
+        with open(gate, "w", encoding="utf-8") as opened:
+            opened.write("go\n")
+        terminal.expect("[y]es / [n]o: ")
+        terminal.type(b"y\n")  # the answer, typed after the question was shown
+        terminal.expect("> typed ahead\n")  # sent at the next `>`, shown there
+        terminal.expect("At the gate.")
+        with open(gate, "w", encoding="utf-8") as opened:
+            opened.write("go\n")
+        terminal.expect("[y]es / [n]o: ")
+        terminal.type(b"n\n")
+        terminal.expect("> ")
+        terminal.type(CTRL_D)
+        assert terminal.wait() == 0, terminal.screen
+    finally:
+        terminal.close()
+    assert prompts(record) == [["Edit"], ["typed ahead"]], terminal.screen
+    with open(os.path.join(workspace, "reviewed.txt"), encoding="utf-8") as handle:
+        assert handle.read() == "after\n"  # the first review was answered y by the line typed for it

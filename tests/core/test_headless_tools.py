@@ -78,3 +78,22 @@ def test_doctor_refuses_a_missing_folder_in_one_line(tmp_path: str) -> None:
     result = companion("doctor", "--workspace", os.path.join(str(tmp_path), "nope"))
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a /bin/sh stand-in is POSIX (Windows' rule: test_user_paths)")
+def test_doctor_in_an_untrusted_clone_never_runs_a_program_planted_there(
+    tmp_path: str, tools_env: dict[str, str]
+) -> None:
+    """The attack: a clone holds its own `node`; doctor, run inside it, must not run it. Windows looks
+    in the current folder first; POSIX does for an empty PATH entry, which stands in for it here."""
+    clone = os.path.join(str(tmp_path), "clone")
+    os.mkdir(clone)
+    marker = os.path.join(str(tmp_path), "planted-program-ran")
+    planted = os.path.join(clone, "node")
+    with open(planted, "w") as handle:
+        handle.write(f"#!/bin/sh\ntouch '{marker}'\necho v99.0.0-planted\n")
+    os.chmod(planted, 0o755)
+    env = {**tools_env, "PATH": os.pathsep + tools_env["PATH"]}
+    result = companion("doctor", "--workspace", clone, "--json", env=env, cwd=clone)
+    assert not os.path.exists(marker), result.stdout
+    assert "planted" not in result.stdout

@@ -65,3 +65,27 @@ def test_inside_a_folder_on_windows(path: str, folder: str, inside: bool) -> Non
 )
 def test_inside_a_folder_on_macos_and_linux(path: str, folder: str, inside: bool) -> None:
     assert is_inside(path, folder, posixpath) is inside
+
+
+@pytest.mark.parametrize("platform", ["win32", "linux"])
+def test_a_program_is_never_found_in_the_current_folder(
+    tmp_path: str, monkeypatch: pytest.MonkeyPatch, platform: str
+) -> None:
+    """Windows' lookup (and shutil.which there) tries the current folder before PATH: in an untrusted
+    clone `node` would be its planted node.exe. The resolver the agents and doctor use takes PATH's."""
+    from companion.core.user_paths import find_program
+
+    clone, tools = os.path.join(str(tmp_path), "clone"), os.path.join(str(tmp_path), "tools")
+    for folder in (clone, tools):
+        os.mkdir(folder)
+        for name in ("node.EXE", "node"):
+            with open(os.path.join(folder, name), "w") as handle:
+                handle.write("#!/bin/sh\n")
+            os.chmod(os.path.join(folder, name), 0o755)
+    monkeypatch.chdir(clone)
+    monkeypatch.setenv("PATHEXT", ".COM;.EXE;.BAT;.CMD")
+    expected = os.path.join(tools, "node.EXE" if platform == "win32" else "node")
+    for path in (tools, os.pathsep.join([os.curdir, tools]), os.pathsep + tools):  # "." and "" mean the clone
+        assert find_program("node", path=path, platform=platform) == expected
+    assert find_program("node", path=os.curdir, platform=platform) is None
+    assert find_program("./node", path=tools, platform=platform) == "./node"  # a folder given: the user's choice
