@@ -90,12 +90,13 @@ def main(argv: list[str]) -> int:
         if command in COMPANION_COMMANDS:
             python = ensure_venv(os.environ[INNER], sys.executable, "dev.txt", quiet=True)
             return run_companion([python, "-m", "companion", command, *rest])
-        return run_pytest(ensure_venv(os.environ[INNER], sys.executable, "dev.txt"), rest)
-    if command in COMPANION_COMMANDS:
+    elif command in COMPANION_COMMANDS:
         # Progress goes to stderr: `bridge` speaks MCP on stdout.
         python = ensure_venv(".venv", find_python(), "runtime.txt", quiet=True)
         return run_companion([python, "-m", "companion", command, *rest])
     try:
+        if os.environ.get(INNER):
+            return run_pytest(ensure_venv(os.environ[INNER], sys.executable, "dev.txt"), rest)
         return run_tests(rest)
     except KeyboardInterrupt:
         print("\ndev.py test: interrupted (Ctrl-C); nothing more was run.", file=sys.stderr, flush=True)
