@@ -205,7 +205,11 @@ class Console:
 
 def _fit(text: str) -> str:
     """One terminal line: longer text would wrap, and the erase would then clear only its last row."""
-    width = max(shutil.get_terminal_size().columns - 1, 20)
+    columns = shutil.get_terminal_size().columns
+    # A terminal that reports no size (a pty nobody sized) says 0: Python 3.10 passes that on
+    # (3.11 falls back to 80 itself), and the line would be cut to 20 characters.
+    width = (columns if columns > 0 else 80) - 1
+    width = max(width, 20)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 

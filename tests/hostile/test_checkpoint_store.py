@@ -267,6 +267,16 @@ def test_a_turn_record_naming_a_checkpoint_out_of_the_store_is_refused(tmp_path:
 HOSTILE_AGENT = os.path.join(ROOT, "tests", "acp", "hostile_agent.py")
 
 
+def remove_deep(path: str) -> None:
+    """Remove a chain of thousands of nested folders: Python 3.10-3.12's `shutil.rmtree` recurses
+    once per level and overflows, and pytest's own clean-up of old temporary folders would then fail
+    a later run on this machine. GNU `rm` walks it without recursion."""
+    if sys.version_info >= (3, 13) or shutil.which("rm") is None:
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        subprocess.run(["rm", "-rf", "--", path], check=False)
+
+
 def test_a_chain_of_2000_nested_folders_does_not_kill_the_headless_chat(tmp_path: object) -> None:
     """X1: the agent makes 2 000 nested folders; the turn end's walk died with a RecursionError
     traceback (exit 1). Bounded: the chat runs in a process of its own with a time limit."""
@@ -276,7 +286,10 @@ def test_a_chain_of_2000_nested_folders_does_not_kill_the_headless_chat(tmp_path
     argv += ["--checkpoints", "--prompt", "Nest.", "--", sys.executable, HOSTILE_AGENT, "nest"]
     env = {**os.environ, "GEMINI_COMPANION_CACHE": os.path.join(str(tmp_path), "cache")}
     env.update(HOSTILE_ROOT=ws, HOSTILE_DEPTH=str(depth), PYTHONPATH=ROOT)
-    result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=120)
+    try:
+        result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=120)
+    finally:
+        remove_deep(os.path.join(ws, "d"))
     assert "RecursionError" not in result.stderr
     assert result.returncode == 0, result.stderr[-2000:]
     bottom = os.path.join(ws, *["d"] * depth, "f")
@@ -590,12 +603,17 @@ def test_changes_restore_of_a_chain_of_2000_nested_folders_ends(tmp_path: object
     argv += ["--checkpoints", "--prompt", "Nest.", "--", sys.executable, HOSTILE_AGENT, "nest"]
     env = {**os.environ, "GEMINI_COMPANION_CACHE": cache, "PYTHONPATH": ROOT}
     env.update(HOSTILE_ROOT=ws, HOSTILE_DEPTH=str(depth))
-    chat = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=120)
-    assert chat.returncode == 0, chat.stderr[-2000:]
-    argv = [sys.executable, "-m", "companion", "changes", "--workspace", ws, "--restore"]
-    restored = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=120)
-    assert restored.returncode == 0, restored.stderr[-2000:]
-    assert os.listdir(ws) == []  # the chain is gone, bottom file and all
+    try:
+        chat = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=120)
+        assert chat.returncode == 0, chat.stderr[-2000:]
+        argv = [sys.executable, "-m", "companion", "changes", "--workspace", ws, "--restore"]
+        restored = subprocess.run(
+            argv, cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=120
+        )
+        assert restored.returncode == 0, restored.stderr[-2000:]
+        assert os.listdir(ws) == []  # the chain is gone, bottom file and all
+    finally:
+        remove_deep(os.path.join(ws, "d"))  # left only when the restore failed
 
 
 @pytest.mark.skipif(not restore_module.DIR_FD, reason="this OS has no dir_fd: each write is checked by name")
