@@ -480,7 +480,8 @@ class _Interrupts:
         self._at_prompt = False
         self._cleared = False  # a Ctrl-C at `>` cleared the line: the next one ends the chat
         self.stopped_by: int | None = None  # the signal that ended the chat
-        self._previous: dict[int, Any] = {}
+        self._previous: dict[int, Any] = {}  # Windows: the handlers signal.signal replaced
+        self._added: list[int] = []  # elsewhere: the signals the loop handles
         self._cancelling: asyncio.Future[None] | None = None
         self.closing = False  # the chat is stopping: further signals change nothing
 
@@ -519,11 +520,17 @@ class _Interrupts:
             return
         self._loop = asyncio.get_running_loop()
         self._main = asyncio.current_task()
-        # signal.signal works on every platform; the handler hands over to the loop's thread.
         for name in STOP_SIGNALS:
             if hasattr(signal, name):
                 number = getattr(signal, name)
-                self._previous[number] = signal.signal(number, self._from_signal)
+                if sys.platform != "win32":
+                    # The loop's own handler writes the signal to its wake-up pipe: the kernel may hand a
+                    # terminal's SIGINT to the stdin reader's thread, and a plain handler would then run
+                    # only when something else woke the loop (a Ctrl-C at `>` went unanswered).
+                    self._loop.add_signal_handler(number, self._from_signal, number)
+                    self._added.append(number)
+                else:  # no add_signal_handler: signal.signal, handing over to the loop's thread
+                    self._previous[number] = signal.signal(number, self._from_signal)
 
     def _from_signal(self, number: int, *_: object) -> None:
         if self._loop is None:
@@ -558,6 +565,9 @@ class _Interrupts:
             self._stop(number)
 
     def remove(self) -> None:
+        for number in self._added:
+            if self._loop is not None and not self._loop.is_closed():
+                self._loop.remove_signal_handler(number)
         for number, previous in self._previous.items():
             signal.signal(number, previous)
 
