@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from hypothesis import strategies as st
 
@@ -96,3 +97,14 @@ def assert_written_as_reviewed(original: str, reviewed: str, written: str, newli
         assert {brk for _, brk in split(written)} <= allowed, f"a line break the file never had: {written!r}"
     if as_lf(reviewed) == as_lf(original):
         assert written == original, f"an unchanged text did not come back as it was: {written!r}"
+
+
+def draw_lines(draw: Any, most: int, alphabet: str, longest: int) -> list[tuple[str, str]]:
+    """1 to `most` numbered lines (`l0:…`), each with a random break (LF, CRLF or CR), the last one
+    without a break half the time: the file the property tests of the review's write paths start from."""
+    count = draw(st.integers(1, most))
+    words = draw(st.lists(st.text(alphabet=alphabet, max_size=longest), min_size=count, max_size=count))
+    breaks = draw(st.lists(st.sampled_from(list(BREAKS)), min_size=count, max_size=count))
+    if draw(st.booleans()):  # no final newline
+        breaks[-1] = ""
+    return [(f"l{i}:{w}", brk) for i, (w, brk) in enumerate(zip(words, breaks, strict=True))]

@@ -26,6 +26,7 @@ from companion.core.textfile import decode
 from tests.adapter.conftest import Companion
 from tests.adapter.test_change_set import BANNER, put, read, tab_of, wait_tab
 from tests.adapter.test_chat import CEILING, review_proposal, send, setup, start_chat, text, wait_turn
+from tests.line_endings import draw_lines
 from tests.sublime_fake import control
 
 BOM = b"\xef\xbb\xbf"
@@ -46,13 +47,10 @@ class Example:
 
 @st.composite
 def examples(draw: Any) -> Example:
-    count = draw(st.integers(1, 4))
-    words = draw(st.lists(st.text(alphabet="ab é", max_size=4), min_size=count, max_size=count))
-    breaks = draw(st.lists(st.sampled_from(["\n", "\r\n", "\r"]), min_size=count, max_size=count))
-    if draw(st.booleans()):  # no final newline
-        breaks[-1] = ""
+    lines = draw_lines(draw, 4, "ab é", 4)
+    count = len(lines)
     return Example(
-        lines=[(f"l{i}:{w}", brk) for i, (w, brk) in enumerate(zip(words, breaks, strict=True))],
+        lines=lines,
         bom=draw(st.booleans()),
         edited_line=draw(st.integers(0, count - 1)),
         user_edit=draw(st.booleans()),

@@ -29,6 +29,7 @@ from tests.adapter.conftest import Companion, ThreadedClient, pkg
 from tests.adapter.test_change_set import tab_of, wait_tab
 from tests.adapter.test_chat import CEILING, review_proposal, text
 from tests.adapter.test_claude import ThreadedClaude, claude, open_diff
+from tests.line_endings import draw_lines
 from tests.sublime_fake import control
 
 __all__ = ["claude"]  # a fixture this module uses from test_claude
@@ -57,13 +58,10 @@ class Example:
 
 @st.composite
 def examples(draw: Any) -> Example:
-    count = draw(st.integers(1, 4))
-    words = draw(st.lists(st.text(alphabet="abc é", max_size=4), min_size=count, max_size=count))
-    breaks = draw(st.lists(st.sampled_from(["\n", "\r\n", "\r"]), min_size=count, max_size=count))
-    if draw(st.booleans()):  # no final newline
-        breaks[-1] = ""
+    lines = draw_lines(draw, 4, "abc é", 4)
+    count = len(lines)
     return Example(
-        lines=[(f"l{i}:{w}", brk) for i, (w, brk) in enumerate(zip(words, breaks, strict=True))],
+        lines=lines,
         bom=draw(st.booleans()),
         encoding=draw(st.sampled_from(["utf-8", "utf-8", "cp1252", "utf-16"])),
         edited_line=draw(st.integers(0, count - 1)),

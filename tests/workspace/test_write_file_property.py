@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from companion.core.diffs import Review
 from companion.core.textfile import decode, encode, with_breaks_of
 from companion.runtime import WindowHandle
+from tests.line_endings import draw_lines
 from tests.scripted_editor import ScriptedEditor
 from tests.workspace.test_tools import editor, read_bytes, tool_settings, window, write_and_decide, write_bytes
 
@@ -55,13 +56,10 @@ class Example:
 
 @st.composite
 def examples(draw: Any) -> Example:
-    count = draw(st.integers(1, 6))
-    words = draw(st.lists(st.text(alphabet="abc xyzé", max_size=6), min_size=count, max_size=count))
-    breaks = draw(st.lists(st.sampled_from(["\n", "\r\n", "\r"]), min_size=count, max_size=count))
-    if draw(st.booleans()):  # no final newline
-        breaks[-1] = ""
+    lines = draw_lines(draw, 6, "abc xyzé", 6)
+    count = len(lines)
     return Example(
-        lines=[(f"l{i}:{w}", brk) for i, (w, brk) in enumerate(zip(words, breaks, strict=True))],
+        lines=lines,
         bom=draw(st.booleans()),
         exists=draw(st.booleans()),
         edited_line=draw(st.integers(0, count - 1)),
