@@ -12,7 +12,7 @@
 
 `test` with no arguments runs, in order: ruff and pyright on the newest Python >= 3.10 found here
 (in `.venv`); the whole suite on Python 3.14, the Python of Sublime Text's plugin host
-(`.venv-3.14`); and the core, workspace, bridge, hostile, conformance and ACP suites on Python 3.10,
+(`.venv-3.14`); and the core, rooms, headless, bridge, hostile, conformance and ACP suites on Python 3.10,
 the oldest the pip-installed bridge and headless companion support (`.venv-3.10`), with this
 machine's Node. Python 3.14 is used from this machine when installed; otherwise, on Linux as root,
 dev.py builds a Debian unstable root that has it (debootstrap, about 90 s, once; PY314_ROOT chooses
@@ -48,7 +48,7 @@ NODE_PROJECTS = (
     os.path.join(CONFORMANCE, "qwen_code"),  # Qwen Code and opencode, two ACP registry agents for tests/acp
     os.path.join(CONFORMANCE, "opencode"),
     os.path.join(CONFORMANCE, "codex"),  # Codex (codex-acp), a registry agent that edits through one multi-file patch
-    os.path.join(ROOT, "tests", "workspace", "cmd_shim"),  # npm's cmd-shim, for the Windows batch-shim tests
+    os.path.join(ROOT, "tests", "mcp_tools", "cmd_shim"),  # npm's cmd-shim, for the Windows batch-shim tests
 )
 MIN_PYTHON = (3, 10)
 SUBLIME_PYTHON = (3, 14)
@@ -57,7 +57,13 @@ SUBLIME_PYTHON = (3, 14)
 # Sublime adapter, the fake Sublime and the packaging tools need Sublime's Python.
 PIP_SUITES = [
     "tests/core",
-    "tests/workspace",
+    "tests/gemini_ide",
+    "tests/claude_ide",
+    "tests/mcp_tools",
+    "tests/headless",
+    "tests/project",
+    "tests/test_runtime.py",
+    "tests/test_agents_alone.py",
     "tests/hostile",
     "tests/conformance",
     "tests/acp",
@@ -285,7 +291,7 @@ def plan_for(legs: list[str], pytest_args: list[str], lint: bool = True) -> Plan
         if not native and not _why_no_debian_root():
             _plan_debian_root(plan)
     if "Python 3.10" in legs:
-        plan.steps.append("the core, workspace, hostile, conformance and ACP suites on Python 3.10 in .venv-3.10"
+        plan.steps.append("the core, rooms, headless, hostile, conformance and ACP suites on Python 3.10 in .venv-3.10"
                           " (about 20 min)")  # fmt: skip
         _plan_venv(plan, ".venv-3.10", "test-py310.txt")
     if len(legs) == 3:

@@ -37,21 +37,7 @@ else:
     for _name in [n for n in list(sys.modules) if n == _PREFIX or n.startswith(_PREFIX + ".")]:
         del sys.modules[_name]
 
-    from .companion.sublime_editor.change_set_commands import (
-        GeminiCompanionChangeSetListener,
-        GeminiCompanionChangeSetOpenCommand,
-        GeminiCompanionReviewCheckpointChangesCommand,
-        GeminiCompanionReviewTurnChangesCommand,
-        GeminiCompanionStartCheckpointCommand,
-    )
-    from .companion.sublime_editor.chat_commands import (
-        GeminiCompanionChatCancelCommand,
-        GeminiCompanionChatModeCommand,
-        GeminiCompanionChatModelCommand,
-        GeminiCompanionContinueChatCommand,
-        GeminiCompanionNewChatCommand,
-    )
-    from .companion.sublime_editor.chat_input import (
+    from .companion.sublime_editor.chat.prompt import (
         GeminiCompanionChatCopyCommand,
         GeminiCompanionChatEraseCommand,
         GeminiCompanionChatHistoryCommand,
@@ -60,25 +46,39 @@ else:
         GeminiCompanionChatNoopCommand,
         GeminiCompanionChatSendCommand,
     )
-    from .companion.sublime_editor.checkpoint_restore import GeminiCompanionRestoreCheckpointCommand
-    from .companion.sublime_editor.commands import (
+    from .companion.sublime_editor.chat.restore import GeminiCompanionRestoreCheckpointCommand
+    from .companion.sublime_editor.commands.changes import (
+        GeminiCompanionChangeSetListener,
+        GeminiCompanionChangeSetOpenCommand,
+        GeminiCompanionReviewCheckpointChangesCommand,
+        GeminiCompanionReviewTurnChangesCommand,
+        GeminiCompanionStartCheckpointCommand,
+    )
+    from .companion.sublime_editor.commands.chat import (
+        GeminiCompanionChatCancelCommand,
+        GeminiCompanionChatModeCommand,
+        GeminiCompanionChatModelCommand,
+        GeminiCompanionContinueChatCommand,
+        GeminiCompanionNewChatCommand,
+    )
+    from .companion.sublime_editor.commands.connect import GeminiCompanionConnectAgentCommand
+    from .companion.sublime_editor.commands.listeners import (
+        GeminiCompanionContextListener,
+        GeminiCompanionReviewListener,
+    )
+    from .companion.sublime_editor.commands.project import GeminiCompanionWorkspaceListener
+    from .companion.sublime_editor.commands.review import (
         GeminiCompanionApplyCommand,
         GeminiCompanionNextChangeCommand,
         GeminiCompanionRejectCommand,
         GeminiCompanionReplaceTextCommand,
         GeminiCompanionSaveReviewCommand,
     )
-    from .companion.sublime_editor.connect_command import GeminiCompanionConnectAgentCommand
-    from .companion.sublime_editor.lifecycle import plugin_loaded, plugin_unloaded
-    from .companion.sublime_editor.listeners import (
-        GeminiCompanionContextListener,
-        GeminiCompanionReviewListener,
-    )
-    from .companion.sublime_editor.status_commands import (
+    from .companion.sublime_editor.commands.status import (
         GeminiCompanionStatusCommand,
         GeminiCompanionToggleSharingCommand,
     )
-    from .companion.sublime_editor.terminal_commands import (
+    from .companion.sublime_editor.commands.terminal import (
         GeminiCompanionOpenClaudeCommand,
         GeminiCompanionOpenCliCommand,
         GeminiCompanionSendFileCommand,
@@ -86,7 +86,7 @@ else:
         GeminiCompanionSendSelectionCommand,
         GeminiCompanionTerminalFocusListener,
     )
-    from .companion.sublime_editor.workspace_listener import GeminiCompanionWorkspaceListener
+    from .companion.sublime_editor.lifecycle import plugin_loaded, plugin_unloaded
 
 __all__ = [
     "GeminiCompanionApplyCommand",

@@ -578,7 +578,7 @@ def open_chat(tmp: str) -> tuple[sublime.View, Any]:
     wait_ready(window)
     window.run_command("gemini_companion_new_chat", {"agent": "Bench"})
     view = next(v for v in window.views() if v.settings().get("gemini_companion.chat") is not None)
-    sessions = sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.chat_sessions"]
+    sessions = sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.chat.sessions"]
     chat = sessions.for_view(view)
     control.pump_until(lambda: chat.ready or chat.ended, 60, "the chat to start")
     control.settle()
@@ -587,14 +587,14 @@ def open_chat(tmp: str) -> tuple[sublime.View, Any]:
 
 def chat_main(quick: bool) -> None:
     """`--chat`: the main thread's time while a chat streams a large answer. The scripted agent
-    (tests/adapter/chat_agent.py, a real process on the SDK's agent side) sends COUNT chunks of SIZE
+    (tests/sublime_editor/chat_agent.py, a real process on the SDK's agent side) sends COUNT chunks of SIZE
     characters as fast as it can; the fake times every main-thread callback, and the chat's
     `StreamingChatView.flush` ticks are picked out. Per update = the ticks' total over the chunks."""
     count, size = (1000, 1000) if quick else (10_000, 1000)  # 1 MB / 10 MB
     with tempfile.TemporaryDirectory() as tmp:
         view, chat = open_chat(tmp)
         control.type_text(view, f"big {count} {size}")
-        cpu, ours = thread_cpu_times(sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.chat_view"])
+        cpu, ours = thread_cpu_times(sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.chat.view"])
         control.start_timing()
         start = time.perf_counter()
         view.run_command("gemini_companion_chat_send")
@@ -656,7 +656,7 @@ def render_main(quick: bool) -> None:
     rounds = 3 if quick else 10
     with tempfile.TemporaryDirectory() as tmp:
         view, chat = open_chat(tmp)
-        cpu, ours = thread_cpu_times(sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.chat_view"])
+        cpu, ours = thread_cpu_times(sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.chat.view"])
         held: tuple[list[int], list[int]] = ([], [])
         for _ in range(rounds):
             for index in range(1000):

@@ -9,7 +9,7 @@ so its rules apply as in a repository) is built in a temporary folder with its f
 10 s back (a workspace's files are older than the racy-mtime window, `checkpoints.RACY_NS`, except
 those just written). Timed:
 - first: every file read, hashed and copied into an empty store, by a chat's Checkpointer (its
-  folders watched: core/folder_watch.py, Linux);
+  folders watched: core/history/folder_watch.py, Linux);
 - incremental, watched: the unchanged tree again with that live Checkpointer (p50 of R);
 - incremental, scanned: the same with a Checkpointer that does not watch (macOS and Windows, or a
   folder the watch cannot cover), beside the bare walk (scandir + one lstat per entry, p50 of R:
@@ -43,7 +43,6 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _stats import percentile  # noqa: E402
-
 from companion.core.checkpoint_store import CheckpointStore  # noqa: E402
 from companion.core.checkpoints import Checkpointer  # noqa: E402
 from companion.core.turns import Turns  # noqa: E402

@@ -73,7 +73,7 @@ import json, sys, tempfile, psutil
 claude = sys.argv[1] == "1"
 process = psutil.Process()
 before = process.memory_info().rss
-from companion.headless import HeadlessEditor
+from companion.headless.editor import HeadlessEditor
 from companion.runtime import Runtime
 folder = tempfile.mkdtemp()
 runtime = Runtime(discovery_directory=folder + "/g", lock_directory=folder + "/c")

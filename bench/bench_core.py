@@ -31,11 +31,11 @@ sys.path.insert(0, ROOT)
 
 import _ide  # noqa: E402  (bench/, next to this script)
 from _stats import percentile  # noqa: E402
+from companion.core.diffs import Review  # noqa: E402
+from companion.core.security import RequestGuard  # noqa: E402
 from starlette.types import Receive, Scope, Send  # noqa: E402
 
 from companion.core.context import Position  # noqa: E402
-from companion.core.diffs import Review  # noqa: E402
-from companion.core.security import RequestGuard  # noqa: E402
 from companion.headless import HeadlessEditor  # noqa: E402
 from companion.runtime import Runtime  # noqa: E402
 
@@ -161,7 +161,7 @@ def notification_latency(handle, workspace: str, count: int) -> dict[str, float]
 START_SNIPPET = """
 import time, sys, tempfile
 t0 = time.perf_counter()
-from companion.headless import HeadlessEditor
+from companion.headless.editor import HeadlessEditor
 from companion.runtime import Runtime
 r = Runtime(discovery_directory=tempfile.mkdtemp())
 h = r.open_window(HeadlessEditor("accept"), [tempfile.gettempdir()])
@@ -211,7 +211,7 @@ def start_time(runs: int) -> dict[str, float]:
 
 RSS_SNIPPET = """
 import json, os, tempfile, psutil
-from companion.headless import HeadlessEditor
+from companion.headless.editor import HeadlessEditor
 from companion.runtime import Runtime
 p = psutil.Process()
 base = p.memory_info().rss

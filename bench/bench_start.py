@@ -12,7 +12,7 @@ answered. Three starts take turns run by run, so all meet the same load on a sha
 - *serve*: `python -m companion serve`, from the process's start: to the discovery file, to the
   first answered `initialize`.
 - *plugin*: a fresh interpreter that has imported what plugin.py imports before a window starts
-  (`companion.runtime`, `companion.headless`), from `Runtime.open_window`: to the discovery file,
+  (`companion.runtime`, `companion.headless.editor`), from `Runtime.open_window`: to the discovery file,
   to the first answered `initialize` (the loop thread's start, psutil and the stale-file sweep
   included, as in Sublime).
 
@@ -66,7 +66,7 @@ INITIALIZE = json.dumps(
 # the clock starts at open_window. Prints the monotonic time of that call.
 PLUGIN_SNIPPET = """
 import os, sys, time, threading
-from companion.headless import HeadlessEditor
+from companion.headless.editor import HeadlessEditor
 from companion.runtime import Runtime
 workspace = sys.argv[1]
 runtime = Runtime(editor_pid=os.getpid())

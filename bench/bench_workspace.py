@@ -27,10 +27,11 @@ sys.path.insert(0, ROOT)
 
 from companion.core.listing import ListOptions, list_files  # noqa: E402
 from companion.core.paths import PathPolicy  # noqa: E402
-from companion.headless import HeadlessEditor  # noqa: E402
-from companion.runtime import Runtime  # noqa: E402
 from companion.workspace.factory import tool_factory  # noqa: E402
 from companion.workspace.settings import WorkspaceToolSettings  # noqa: E402
+
+from companion.headless import HeadlessEditor  # noqa: E402
+from companion.runtime import Runtime  # noqa: E402
 
 FOLDER_EXCLUDES = [".svn", ".git", ".hg", "CVS", ".Trash", ".Trash-*"]
 FILE_EXCLUDES = ["*.pyc", "*.pyo", "*.exe", "*.dll", "*.obj", "*.o", "*.a", "*.lib", "*.so", "*.dylib", ".DS_Store"]

@@ -107,10 +107,11 @@ async def _write_cases(url: str, token: str, folder: str, runs: int, label: str,
 
 
 def leg_writes(runs: int, label: str, case: str) -> dict[str, float]:
-    from companion.headless import HeadlessEditor
-    from companion.runtime import Runtime
     from companion.workspace.factory import tool_factory
     from companion.workspace.settings import WorkspaceToolSettings
+
+    from companion.headless import HeadlessEditor
+    from companion.runtime import Runtime
 
     base = tempfile.mkdtemp(prefix="bench-writes-")
     folder = os.path.realpath(os.path.join(base, "tree"))

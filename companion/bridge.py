@@ -35,8 +35,8 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from . import __version__
-from .core.processes import pid_alive
-from .core.token_files import pid_reused_since, port_answers
+from .core.system.processes import pid_alive
+from .core.system.token_files import pid_reused_since, port_answers
 from .gemini_ide.discovery import discovery_dir, our_files
 from .gemini_ide.protocol import CLOSE_DIFF, OPEN_DIFF
 
@@ -275,7 +275,7 @@ def _describe_error(error: object) -> str:
 
 def default_tools() -> list[types.Tool]:
     """What the window usually offers: shown while no window is reachable, so clients know the tools."""
-    from .workspace.tools import TOOL_DEFINITIONS
+    from .mcp_tools.tools import TOOL_DEFINITIONS
 
     return list(TOOL_DEFINITIONS.values())
 

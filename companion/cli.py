@@ -1,8 +1,8 @@
 """`python -m companion serve`: the companion without Sublime, on the current folder.
 `python -m companion bridge`: the stdio bridge to a window's workspace tools (for Claude Desktop).
-`python -m companion chat`: a chat with an ACP agent in the terminal (companion/terminal_chat.py).
+`python -m companion chat`: a chat with an ACP agent in the terminal (companion/headless/chat.py).
 `python -m companion changes`: the last chat turn's changes in a folder: list, revert, restore.
-`python -m companion doctor`: what is set up and what is wrong, without Sublime (headless_doctor.py)."""
+`python -m companion doctor`: what is set up and what is wrong, without Sublime (headless/doctor.py)."""
 
 from __future__ import annotations
 
@@ -18,13 +18,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import __version__
-from .core import pywin32_path
-from .core.processes import STOP_SIGNALS
+from .core.system import pywin32_path
+from .core.system.processes import STOP_SIGNALS
 from .gemini_ide.discovery import discovery_dir
-from .headless import POLICIES, HeadlessEditor
+from .headless.editor import POLICIES, HeadlessEditor
+from .mcp_tools.factory import tool_factory
+from .mcp_tools.settings import TOOL_NAMES, WorkspaceToolSettings
 from .runtime import Runtime
-from .workspace.factory import tool_factory
-from .workspace.settings import TOOL_NAMES, WorkspaceToolSettings
 
 AGENTS = ("gemini", "claude")  # the IDE agents a window can serve: Gemini CLI, Claude Code's /ide
 
@@ -89,7 +89,7 @@ def headless_words(text: str) -> str:
 
 def _said_by_serve(record: logging.LogRecord) -> bool:
     """False for the runtime's warning about a token file: `serve` says it in its own line."""
-    from .core.token_files import TokenFileError
+    from .core.system.token_files import TokenFileError
 
     return not (record.args and isinstance(record.args, tuple) and isinstance(record.args[0], TokenFileError))
 
@@ -162,17 +162,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments[:1] != ["serve"]:
         # Not for `serve`: the chat's modules would delay the discovery file (a Gemini CLI starting
         # at the same moment reads it once), and serve's arguments never need them.
-        from .terminal_chat import add_chat_command
+        from .headless.chat import add_chat_command
 
         add_chat_command(commands, POLICIES)
     args = parser.parse_args(arguments)
     if args.command == "chat":
-        from .terminal_chat import run_chat_command
+        from .headless.chat import run_chat_command
 
         pywin32_path.make_importable()
         return run_chat_command(args)
     if args.command == "doctor":
-        from .headless_doctor import run_doctor
+        from .headless.doctor import run_doctor
 
         return run_doctor(args.workspace, args.json)
     if args.command == "changes":
@@ -227,9 +227,9 @@ def add_changes_command(commands: Any) -> None:
 def run_changes(workspace: str, as_json: bool, revert: str | None, restore_all: bool) -> int:
     """Without an action, the change set as the chat lists it. Exit 0 when done; 1 with one `error:`
     line (nothing written) when refused; 2 for a bad folder."""
-    from .core.turns import NoTurn, RestoreFailed, RestoreRefused, Turns
-    from .core.user_cache import user_cache_folder
-    from .headless import one_line
+    from .core.history.turns import NoTurn, RestoreFailed, RestoreRefused, Turns
+    from .core.system.user_cache import user_cache_folder
+    from .headless.editor import one_line
 
     folder = os.path.realpath(workspace)
     if not workspace or not os.path.isdir(folder):
@@ -265,7 +265,7 @@ def run_changes(workspace: str, as_json: bool, revert: str | None, restore_all: 
 
 def _other_servers(folder: str) -> list[str]:
     """ "PID n, port p" of each live companion whose discovery file names `folder` among its folders."""
-    from .core.token_files import is_stale
+    from .core.system.token_files import is_stale
     from .gemini_ide.discovery import our_files
 
     found = []

@@ -12,8 +12,8 @@ import re
 import sys
 from dataclasses import dataclass, field, replace
 
-from .core.gemini_trust import TRUST_FIX, FolderTrust, folder_trust
 from .core.troubleshooting import troubleshooting
+from .mcp_tools.gemini_trust import TRUST_FIX, FolderTrust, folder_trust
 
 # Where the package and the libraries the default Package Control channel lacks are registered
 # (repository.json in the project); users add it with "Package Control: Add Repository".
@@ -131,7 +131,7 @@ def broken_libraries(platform: str = sys.platform) -> list[str]:
     Libraries only change when Sublime Text restarts."""
     if platform != "win32":
         return []
-    from .core.pywin32_path import make_importable
+    from .core.system.pywin32_path import make_importable
 
     make_importable(platform)
     for module in PYWIN32_MODULES:

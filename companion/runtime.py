@@ -17,9 +17,10 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .claude_ide import lockfile
-from .core import loopback, pywin32_path, token_files
 from .core.context import ContextTracker
-from .core.rate_limited import RateLimitedWarning
+from .core.server import loopback
+from .core.server.rate_limited import RateLimitedWarning
+from .core.system import pywin32_path, token_files
 from .gemini_ide import discovery
 
 if TYPE_CHECKING:
@@ -27,9 +28,9 @@ if TYPE_CHECKING:
 
     from .claude_ide.server import ClaudeSide
     from .core.editor import Editor
+    from .core.server.window import Window
+    from .core.server.window_server import WindowServer
     from .core.tool_calls import ToolSpec
-    from .core.window import Window
-    from .core.window_server import WindowServer
     from .gemini_ide.server import GeminiSide
 
     ToolFactory = Callable[[Window], list[ToolSpec]]
@@ -347,7 +348,7 @@ class Runtime:
     def _listen_and_publish(self, handle: WindowHandle) -> bool:
         """Bind the window's socket and write its files; False (with `ready` answered) on failure.
         Needs nothing but the standard library and our own light modules."""
-        from .core.security import new_token
+        from .core.server.security import new_token
 
         try:
             sock = loopback.bind_loopback(handle.requested_port)
@@ -385,7 +386,7 @@ class Runtime:
         """The window's server on `sock`, its rooms mounted; imports the server stack (a missing or
         broken library fails here)."""
         pywin32_path.make_importable()  # mcp imports pywin32 on Windows: its folders must be on sys.path
-        from .core.window_server import WindowServer
+        from .core.server.window_server import WindowServer
 
         server = WindowServer(handle.editor, handle.context, handle.token, sock, folders=lambda: list(handle.folders))
         gemini = claude = None

@@ -10,6 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 
+# The real runtime with one window server and the editor a test drives (`runtime`, `window`,
+# `editor`, `workspace`, ...), for every folder; a folder's conftest.py may override one.
+pytest_plugins = ("tests.window_fixtures",)
+
 
 def _private_folder(factory: pytest.TempPathFactory, variable: str) -> Iterator[str]:
     """A folder of this session in the environment variable `variable`, for as long as the session."""
@@ -30,5 +34,10 @@ def private_claude_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 @pytest.fixture(scope="session", autouse=True)
 def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`chat` keeps its checkpoints in the per-user cache folder (core/user_cache.py)."""
+    """`chat` keeps its checkpoints in the per-user cache folder (core/system/user_cache.py)."""
     yield from _private_folder(tmp_path_factory, "GEMINI_COMPANION_CACHE")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

@@ -6,7 +6,7 @@ import threading
 import time
 from typing import Any, TypeVar
 
-from companion.core.diffs import Review
+from companion.core.reviews import Review
 
 T = TypeVar("T")
 

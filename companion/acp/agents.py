@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..core.user_paths import expand_program, find_program
+from ..core.system.user_paths import expand_program, find_program
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ def open_in_folder(folder: str, name: str, flags: int) -> int:
     """A descriptor of the plain file `name` directly in `folder`, never reached through a link.
 
     This script runs on its own (`python demo_agent.py`), so it cannot import the package's
-    core/fdpath.py; the file is a leaf of the folder, so one open relative to the folder's descriptor
+    core/files/fdpath.py; the file is a leaf of the folder, so one open relative to the folder's descriptor
     with O_NOFOLLOW is that whole walk. Without them (Windows) the name is checked for a link or a
     junction before the open and the opened file must still be the one at that name. A hard-linked
     file is refused too: its other name may be outside the workspace."""

@@ -42,13 +42,13 @@ from acp.utils import serialize_params
 from pydantic import ValidationError
 
 from .. import __version__
-from ..core import disk_text
-from ..core.diffs import Outcome, Reviews
-from ..core.disk_text import DiskText
 from ..core.editor import Editor
-from ..core.paths import PathPolicy, Resolved
-from ..core.textfile import lines
-from ..core.turn_writes import ABSENT, TurnWrites, digest_of, written_digest
+from ..core.files import disk_text
+from ..core.files.disk_text import DiskText
+from ..core.files.paths import PathPolicy, Resolved
+from ..core.files.textfile import lines
+from ..core.history.turn_writes import ABSENT, TurnWrites, digest_of, written_digest
+from ..core.reviews import Outcome, Reviews
 from . import process, updates
 from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
 from .edits import NotRebuildable, agent_text, edit_path, is_edit, proposed_text
@@ -358,7 +358,7 @@ class ChatSession:
 
     async def _check_reviewed(self) -> None:
         """The turn's end: a file counts as reviewed only if its bytes on disk are the bytes the user
-        accepted (core/turn_writes.py); each other one is named, and no longer reviewed."""
+        accepted (core/history/turn_writes.py); each other one is named, and no longer reviewed."""
         await self._written_unreported()
         for path in await asyncio.to_thread(self.writes.changed_after_review):
             self.unchecked.changed.add(path)
@@ -845,7 +845,7 @@ class ChatSession:
 
     async def _wrote(self, path: str, reviewed: bool) -> None:
         """Record a write for the change set, with the file's digest now: what the turn's end must
-        still find there for the write to count as the agent's (core/turn_writes.py)."""
+        still find there for the write to count as the agent's (core/history/turn_writes.py)."""
         self.writes.record(path, reviewed, await asyncio.to_thread(written_digest, path))
 
     async def _land_accepted(self, edit: AcceptedEdit, expected: bytes | None) -> bool:
@@ -893,7 +893,7 @@ class ChatSession:
 
     def add_note(self, note: str) -> None:
         """A note from the editor that the next prompt carries before the user's text, once (what
-        the user reverted or restored since the agent's last turn: core/turns.py take_notes)."""
+        the user reverted or restored since the agent's last turn: core/history/turns.py take_notes)."""
         self._notes.append(note)
 
     def _note_edited(self, edit: AcceptedEdit) -> None:

@@ -1,6 +1,6 @@
 """The edits of a turn that did not go through the review, for `chat`'s summary and exit status:
 applied without one (the agent wrote in a mode that does not ask), changed after the review (the
-file's bytes at the turn's end are not the bytes the user accepted: core/turn_writes.py), or
+file's bytes at the turn's end are not the bytes the user accepted: core/history/turn_writes.py), or
 refused before one (the request could not be reviewed: no file named, outside the workspace,
 nothing to show).
 

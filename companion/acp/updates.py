@@ -7,7 +7,7 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from ..core.disk_text import MAX_SHOWN_BYTES
+from ..core.files.disk_text import MAX_SHOWN_BYTES
 from .view import Command, ConfigChoice, ConfigOption, Location, Mode, PlanEntry, ToolCall, ToolDiff, Usage
 
 # What a chat keeps of its tool calls' content, in characters. The views show a call's diffs (an

@@ -19,8 +19,8 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from ..core.private_dirs import UnsafeFolder
-from ..core.token_files import (
+from ..core.system.private_dirs import UnsafeFolder
+from ..core.system.token_files import (
     FolderRefused,
     TokenFileError,
     atomic_write_private,
@@ -116,7 +116,7 @@ def read_lock(path: str) -> dict[str, Any] | None:
             return None
         # Imported here, not above: this module is imported before a window's files are published,
         # and the workspace's reading modules would delay them (read only when sweeping, afterwards).
-        from ..core.reading import read_at_most
+        from ..core.files.reading import read_at_most
 
         data = json.loads(read_at_most(fd, MAX_LOCK_BYTES).decode("utf-8"))
     except (OSError, ValueError):

@@ -21,12 +21,12 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
 from .. import __version__
-from ..core import disk_text
-from ..core.diffs import BY_CLAUDE, Outcome, Review
-from ..core.security import Receive, Scope, Send
+from ..core.files import disk_text
+from ..core.files.uris import diagnostics_by_uri, file_uri, path_of
+from ..core.reviews import BY_CLAUDE, Outcome, Review
+from ..core.server.security import Receive, Scope, Send
+from ..core.server.window import Window, call_listener
 from ..core.tool_calls import ToolError, error_result, string_argument
-from ..core.uris import diagnostics_by_uri, file_uri, path_of
-from ..core.window import Window, call_listener
 from . import protocol as cp
 from .websocket import Connection, ReadStream, WriteStream, refusal, refuse, serve_connection
 

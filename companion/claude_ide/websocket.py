@@ -22,8 +22,8 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
-from ..core.request_ids import InFlight, Refused, read_message
-from ..core.security import Receive, Scope, Send, header_values, loopback_hosts, send_json
+from ..core.server.request_ids import InFlight, Refused, read_message
+from ..core.server.security import Receive, Scope, Send, header_values, loopback_hosts, send_json
 from .protocol import AUTH_HEADER, SUBPROTOCOL, WEBSOCKET_PATH
 
 log = logging.getLogger("gemini_companion")

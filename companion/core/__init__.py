@@ -1,5 +1,5 @@
 """The core every room shares, free of any agent protocol: it imports no room and nothing above
-the rooms (`tests/core/test_structure.py` checks), only the standard library and pinned libraries.
+the rooms (`tests/project/test_structure.py` checks), only the standard library and pinned libraries.
 
 - The window's server: `window_server.py` (the socket, uvicorn, `Reviews`, the context debounce; it
   mounts the rooms), the shapes rooms and window meet through (`window.py`), the socket's guards

@@ -225,7 +225,7 @@ class ContextTracker:
             path = active.path
         # Imported here, not above: this module is imported before a window's files are published,
         # and pathlib and urllib (what uris needs) would delay them; Claude Code asks only later.
-        from .uris import file_uri
+        from .files.uris import file_uri
 
         start, end = sorted([(anchor.line, anchor.character), (cursor.line, cursor.character)])
         shared = text if text and policy.share_selection else ""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from .diffs import Review
+from .reviews import Review
 
 
 class Editor(Protocol):

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from .disk_text import DiskText
-from .textfile import NEW_FILE, TextFormat, dominant_newline, keep_line_endings, with_breaks_of
+from .files.disk_text import DiskText
+from .files.textfile import NEW_FILE, TextFormat, dominant_newline, keep_line_endings, with_breaks_of
 
 _BREAK = re.compile(r"\r\n|\r|\n")
 _NAMES = {"\r\n": "CRLF", "\n": "LF", "\r": "CR"}

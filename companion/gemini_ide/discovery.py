@@ -15,8 +15,8 @@ import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 
-from ..core.private_dirs import UnsafeFolder
-from ..core.token_files import (
+from ..core.system.private_dirs import UnsafeFolder
+from ..core.system.token_files import (
     FolderRefused,
     TokenFileError,
     atomic_write_private,

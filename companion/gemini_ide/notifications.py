@@ -23,7 +23,7 @@ from typing import Any
 import mcp_types
 from mcp.server.session import ServerSession
 
-from ..core.window import call_listener
+from ..core.server.window import call_listener
 from .protocol import CONTEXT_UPDATE, DIFF_ACCEPTED, DIFF_REJECTED
 from .wire import InvalidNotification, validated_params
 

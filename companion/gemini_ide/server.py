@@ -25,12 +25,12 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import ClientDisconnect
 
 from .. import __version__
-from ..core import disk_text
-from ..core.diffs import BY_GEMINI, Outcome, Review, ReviewBusy
-from ..core.security import MAX_BODY_BYTES, ASGIApp, Receive, Scope, Send, header
+from ..core.files import disk_text
+from ..core.reviews import BY_GEMINI, Outcome, Review, ReviewBusy
+from ..core.server.security import MAX_BODY_BYTES, ASGIApp, Receive, Scope, Send, header
+from ..core.server.window import Window
+from ..core.server.window_server import SHOW_REVIEW_TIMEOUT_SECONDS
 from ..core.tool_calls import ToolError, ToolSpec, error_result, string_argument
-from ..core.window import Window
-from ..core.window_server import SHOW_REVIEW_TIMEOUT_SECONDS
 from . import sse_lines
 from .notifications import Broadcaster
 from .protocol import (

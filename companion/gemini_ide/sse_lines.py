@@ -11,7 +11,7 @@ pattern still splits the data that has one, so every event is encoded exactly as
 Then `encode` builds the event in an `io.StringIO` (an f-string per line, the buffer, `getvalue`)
 before encoding it: 33 ms for that 8 MiB event, against 7 ms for the same text joined once and
 encoded (measured, load average 4). `_encode` writes the same fields in the same order with the same
-separators, so the bytes are the same (tests/core/test_sse_lines.py compares them with the shipped
+separators, so the bytes are the same (tests/gemini_ide/test_sse_lines.py compares them with the shipped
 class).
 """
 

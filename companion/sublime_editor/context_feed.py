@@ -14,7 +14,7 @@ import os
 import sublime
 
 from ..core.context import MAX_SELECTED_TEXT, Position
-from . import terminal
+from . import terminus as terminal
 from .review_ui import REVIEW_SETTING
 from .windows import WindowState
 

@@ -17,9 +17,10 @@ import sublime
 
 from .. import doctor
 from ..core.context import DEFAULT_EXCLUDES, SharingPolicy
-from ..core.processes import editor_pid
+from ..core.system.processes import editor_pid
 from ..runtime import Runtime
-from . import chat_sessions, context_feed, dependencies, direct_access, settings
+from . import context_feed, dependencies, direct_access, settings
+from .chat import sessions as chat_sessions
 from .connect_views import close_views
 from .window_state import WindowState
 from .windows import WindowRegistry

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import sublime
 
-from ..core import disk_text
-from ..core.diffs import Review
-from ..core.disk_text import DiskText
-from ..core.textfile import dominant_newline, keep_line_endings, to_newline
+from ..core.files import disk_text
+from ..core.files.disk_text import DiskText
+from ..core.files.textfile import dominant_newline, keep_line_endings, to_newline
+from ..core.reviews import Review
 from . import settings
 
 if TYPE_CHECKING:

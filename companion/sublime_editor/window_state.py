@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 import sublime
 
 from ..runtime import WindowHandle
+from .mcp_tools import WorkspaceSnapshot
 from .review_ui import WindowReviews
-from .workspace_tools import WorkspaceSnapshot
 
 
 @dataclass

@@ -13,18 +13,18 @@ from typing import Any
 import sublime
 
 from ..core.context import SharingPolicy
-from ..core.diffs import Review
-from ..core.textfile import to_newline
+from ..core.files.textfile import to_newline
+from ..core.reviews import Review
 from ..core.write_notes import review_notes
+from ..mcp_tools.factory import tool_factory
 from ..runtime import Runtime, RuntimeStopped, WindowHandle
-from ..workspace.factory import tool_factory
 from . import direct_access, settings
 from .diagnostics import diagnostics as window_diagnostics
 from .diagnostics import select_text
 from .main_thread import on_main
+from .mcp_tools import WorkspaceSnapshot, read_settings
 from .review_ui import WindowReviews
 from .window_state import WindowState
-from .workspace_tools import WorkspaceSnapshot, read_settings
 
 log = logging.getLogger("gemini_companion")
 SAVE_WAIT_SECONDS = 5.0  # how long a save from code may take to finish (a dialog, a slow disk)

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from companion.acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
-from companion.core.diffs import Review
+from companion.core.reviews import Review
 from tests.conformance.claude_harness import API_KEY, ModelStandIn, make_config
 from tests.conformance.harness import PINNED, make_gemini_home, node, recorded_turns, require_node_modules
 from tests.scripted_editor import ScriptedEditor
@@ -268,7 +268,7 @@ def model_messages_text(model: ModelStandIn) -> list[str]:
 
 def gemini_user_texts(home: str) -> list[str]:
     """The user texts in Gemini CLI's own recording of what it sent the model
-    (<home>/.gemini/tmp/<project>/chats/session-*.jsonl; see tests/workspace/test_ask_real_gemini.py),
+    (<home>/.gemini/tmp/<project>/chats/session-*.jsonl; see tests/mcp_tools/test_ask_real_gemini.py),
     skipping parts that are not text (tool results)."""
     texts: list[str] = []
     for path in glob.glob(os.path.join(home, ".gemini", "tmp", "*", "chats", "session-*.jsonl")):

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from companion.acp.agents import AgentSpec, custom_agent
 from companion.acp.session import ChatSession
 from companion.acp.view import ToolCall
-from companion.core.diffs import Review
-from companion.core.textfile import decode
+from companion.core.files.textfile import decode
+from companion.core.reviews import Review
 from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView
 from tests.line_endings import Case, as_lf, assert_written_as_reviewed, cases
 

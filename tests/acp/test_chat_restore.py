@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from companion.core.turns import Turns
-from companion.terminal_restore import run_command
+from companion.core.history.turns import Turns
+from companion.headless.changes import run_command
 from tests.acp.conftest import CEILING, ROOT
 from tests.acp.test_chat_features import AGENT
 

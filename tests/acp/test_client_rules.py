@@ -17,8 +17,8 @@ from companion.acp.edits import NotRebuildable, proposed_text
 from companion.acp.files import AgentFiles, FsRefused
 from companion.acp.session import ChatSession
 from companion.acp.view import Choice
-from companion.core.paths import PathPolicy
-from companion.terminal_chat import TerminalView
+from companion.core.files.paths import PathPolicy
+from companion.headless.chat import TerminalView
 from tests.acp.conftest import ROOT, AsyncEditor, RecordingView
 
 pytestmark = pytest.mark.anyio
@@ -135,7 +135,7 @@ def test_the_sdk_is_not_imported_until_a_chat_starts() -> None:
     # The window servers' start-up must not grow: importing the companion, its CLI (which offers
     # `chat`) and the server loads no `acp` module; the chat's session module does.
     code = (
-        "import sys, companion.cli, companion.runtime, companion.gemini_ide.server, companion.terminal_chat;"
+        "import sys, companion.cli, companion.runtime, companion.gemini_ide.server, companion.headless.chat;"
         "before = sorted(m for m in sys.modules if m == 'acp' or m.startswith('acp.'));"
         "import companion.acp.session;"
         "print(before, 'acp' in sys.modules)"

@@ -29,7 +29,7 @@ import pytest
 
 from companion.acp.agents import custom_agent
 from companion.acp.session import ChatSession
-from companion.core.diffs import Review
+from companion.core.reviews import Review
 from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView, _base_env
 from tests.conformance.openai_standin import Step, tool_call
 from tests.conformance.registry_agents import CODEX, Update

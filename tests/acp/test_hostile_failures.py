@@ -23,8 +23,8 @@ from companion.acp.agents import AgentSpec
 from companion.acp.files import FsRefused
 from companion.acp.session import ChatFailed, ChatSession
 from companion.acp.view import Choice
-from companion.core.process_tree import ProcessTree, is_subreaper, set_subreaper
-from companion.workspace.settings import WorkspaceToolSettings
+from companion.core.system.process_tree import ProcessTree, is_subreaper, set_subreaper
+from companion.mcp_tools.settings import WorkspaceToolSettings
 from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView
 from tests.acp.hostile_agent import REPLY, TERMINAL_METHODS
 

@@ -15,7 +15,7 @@ import pytest
 
 from companion.acp.agents import AgentSpec
 from companion.acp.session import ChatSession
-from companion.core.diffs import Review
+from companion.core.reviews import Review
 from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView
 from tests.acp.test_any_agent_edits import AGENT, bytes_of, file_with, records, script
 

@@ -14,7 +14,7 @@ import pytest
 
 from companion.acp.agents import custom_agent
 from companion.acp.session import ChatSession
-from companion.core.diffs import Review
+from companion.core.reviews import Review
 from tests.acp.conftest import CEILING, AgentSetup, AsyncEditor, RecordingView, gemini_user_texts
 from tests.conformance.harness import write_file_call
 

@@ -4,7 +4,7 @@ command; the turn's change set and `changes --json` name who made each change an
 reviewed; `changes --revert` / `--restore` put back the exact bytes and refuse, writing nothing, to
 overwrite a file the user changed after the turn.
 
-The chat runs in-process (`ChatSession` and `Turns`, as `chat --checkpoints` does: terminal_chat.py
+The chat runs in-process (`ChatSession` and `Turns`, as `chat --checkpoints` does: headless/chat.py
 `TurnChanges`), so the test can choose per review; `changes` runs as the user would, a subprocess.
 
 - Gemini CLI 0.61.0 (`--acp`, recorded model turns): its auto mode is reached the way Gemini
@@ -37,9 +37,9 @@ import pytest
 
 from companion.acp.agents import PRESETS, AgentSpec, custom_agent
 from companion.acp.session import ChatSession
-from companion.core.change_set import FileChange
-from companion.core.diffs import Review
-from companion.core.turns import Turns
+from companion.core.history.change_set import FileChange
+from companion.core.history.turns import Turns
+from companion.core.reviews import Review
 from tests.acp.conftest import CEILING, ROOT, AgentSetup, AsyncEditor, RecordingView
 from tests.conformance.claude_harness import ModelStandIn
 from tests.conformance.harness import write_file_call

@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 
 from companion.acp.agents import AgentSpec
 from companion.acp.session import ChatSession
-from companion.core.diffs import Review
-from companion.core.textfile import decode, encode
-from companion.core.turns import Turns
+from companion.core.files.textfile import decode, encode
+from companion.core.history.turns import Turns
+from companion.core.reviews import Review
 from tests.acp.conftest import AsyncEditor, RecordingView
 from tests.acp.test_any_agent_edits import AGENT
 

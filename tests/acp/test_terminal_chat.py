@@ -14,14 +14,14 @@ import threading
 
 import pytest
 
-from companion import console as console_module
-from companion import terminal_chat
 from companion.acp.agents import custom_agent
 from companion.acp.session import ChatSession
 from companion.acp.unchecked import UncheckedEdits
-from companion.console import STATUS_EVERY, Console
-from companion.headless import HeadlessEditor
-from companion.terminal_chat import TerminalView
+from companion.headless import chat as terminal_chat
+from companion.headless import console as console_module
+from companion.headless.chat import TerminalView
+from companion.headless.console import STATUS_EVERY, Console
+from companion.headless.editor import HeadlessEditor
 from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView
 from tests.acp.raw_agent import REPLY, STATUSES
 from tests.acp.test_agent_answers import RAW_AGENT, raw_chat
@@ -253,8 +253,8 @@ def test_a_checkpoint_under_way_counts_what_it_found(
     workspace: str, tmp_path: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What `checkpoint: N files…` shows: the scan's count while it runs, 0 once it is over."""
-    from companion.core import checkpoints
-    from companion.core.turns import Turns
+    from companion.core.history import checkpoints
+    from companion.core.history.turns import Turns
 
     for n in range(3):
         with open(os.path.join(workspace, f"{n}.txt"), "w", encoding="utf-8") as handle:
@@ -320,7 +320,7 @@ async def test_cancelling_a_hidden_question_never_takes_away_the_identical_one_o
     waiting its turn. The one on the terminal must stay, and the line typed must answer it (matched by
     text, it was withdrawn and its permission answered as cancelled)."""
     from companion.acp.view import Choice
-    from companion.console import StdinLines
+    from companion.headless.console import StdinLines
 
     read_end, write_end = os.pipe()
     screen = _Screen("Choose 1-2: ")

@@ -204,7 +204,7 @@ def test_an_agent_that_does_not_answer_shows_a_waiting_line_rewritten_in_place(w
 # when it has started on the terminal, then waits on an event nobody sets.
 ENDLESS_SCAN = """
 import sys, threading
-import companion.core.checkpoints as checkpoints
+import companion.core.history.checkpoints as checkpoints
 def endless(self, *args, **kwargs):
     print("[the scan started]", file=sys.stderr, flush=True)
     threading.Event().wait()

@@ -38,7 +38,7 @@ from typing import Any
 import pyte
 import pytest
 
-from companion.core.diffs import Review
+from companion.core.reviews import Review
 from companion.gemini_ide.discovery import discovery_dir, node_tmpdir
 from companion.runtime import Runtime, WindowHandle
 from tests.scripted_editor import ScriptedEditor

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from companion.core.diffs import Review
+from companion.core.reviews import Review
 from companion.runtime import WindowHandle
 from tests.conformance.claude_harness import ClaudeTerminal, ModelStandIn, claude_env, make_config, pinned_version
 from tests.conformance.harness import (

@@ -8,7 +8,7 @@ import os
 import re
 
 from tests.conformance.harness import Release
-from tests.core.test_docs import readme, section
+from tests.project.test_docs import readme, section
 
 # The example values the README fills into the client's templates.
 EXAMPLES = r"Sublime Text|/home/ada/project"

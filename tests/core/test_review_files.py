@@ -12,8 +12,8 @@ import threading
 import anyio
 import pytest
 
-from companion.core import disk_text
-from companion.headless import HeadlessEditor, unified_diff, visible
+from companion.core.files import disk_text
+from companion.headless.editor import HeadlessEditor, unified_diff, visible
 from companion.runtime import WindowHandle
 from tests.mcp_client import connect, text_of
 from tests.scripted_editor import ScriptedEditor
@@ -151,7 +151,7 @@ def test_the_headless_prompt_escapes_the_path_it_asks_about(tmp_path: str) -> No
             pass
 
     editor = HeadlessEditor("prompt", out=Out(), ask=lambda question: asked.append(question) or "n")  # type: ignore[arg-type]
-    from companion.core.diffs import Reviews
+    from companion.core.reviews import Reviews
 
     reviews = Reviews(lambda review, outcome, content: None)
     review, _ = reviews.open(os.path.join(str(tmp_path), "x\x1b[8m.py"), "text\n", "test")

@@ -18,7 +18,7 @@ import pytest
 
 from companion import doctor
 from companion.claude_ide import lockfile
-from companion.core import token_files
+from companion.core.system import token_files
 from companion.gemini_ide import discovery
 from companion.runtime import Runtime
 from tests.claude_client import ClaudeClient

@@ -8,10 +8,10 @@ import os
 
 import pytest
 
-from companion.core import disk_text
-from companion.core.textfile import decode
+from companion.core.files import disk_text
+from companion.core.files.textfile import decode
 from companion.core.write_notes import review_notes
-from companion.headless import unified_diff
+from companion.headless.editor import unified_diff
 
 
 def _disk(tmp_path: str, data: bytes | None) -> disk_text.DiskText:

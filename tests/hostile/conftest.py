@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from companion.core.diffs import Review
+from companion.core.reviews import Review
+from companion.mcp_tools.factory import tool_factory
+from companion.mcp_tools.settings import WorkspaceToolSettings
 from companion.runtime import Runtime, WindowHandle
-from companion.workspace.factory import tool_factory
-from companion.workspace.settings import WorkspaceToolSettings
 from tests.scripted_editor import ScriptedEditor
 
 ACCEPT = "application/json, text/event-stream"

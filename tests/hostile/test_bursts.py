@@ -8,7 +8,7 @@ import json
 import socket
 import threading
 
-from companion.core.connections import MAX_CONNECTIONS, MAX_UNPROVEN
+from companion.core.server.connections import MAX_CONNECTIONS, MAX_UNPROVEN
 from companion.runtime import WindowHandle
 from tests.hostile.conftest import RawHttp, Target
 from tests.window_fixtures import discovery_dir, editor, runtime, window, workspace

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from companion.core import checkpoint_pins
-from companion.core import restore as restore_module
-from companion.core.checkpoint_store import CheckpointStore
-from companion.core.checkpoints import Checkpoint, Checkpointer, load
-from companion.core.restore import RestoreFailed
-from companion.core.turns import NoTurn, Turns
+from companion.core.history import checkpoint_pins
+from companion.core.history import restore as restore_module
+from companion.core.history.checkpoint_store import CheckpointStore
+from companion.core.history.checkpoints import Checkpoint, Checkpointer, load
+from companion.core.history.restore import RestoreFailed
+from companion.core.history.turns import NoTurn, Turns
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -89,8 +89,8 @@ def test_a_chat_never_prunes_another_chats_running_prompt_in_the_same_process(tm
 CHAT_B = """
 import os, sys
 from companion.core import restore as restore_module
-from companion.core.restore import RestoreFailed
-from companion.core.turns import NoTurn, Turns
+from companion.core.history.restore import RestoreFailed
+from companion.core.history.turns import NoTurn, Turns
 cache, ws = sys.argv[1], sys.argv[2]
 notes = os.path.join(ws, "notes.txt")
 turns = Turns(cache, [ws])

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from companion.core.connections import HEAD_TIMEOUT_SECONDS
+from companion.core.server.connections import HEAD_TIMEOUT_SECONDS
 from tests.serve_process import ServeProcess, endpoint, serve
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_NOFILE is POSIX")

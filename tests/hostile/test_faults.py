@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 from companion.core.context import Position
-from companion.core.diffs import Outcome, Review
+from companion.core.reviews import Outcome, Review
 from companion.runtime import Runtime, WindowHandle
 from tests.hostile.conftest import ACCEPT, RawHttp, RawStreamClient, initialize_body
 from tests.mcp_client import connect, text_of
@@ -215,8 +215,8 @@ async def test_closing_the_window_while_the_editor_hangs_in_open_diff_ends_the_c
 async def test_closing_the_window_while_write_file_waits_for_the_user_ends_the_call_and_writes_nothing(
     runtime: Runtime, editor: ScriptedEditor, workspace: str
 ) -> None:
-    from companion.workspace.factory import tool_factory
-    from companion.workspace.settings import WorkspaceToolSettings
+    from companion.mcp_tools.factory import tool_factory
+    from companion.mcp_tools.settings import WorkspaceToolSettings
 
     window = runtime.open_window(editor, [workspace], tool_factory=tool_factory(WorkspaceToolSettings()))
     await anyio.to_thread.run_sync(lambda: window.ready.result(30))

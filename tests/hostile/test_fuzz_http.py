@@ -493,7 +493,7 @@ def test_huge_and_deeply_nested_values_are_refused_or_answered(checker: Checker)
 
 
 def test_a_body_over_the_cap_is_refused_before_it_is_read(checker: Checker) -> None:
-    from companion.core.security import MAX_BODY_BYTES
+    from companion.core.server.security import MAX_BODY_BYTES
 
     headers = [*checker.target.base_headers(checker.session_id), ("Content-Length", str(MAX_BODY_BYTES + 1))]
     head = "".join(f"{k}: {v}\r\n" for k, v in headers)
@@ -502,7 +502,7 @@ def test_a_body_over_the_cap_is_refused_before_it_is_read(checker: Checker) -> N
 
 
 def test_a_chunked_body_over_the_cap_is_cut_off(checker: Checker) -> None:
-    from companion.core.security import MAX_BODY_BYTES
+    from companion.core.server.security import MAX_BODY_BYTES
 
     headers = [*checker.target.base_headers(checker.session_id), ("Transfer-Encoding", "chunked")]
     head = "".join(f"{k}: {v}\r\n" for k, v in headers)

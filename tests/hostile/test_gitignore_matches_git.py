@@ -22,9 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from companion.core.checkpoint_store import CheckpointStore
-from companion.core.checkpoints import Checkpointer
-from companion.core.patterns import IgnoreFile
+from companion.core.files.patterns import IgnoreFile
+from companion.core.history.checkpoint_store import CheckpointStore
+from companion.core.history.checkpoints import Checkpointer
 
 GIT = shutil.which("git")
 if GIT is None:
@@ -234,7 +234,7 @@ CONFIGS = [
 @pytest.mark.parametrize("text", CONFIGS)
 def test_core_excludes_file_is_read_as_git_reads_it(text: str) -> None:
     """`core.excludesFile` from a user's config: quotes, escapes, comments, continued lines, sections."""
-    from companion.core.patterns import config_value
+    from companion.core.files.patterns import config_value
 
     scratch = os.path.realpath(tempfile.mkdtemp(prefix="gitconfig-vs-git-"))
     try:

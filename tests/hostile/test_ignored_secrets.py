@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from companion.core.checkpoint_store import CheckpointStore
-from companion.core.checkpoints import Checkpoint, Checkpointer
-from tests.core.test_checkpoints import write
+from companion.core.history.checkpoint_store import CheckpointStore
+from companion.core.history.checkpoints import Checkpoint, Checkpointer
+from tests.core.history.test_checkpoints import write
 
 SECRET = b"API_KEY=sk-live-7f3a9c-never-copy-me\n"
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and inotify are POSIX")
@@ -202,8 +202,8 @@ def test_a_rule_with_many_stars_never_hangs_the_checkpoint(repo: str, tmp_path: 
     secret = write(os.path.join(repo, "a" * 49 + "b"), SECRET)
     # In a child process: a regular expression holds the GIL, so no thread of this one could notice.
     script = (
-        "import sys; from companion.core.checkpoint_store import CheckpointStore;"
-        "from companion.core.checkpoints import Checkpointer;"
+        "import sys; from companion.core.history.checkpoint_store import CheckpointStore;"
+        "from companion.core.history.checkpoints import Checkpointer;"
         "ws, cache = sys.argv[1:3];"
         "print('\\n'.join(Checkpointer(CheckpointStore(cache, [ws]), [ws]).take().entries))"
     )

@@ -18,10 +18,10 @@ from collections.abc import Callable
 
 import pytest
 
-from companion.core.paths import PathPolicy, WorkspaceError
-from companion.core.reading import read_bytes
-from companion.core.textfile import NEW_FILE
-from companion.core.writing import write_atomically
+from companion.core.files.paths import PathPolicy, WorkspaceError
+from companion.core.files.reading import read_bytes
+from companion.core.files.textfile import NEW_FILE
+from companion.core.files.writing import write_atomically
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the descriptor walk is POSIX; see fdpath")
 

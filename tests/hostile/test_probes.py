@@ -16,9 +16,9 @@ import pytest
 
 from companion import doctor
 from companion.gemini_ide import discovery
+from companion.mcp_tools.factory import tool_factory
+from companion.mcp_tools.settings import WorkspaceToolSettings
 from companion.runtime import Runtime, WindowHandle
-from companion.workspace.factory import tool_factory
-from companion.workspace.settings import WorkspaceToolSettings
 from tests.hostile.conftest import ACCEPT, RESET, RawHttp, Reply, Target, initialize_body, snapshot
 from tests.mcp_client import connect, text_of
 from tests.scripted_editor import ScriptedEditor

@@ -1,5 +1,5 @@
 """Request ids the SDK cannot answer: refused with a JSON-RPC error at once, never a silent 202, a
-hang or an HTTP 500 (see companion/core/request_ids.py)."""
+hang or an HTTP 500 (see companion/core/server/request_ids.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from companion.mcp_tools.factory import tool_factory
+from companion.mcp_tools.settings import WorkspaceToolSettings
 from companion.runtime import Runtime
-from companion.workspace.factory import tool_factory
-from companion.workspace.settings import WorkspaceToolSettings
 from tests.hostile.conftest import RawHttp, Reply, Target
 from tests.scripted_editor import ScriptedEditor
 
@@ -113,7 +113,7 @@ def test_a_duplicate_id_in_flight_is_refused_and_the_first_request_still_gets_it
 
 
 def test_a_body_above_the_limit_sent_without_a_length_is_refused(waiting: Target) -> None:
-    from companion.core.security import MAX_BODY_BYTES
+    from companion.core.server.security import MAX_BODY_BYTES
 
     http = RawHttp(waiting.port, timeout=30)
     session = waiting.new_session(http)

@@ -13,7 +13,7 @@ import socket
 import pytest
 import websockets
 
-from companion.core.security import MAX_BODY_BYTES
+from companion.core.server.security import MAX_BODY_BYTES
 from companion.runtime import Runtime, WindowHandle
 from tests.claude_client import ClaudeClient
 from tests.scripted_editor import ScriptedEditor

@@ -16,7 +16,7 @@ import pytest
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, Message, Request
 
-from companion.core import connections, ws_protocol
+from companion.core.server import connections, ws_protocol
 from companion.runtime import Runtime, WindowHandle
 from tests.claude_client import INITIALIZE, ClaudeClient
 from tests.hostile.test_connections import initialize

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from companion.core.context import Position
-from companion.core.diffs import Review
+from companion.core.reviews import Review
 from companion.runtime import Runtime
 from tests.claude_client import ClaudeClient
 from tests.mcp_client import connect

@@ -1,6 +1,6 @@
 """Claude Code's WebSocket side answers every message it cannot serve: a JSON-RPC error for each bad
 shape (id null, or the id echoed when it is a valid one), a refusal for an id already in flight,
-and the connection goes on serving (see companion/core/request_ids.py: the same rules as HTTP)."""
+and the connection goes on serving (see companion/core/server/request_ids.py: the same rules as HTTP)."""
 
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import pytest
 
-from companion.core.paths import PathPolicy, WorkspaceError
-from companion.core.writing import existing_format, write_atomically
+from companion.core.files.paths import PathPolicy, WorkspaceError
+from companion.core.files.writing import existing_format, write_atomically
 
 
 def fail_with(code: int) -> Callable[..., None]:

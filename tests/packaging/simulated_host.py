@@ -322,11 +322,11 @@ def serve(config: dict[str, Any]) -> dict[str, Any]:
 
     logging.basicConfig(level=logging.WARNING)  # the companion's own errors reach the test's output
 
-    from companion.core import processes
-    from companion.headless import HeadlessEditor
+    from companion.core.system import processes
+    from companion.headless.editor import HeadlessEditor
+    from companion.mcp_tools.factory import tool_factory
+    from companion.mcp_tools.settings import WorkspaceToolSettings
     from companion.runtime import Runtime
-    from companion.workspace.factory import tool_factory
-    from companion.workspace.settings import WorkspaceToolSettings
 
     facts: dict[str, Any] = {}
     runtime = Runtime(
@@ -387,8 +387,8 @@ async def chat_turn(config: dict[str, Any]) -> dict[str, str]:
 
     from companion.acp.agents import custom_agent
     from companion.acp.session import ChatSession  # the SDK loads here, as on the first chat
-    from companion.headless import HeadlessEditor
-    from companion.terminal_chat import TerminalView
+    from companion.headless.chat import TerminalView
+    from companion.headless.editor import HeadlessEditor
 
     agent = os.path.join(config["repo"], "tests", "acp", "scripted_agent.py")
     code = f"import sys, runpy; sys.path[:0] = {[config['lib']]!r}; sys.argv[1:] = ['ok']\n"
@@ -455,7 +455,7 @@ def main(config_path: str) -> None:
             process_pth(lib, windows)
         report["path_before_start"] = list(sys.path)
         if config.get("skip_make_importable"):  # shows the test catches a host without our .pth step
-            from companion.core import pywin32_path
+            from companion.core.system import pywin32_path
 
             pywin32_path.make_importable = lambda platform=sys.platform: []
         report.update(serve(config))

@@ -19,10 +19,10 @@ from mcp.client import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from companion.gemini_ide.discovery import discovery_dir
-from companion.headless import HeadlessEditor
+from companion.headless.editor import HeadlessEditor
+from companion.mcp_tools.factory import tool_factory
+from companion.mcp_tools.settings import WorkspaceToolSettings
 from companion.runtime import Runtime
-from companion.workspace.factory import tool_factory
-from companion.workspace.settings import WorkspaceToolSettings
 from tests.serve_process import ServeProcess
 from tools import libraries as L
 
@@ -61,7 +61,7 @@ def test_the_wheel_holds_every_module_but_the_sublime_adapter(wheel: str) -> Non
         if relative == SUBLIME_ONLY or relative.startswith(SUBLIME_ONLY + os.sep):
             continue
         expected |= {os.path.join(relative, name).replace(os.sep, "/") for name in files if name.endswith(".py")}
-    assert "companion/workspace/tools.py" in expected
+    assert "companion/mcp_tools/tools.py" in expected
     assert packed == expected
 
 

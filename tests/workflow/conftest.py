@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.adapter import conftest as adapter
 from tests.conformance.harness import DRIVER, IdeClientProcess, node, require_node_modules
+from tests.sublime_editor import conftest as adapter
 from tests.sublime_fake import _state, control, sublime
 
 # The adapter tests' fixtures, for this folder too.

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.adapter.conftest import Companion, write
-from tests.adapter.test_claude import ThreadedClaude
 from tests.conformance.claude_harness import API_KEY, ClaudeTerminal, ModelStandIn, claude_binary, make_config
+from tests.sublime_editor.conftest import Companion, write
+from tests.sublime_editor.test_claude import ThreadedClaude
 from tests.sublime_fake import control, sublime
 from tests.workflow.conftest import SETTINGS, open_agent, open_cli, status_of
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.adapter.conftest import Companion
+from tests.sublime_editor.conftest import Companion
 from tests.sublime_fake import control
 from tests.workflow.test_status_doctor import doctor_text
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.adapter.conftest import Companion, write
 from tests.conformance.harness import IdeClientProcess, open_paths
+from tests.sublime_editor.conftest import Companion, write
 from tests.sublime_fake import control
 
 pytestmark = pytest.mark.conformance

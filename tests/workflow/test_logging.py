@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.adapter.conftest import Companion, write
+from tests.sublime_editor.conftest import Companion, write
 from tests.sublime_fake import control, sublime
 from tests.workflow.conftest import SETTINGS, cli_command, open_cli, run_in_terminal
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from companion.sublime_editor.terminal import RUN_SETTING
-from tests.adapter.conftest import Companion, pkg, write
+from companion.sublime_editor.terminus import RUN_SETTING
+from tests.sublime_editor.conftest import Companion, pkg, write
 from tests.sublime_fake import control, sublime
 from tests.workflow.conftest import SETTINGS, cli_command, open_cli, run_in_terminal
 
@@ -206,7 +206,7 @@ def test_the_command_line_per_platform(
 ) -> None:
     control.new_window([workspace])
     companion.load()
-    terminal = pkg("sublime_editor.terminal")
+    terminal = pkg("sublime_editor.terminus")
     command = ["gemini", "--model", "pro model"]
     if platform == "win32":
         assert terminal.shell_command(command, platform) == ["cmd.exe", "/c", "gemini", "--model", "pro model"]
@@ -302,7 +302,7 @@ def test_a_unc_folder_and_program_reach_terminus_intact(companion: Companion, wo
     window = control.new_window([workspace])
     companion.load()
     handle = companion.ready(window)
-    terminal = pkg("sublime_editor.terminal")
+    terminal = pkg("sublime_editor.terminus")
     args = terminal.open_args(window, handle, unc, handle.runtime.editor_pid)
     variables = window.extract_variables()
     assert sublime.expand_variables(args["cwd"], variables) == unc

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.adapter.conftest import Companion, pkg, write
 from tests.conformance.harness import active_file, open_paths
+from tests.sublime_editor.conftest import Companion, pkg, write
 from tests.sublime_fake import control, sublime
 from tests.workflow.conftest import SETTINGS, cli_command, open_cli, run_in_terminal, status_of
 

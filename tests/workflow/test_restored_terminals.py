@@ -22,16 +22,16 @@ from typing import Any
 import pytest
 
 from companion.runtime import THREAD_NAME
-from tests.adapter.conftest import Companion
 from tests.conformance.claude_harness import API_KEY, ClaudeTerminal, ModelStandIn, claude_binary, make_config
 from tests.conformance.harness import PINNED, GeminiTerminal, make_gemini_home, node
+from tests.sublime_editor.conftest import Companion
 from tests.sublime_fake import control, sublime
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="the pty harness is POSIX")
 
 # Set by CI: they make a TUI draw as for a log, not a terminal (the pty tests drop them too).
 UNTTY = ("CI", "GITHUB_ACTIONS", "NO_COLOR", "GEMINI_CLI_NO_RELAUNCH")
-SERVER_STACK = f"{control.PACKAGE_NAME}.companion.core.window_server"
+SERVER_STACK = f"{control.PACKAGE_NAME}.companion.core.server.window_server"
 
 
 class HeldServerStack(importlib.abc.MetaPathFinder):

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.adapter.conftest import Companion, pkg, write
+from tests.sublime_editor.conftest import Companion, pkg, write
 from tests.sublime_fake import control, sublime
 from tests.workflow.conftest import open_cli
 
@@ -146,7 +146,7 @@ def windows_paths(companion: Companion, workspace: str, monkeypatch: pytest.Monk
     """The terminal module with Windows path rules (ntpath), to check mentions as they are built there."""
     control.new_window([workspace])
     companion.load()
-    module = pkg("sublime_editor.terminal")
+    module = pkg("sublime_editor.terminus")
     monkeypatch.setattr(module, "os", types.SimpleNamespace(path=ntpath, sep="\\", pardir="..", environ=os.environ))
     yield module
 

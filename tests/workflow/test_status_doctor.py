@@ -12,7 +12,7 @@ from importlib.metadata import PackageNotFoundError, requires, version
 from typing import Any
 
 from companion import doctor
-from tests.adapter.conftest import Companion, ThreadedClient, write
+from tests.sublime_editor.conftest import Companion, ThreadedClient, write
 from tests.sublime_fake import control, sublime
 from tests.workflow.conftest import SETTINGS, status_of
 

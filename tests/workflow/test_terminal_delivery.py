@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.adapter.conftest import Companion, write
+from tests.sublime_editor.conftest import Companion, write
 from tests.sublime_fake import _state, control, sublime
 from tests.workflow.conftest import BusyWorker, open_agent, open_cli
 

@@ -1,0 +1,221 @@
+"""The chat's prompt: typed at the end of the chat view, sent with Enter, with a history (up/down).
+
+Why the end of the view and not the input panel: the agent's slash commands are offered as
+completions where the user types (`on_query_completions` runs for views, and the prompt is part of
+the chat's view), the prompt may span lines and be edited with every editing command, and a prompt
+that could not be sent stays in the view instead of vanishing with a closed panel."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import sublime
+import sublime_plugin
+
+from . import sessions as chat_sessions
+from .view import ChatPanel
+
+if TYPE_CHECKING:
+    from sublime_types import CommandArgs
+
+PROMPT_CONTEXT = "gemini_companion.chat_prompt"  # a caret in a chat's prompt
+TURN_CONTEXT = "gemini_companion.chat_turn"  # a chat view whose agent is answering
+FIRST_LINE_CONTEXT = "gemini_companion.chat_prompt_first_line"  # the caret on the prompt's first line
+LAST_LINE_CONTEXT = "gemini_companion.chat_prompt_last_line"  # the caret on the prompt's last line
+# Commands that change the text at the carets: in the transcript they would edit the companion's
+# part, so they go to the prompt's end instead. (Undo needs no guard: the companion's edits are kept
+# out of the undo history, ChatPanel._edit.)
+EDITING = frozenset({"insert", "insert_snippet", "paste", "cut", "left_delete", "right_delete", "delete_word"})
+# Commands that rewrite whole lines (Default's Edit › Line and Comment menus, and its Delete Line /
+# Delete to BOL / Add Line Before macros): the prompt's first line holds the `❯ ` separator, so on it
+# (or, for Swap Line Up, below it) they would change or move the transcript's end.
+LINE_EDITING = frozenset(
+    {
+        "indent",
+        "unindent",
+        "reindent",
+        "toggle_comment",
+        "duplicate_line",
+        "join_lines",
+        "swap_line_up",
+        "swap_line_down",
+        "paste_and_indent",
+        "run_macro_file",
+        "sort_lines",
+        "permute_lines",
+        "transpose",
+    }
+)
+NOOP: tuple[str, CommandArgs] = ("gemini_companion_chat_noop", {})
+
+
+def _chat(view: sublime.View) -> chat_sessions.Chat | None:
+    return chat_sessions.for_view(view)
+
+
+class GeminiCompanionChatListener(sublime_plugin.EventListener):
+    """The chat view's rules: the prompt is the only writable part, the key bindings' contexts, the
+    agent's slash commands as completions, and closing the view stops its agent."""
+
+    def on_query_context(
+        self, view: sublime.View, key: str, operator: int, operand: object, match_all: bool
+    ) -> bool | None:
+        if key not in (PROMPT_CONTEXT, TURN_CONTEXT, FIRST_LINE_CONTEXT, LAST_LINE_CONTEXT):
+            return None
+        chat = _chat(view)
+        if chat is None:
+            value = False
+        elif key == TURN_CONTEXT:
+            value = chat.busy
+        elif key == PROMPT_CONTEXT:
+            value = chat.panel.in_prompt()
+        else:
+            panel = chat.panel
+            caret = view.sel()[0].b if len(view.sel()) else -1
+            line = view.full_line(caret)
+            if key == FIRST_LINE_CONTEXT:
+                value = panel.in_prompt() and line.begin() <= panel.input_start
+            else:
+                value = (
+                    panel.in_prompt()
+                    and line.end() >= view.size()
+                    and "\n" not in view.substr(sublime.Region(caret, view.size()))
+                )
+        wanted = bool(operand)
+        if operator == sublime.QueryOperator.NOT_EQUAL:
+            return value != wanted
+        return value == wanted
+
+    def on_text_command(
+        self, view: sublime.View, command_name: str, args: dict | None
+    ) -> tuple[str, CommandArgs] | None:
+        if command_name == "copy":  # the transcript's long lines carry breaks of the view's own
+            chat = _chat(view)
+            copied = chat.panel.copied_text() if chat is not None else None
+            return None if copied is None else ("gemini_companion_chat_copy", {"text": copied})
+        if command_name not in EDITING and command_name not in LINE_EDITING:
+            return None
+        chat = chat_sessions.for_buffer(view)
+        if chat is None:
+            return None
+        panel = chat.panel
+        if view.id() != panel.view.id():  # a clone (New View into File): our offsets are the chat view's
+            sublime.status_message("Gemini Companion: this is a second view of the chat; type in the chat's own tab.")
+            return NOOP
+        if command_name in LINE_EDITING:
+            return _line_command(view, panel, command_name)
+        if not panel.in_prompt():
+            panel.focus_prompt()  # the keystroke lands at the prompt's end
+            return None
+        if command_name in ("left_delete", "delete_word") and panel.caret_at_prompt_start():
+            return NOOP  # would delete the separator
+        return None
+
+    def on_selection_modified(self, view: sublime.View) -> None:
+        chat = _chat(view)
+        if chat is not None:
+            chat.panel.guard()
+
+    def on_query_completions(
+        self, view: sublime.View, prefix: str, locations: list[int]
+    ) -> list[sublime.CompletionValue] | None:
+        chat = _chat(view)
+        if chat is None or not locations or locations[0] < chat.panel.input_start:
+            return None
+        line_start = view.line(locations[0]).begin()
+        typed = view.substr(sublime.Region(max(line_start, chat.panel.input_start), locations[0]))
+        if not typed.lstrip().startswith("/"):
+            return None
+        offered: list[sublime.CompletionValue] = [
+            (f"/{c.name}\t{c.description[:60]}", f"{c.name} ") for c in chat.panel.commands
+        ]
+        return offered
+
+    def on_close(self, view: sublime.View) -> None:
+        chat_sessions.view_closed(view)
+
+
+def _line_command(view: sublime.View, panel: ChatPanel, command_name: str) -> tuple[str, CommandArgs] | None:
+    """A line command runs only on the prompt's own lines; Paste and Indent there is a plain paste."""
+    if panel.in_prompt() and not _reaches_transcript(view, panel.input_start, command_name):
+        return None
+    if command_name == "paste_and_indent" and panel.in_prompt():
+        return ("paste", {})  # re-indenting the pasted lines could re-indent the `❯ ` line
+    sublime.status_message(
+        "Gemini Companion: that command would change the chat's transcript or its ❯ line; "
+        "line commands work on the prompt's own lines (Shift+Enter starts one)."
+    )
+    return NOOP
+
+
+def _reaches_transcript(view: sublime.View, input_start: int, command_name: str) -> bool:
+    """Whether the lines `command_name` rewrites at some caret begin before the prompt."""
+    for region in view.sel():
+        start = view.full_line(region.begin()).begin()
+        if command_name == "swap_line_up":
+            start = view.full_line(max(0, start - 1)).begin()
+        elif command_name == "join_lines":
+            start = region.begin()  # it changes only the line ends after the caret
+        if start < input_start:
+            return True
+    return False
+
+
+class GeminiCompanionChatInsertCommand(sublime_plugin.TextCommand):
+    """The companion's writing into the transcript (the view may be read-only for the user)."""
+
+    def run(self, edit: sublime.Edit, point: int, characters: str) -> None:
+        read_only = self.view.is_read_only()
+        self.view.set_read_only(False)
+        try:
+            self.view.insert(edit, point, characters)
+        finally:
+            self.view.set_read_only(read_only)
+
+
+class GeminiCompanionChatEraseCommand(sublime_plugin.TextCommand):
+    def run(self, edit: sublime.Edit, begin: int, end: int) -> None:
+        read_only = self.view.is_read_only()
+        self.view.set_read_only(False)
+        try:
+            self.view.erase(edit, sublime.Region(begin, end))
+        finally:
+            self.view.set_read_only(read_only)
+
+
+class GeminiCompanionChatCopyCommand(sublime_plugin.TextCommand):
+    """Copy, when the selection holds line breaks the chat view made (a long line): without them."""
+
+    def run(self, edit: sublime.Edit, text: str) -> None:
+        sublime.set_clipboard(text)  # the selection without those breaks (ChatPanel.copied_text)
+
+
+class GeminiCompanionChatNoopCommand(sublime_plugin.TextCommand):
+    """What a refused keystroke in the chat becomes (on_text_command can only rewrite a command)."""
+
+    def run(self, edit: sublime.Edit) -> None:
+        pass
+
+
+class GeminiCompanionChatSendCommand(sublime_plugin.TextCommand):
+    """Enter in the chat's prompt: send it."""
+
+    def run(self, edit: sublime.Edit) -> None:
+        chat = _chat(self.view)
+        if chat is None:
+            return
+        text = chat.panel.prompt_text()
+        if chat.send(text.strip()):
+            chat.panel.take_prompt()
+
+
+class GeminiCompanionChatHistoryCommand(sublime_plugin.TextCommand):
+    """Up/down on the prompt's first/last line: the earlier/later prompts."""
+
+    def run(self, edit: sublime.Edit, forward: bool = False) -> None:
+        chat = _chat(self.view)
+        if chat is None:
+            return
+        text = chat.history.forward() if forward else chat.history.back(chat.panel.prompt_text())
+        if text is not None:
+            chat.panel.set_prompt(text)
