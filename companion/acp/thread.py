@@ -31,7 +31,7 @@ from .files import AgentFiles, FsRefused
 from .modes import Kind, Seen, asking_mode
 from .modes import kind as mode_kind
 from .review_gate import AcceptedEdit, ReviewGate, ReviewOpen
-from .tool_call_reports import ToolCallReports
+from .tool_calls import ToolCalls
 from .unchecked import UncheckedEdits
 from .view import ChatView, Choice, Command, ConfigOption, Mode
 
@@ -175,14 +175,12 @@ class ChatThread:
         self._agent_bytes: dict[tuple[str, str], bytes] = {}
         self.seen = Seen()  # what the agent did with edits in each mode: names are only hints (modes.py)
         self._notes: list[str] = []  # told to the agent with the next prompt
-        self._calls = updates.ToolCalls()  # by id: updates carry only what changed; content capped
-        self._reports = ToolCallReports()  # all the agent said about each running call, to decide on
+        self._calls = ToolCalls()  # by id: all the agent said about each, to decide on, and its card
         self.modes: SessionModes | None = None
         self.models: SessionModels | None = None
         self.config_options: ConfigOptions | None = None
         self.commands: list[Command] = []
         self.title: str | None = None
-        self._asked: set[str] = set()  # tool call ids that went through a permission request
         # The user's last answer this turn rejected an edit: a turn then ending `cancelled` is the
         # agent stopping after the rejection (some agents' reject ends the turn), not a failure.
         self.rejected_last = False
@@ -310,9 +308,7 @@ class ChatThread:
 
     def asked(self, tool_call: dict[str, Any]) -> dict[str, Any]:
         """A permission request's `toolCall`: merged into all the agent said about the call."""
-        call = self._reports.add(tool_call)
-        self._asked.add(call["toolCallId"])
-        return call
+        return self._calls.request(tool_call)
 
     async def decide(self, call: dict[str, Any], choices: list[Choice]) -> str | None:
         """The option to answer the permission request with; None: no answer (cancelled)."""
@@ -524,7 +520,7 @@ class ChatThread:
         """The call's card says what the user decided, whatever the agent reports about it later."""
         call_id = call["toolCallId"]
         self.rejected_last = decision == "rejected"
-        known = self._calls.get(call_id) or updates.merge_tool_call(None, call, True)
+        known = self._calls.card_of(call)
         self._calls[call_id] = replace(known, decision=decision, reviewed=True)
         self.view.tool_call(self._calls[call_id])
 
@@ -592,9 +588,7 @@ class ChatThread:
 
     async def _tool_call(self, data: dict[str, Any]) -> None:
         call_id = data["toolCallId"]
-        said = self._reports.add(data)
-        call = updates.merge_tool_call(self._calls.get(call_id), data, call_id in self._asked)
-        self._calls[call_id] = call
+        said, call = self._calls.update(data)
         self.view.tool_call(call)
         if data.get("status") == "failed":
             self.gate.take_all_by_tool_call(call_id)
@@ -609,7 +603,7 @@ class ChatThread:
                 "through the editor; if the file changed anyway, the agent wrote it itself.",
                 "warning",
             )
-        elif call_id not in self._asked and is_edit(said, call.kind):
+        elif not self._calls.asked(call_id) and is_edit(said, call.kind):
             path = edit_path(said) or (call.diffs[0].path if call.diffs else "a file")
             self.seen.wrote(self.mode)  # this mode applies edits without asking, whatever its name
             self._unreviewed(f"{self.agent} changed {path} without asking: applied without review.")
