@@ -70,7 +70,9 @@ class AgentRequests(Protocol):
 class SessionModes:
     """The agent's session modes (session/new's `modes`): the ones it offers and the current one."""
 
-    def __init__(self, agent: str, view: ChatView, requests: AgentRequests, available: list[Mode], current: str | None):
+    def __init__(
+        self, agent: str, view: ChatView, requests: AgentRequests, available: list[Mode], current: str | None
+    ) -> None:
         self.agent = agent
         self.available = available
         self.current = current
@@ -96,7 +98,9 @@ class SessionModes:
 class SessionModels:
     """Gemini's models (session/new's `models`, for session/set_model: reference acp.md §2)."""
 
-    def __init__(self, agent: str, view: ChatView, requests: AgentRequests, available: list[Mode], current: str | None):
+    def __init__(
+        self, agent: str, view: ChatView, requests: AgentRequests, available: list[Mode], current: str | None
+    ) -> None:
         self.agent = agent
         self.available = available
         self.current = current
@@ -158,7 +162,9 @@ class ConfigOptions:
 class ChatThread:
     """One chat's state and the decisions on what the agent asks; session.py hands each request to it."""
 
-    def __init__(self, agent: str, view: ChatView, gate: ReviewGate, files: AgentFiles, requests: AgentRequests):
+    def __init__(
+        self, agent: str, view: ChatView, gate: ReviewGate, files: AgentFiles, requests: AgentRequests
+    ) -> None:
         self.agent = agent  # the agent's name, as the user's notices say it
         self.view = view
         self.gate = gate
