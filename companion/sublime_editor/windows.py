@@ -1,4 +1,7 @@
-"""One companion server per Sublime window, and the Editor port that shows its reviews."""
+"""One companion server per Sublime window, and the Editor port that shows its reviews.
+
+`running` is what the package runs now: `lifecycle` fills it in and empties it, and every command
+and listener finds a window's state through it, one way (`state_of`; `CompanionWindowCommand`)."""
 
 from __future__ import annotations
 
@@ -8,9 +11,11 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import sublime
+import sublime_plugin
 
 from ..core.context import SharingPolicy
 from ..core.files.textfile import to_newline
@@ -19,6 +24,7 @@ from ..core.write_notes import review_notes
 from ..mcp_tools.factory import tool_factory
 from ..runtime import Runtime, RuntimeStopped, WindowHandle
 from . import direct_access, settings
+from .dependencies import Check
 from .diagnostics import diagnostics as window_diagnostics
 from .diagnostics import select_text
 from .main_thread import on_main
@@ -443,3 +449,76 @@ def _report_start(window_id: int, future: concurrent.futures.Future[WindowHandle
     if error is not None:
         log.error("Gemini Companion could not start the server for window %s: %s", window_id, error)
         sublime.set_timeout(lambda: sublime.status_message(f"Gemini Companion: server failed to start ({error})"))
+
+
+@dataclass
+class Running:
+    """What the package runs now. `lifecycle` fills it in (plugin_loaded, then the library check)
+    and empties it (shutdown, a library upgrade); everything else only reads it."""
+
+    runtime: Runtime | None = None  # the loop thread: None before plugin_loaded and after unloading
+    registry: WindowRegistry | None = None  # every window's server: None until the libraries are there
+    library_problem: Check | None = None  # what the companion waits for; None when it runs (or is unloaded)
+    upgraded: list[str] = field(default_factory=list)  # libraries changed under the servers (they stopped)
+
+
+running = Running()
+NOT_RUNNING = "Gemini Companion is not running in this window; see the console for why."
+
+
+def registry() -> WindowRegistry | None:
+    return running.registry
+
+
+def runtime() -> Runtime | None:
+    """The running loop thread; None before `plugin_loaded`, after unloading, or when libraries are missing."""
+    return running.runtime
+
+
+def library_problem() -> Check | None:
+    """The libraries' problem while the companion waits for them; None when it runs (or is unloaded)."""
+    return running.library_problem
+
+
+def upgraded() -> list[str]:
+    """Libraries Package Control changed while the servers ran (they stopped for it): "name old → new"."""
+    return list(running.upgraded)
+
+
+def state_of(window: sublime.Window | None) -> WindowState | None:
+    """The window's state while the companion runs there, else None (nothing said: for checks)."""
+    reg = running.registry
+    return reg.get(window) if reg is not None else None
+
+
+def running_state(window: sublime.Window | None) -> WindowState | None:
+    """The window's state, or None after telling the user (status bar) that we do not run there."""
+    state = state_of(window)
+    if state is None:
+        sublime.status_message(NOT_RUNNING)
+    return state
+
+
+class CompanionWindowCommand(sublime_plugin.WindowCommand):
+    """A command on the companion of its window: `state()` for checks, `running_state()` for a run
+    that needs the companion there (the user is told when it does not run). With `needs_server`,
+    the command is disabled (menus, palette, keys) while the companion does not run in the window."""
+
+    needs_server = False
+
+    def state(self) -> WindowState | None:
+        return state_of(self.window)
+
+    def running_state(self) -> WindowState | None:
+        return running_state(self.window)
+
+    def is_enabled(self) -> bool:
+        return not self.needs_server or self.state() is not None
+
+
+class CompanionTextCommand(sublime_plugin.TextCommand):
+    """A command on a view, acting on the companion of the view's window (`state()`: None while it
+    does not run there, or for a view in no window)."""
+
+    def state(self) -> WindowState | None:
+        return state_of(self.view.window())

@@ -9,8 +9,8 @@ import sublime_plugin
 from ..changes import tab as change_set_view
 from ..chat import checkpoints as chat_checkpoints
 from ..chat import sessions as chat_sessions
-from ..lifecycle import running_state
 from ..terminal import checkpoints as terminal_checkpoints
+from ..windows import running_state
 
 
 class GeminiCompanionReviewTurnChangesCommand(sublime_plugin.WindowCommand):

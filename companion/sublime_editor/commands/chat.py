@@ -15,7 +15,7 @@ from ..chat import agents as chat_agents
 from ..chat import memory as chat_memory
 from ..chat import sessions as chat_sessions
 from ..chat.agents import ChatAgent, Listed
-from ..lifecycle import running_state
+from ..windows import running_state
 
 
 def choose_agent(

@@ -32,8 +32,8 @@ from ...core.system.user_paths import expand_path
 from ...gemini_ide.discovery import node_tmpdir
 from .. import direct_access, settings
 from ..connect_views import copy_links
-from ..lifecycle import registry
 from ..review_ui import CONNECT_SETTING
+from ..windows import registry
 
 VIEW_SETTING = CONNECT_SETTING
 COPY_LINKS = "gemini_companion.connect.copy"

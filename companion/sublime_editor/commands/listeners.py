@@ -11,9 +11,9 @@ import sublime
 import sublime_plugin
 
 from .. import context_feed, status
-from ..lifecycle import registry, shutdown
+from ..lifecycle import shutdown
 from ..review_ui import ROLE_SETTING
-from ..windows import WindowState
+from ..windows import WindowState, registry
 
 # Commands that save the view, ours to turn into Accept on a proposal. `lsp_save` is LSP's: its key
 # binding replaces Ctrl+S / Cmd+S where a language server serves the view, runs code actions and

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sublime
 import sublime_plugin
 
-from ..lifecycle import registry
 from ..review_ui import ReviewViews, WindowReviews
+from ..windows import registry
 
 
 def _reviews(window: sublime.Window | None) -> WindowReviews | None:

@@ -13,8 +13,7 @@ from ... import doctor
 from ...gemini_ide.discovery import node_tmpdir, workspace_path
 from .. import status
 from .. import terminus as terminal
-from ..lifecycle import library_problem, registry, upgraded
-from ..windows import WindowState
+from ..windows import WindowState, library_problem, registry, upgraded
 
 log = logging.getLogger("gemini_companion")
 

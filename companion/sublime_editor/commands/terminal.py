@@ -21,11 +21,10 @@ from ...core.files.paths import is_inside
 from .. import settings
 from .. import terminus as terminal
 from ..chat import sessions as chat_sessions
-from ..lifecycle import registry
 from ..terminal import launch as terminal_launch
 from ..terminal.launch import POLL_MS, TERMINAL_WAIT_MS
 from ..terminus import CLAUDE, GEMINI, Agent
-from ..windows import WindowState
+from ..windows import WindowState, registry
 
 log = logging.getLogger("gemini_companion")
 

@@ -22,9 +22,8 @@ from typing import Any
 import sublime
 
 from .. import terminus as terminal
-from ..lifecycle import registry
 from ..terminus import Agent
-from ..windows import WindowState
+from ..windows import WindowState, registry
 
 TERMINAL_WAIT_MS = 10_000  # Terminus opens a terminal well within this once the worker is free
 POLL_MS = 200
