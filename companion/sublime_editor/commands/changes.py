@@ -10,7 +10,7 @@ from ..changes import tab as change_set_view
 from ..chat import checkpoints as chat_checkpoints
 from ..chat import sessions as chat_sessions
 from ..terminal import checkpoints as terminal_checkpoints
-from ..windows import running_state
+from ..windows import CompanionWindowCommand
 
 
 class GeminiCompanionReviewTurnChangesCommand(sublime_plugin.WindowCommand):
@@ -48,11 +48,11 @@ class GeminiCompanionChangeSetListener(sublime_plugin.EventListener):
         return found != expected if operator == sublime.QueryOperator.NOT_EQUAL else found == expected
 
 
-class GeminiCompanionStartCheckpointCommand(sublime_plugin.WindowCommand):
+class GeminiCompanionStartCheckpointCommand(CompanionWindowCommand):
     """Gemini Companion: Start Checkpoint — the window's folders now, for an agent in a terminal."""
 
     def run(self) -> None:
-        state = running_state(self.window)
+        state = self.running_state()
         if state is None:
             return
         if not self.window.folders():
@@ -61,10 +61,10 @@ class GeminiCompanionStartCheckpointCommand(sublime_plugin.WindowCommand):
         terminal_checkpoints.start(self.window, state.reviews, chat_checkpoints.config(self.window))
 
 
-class GeminiCompanionReviewCheckpointChangesCommand(sublime_plugin.WindowCommand):
+class GeminiCompanionReviewCheckpointChangesCommand(CompanionWindowCommand):
     """Gemini Companion: Review Changes Since Checkpoint — in the change-set tab."""
 
     def run(self) -> None:
-        state = running_state(self.window)
+        state = self.running_state()
         if state is not None and not terminal_checkpoints.review(self.window, state.reviews):
             sublime.status_message("Gemini Companion: no checkpoint in this window; run Start Checkpoint first")
