@@ -1,5 +1,5 @@
-"""Palette commands and keys of the change-set tab: Review Turn Changes, Enter on a file, and the
-terminal agents' Start Checkpoint / Review Changes Since Checkpoint."""
+"""Palette commands and keys of the change-set tab: Review Turn Changes, Enter on a file, the
+terminal agents' Start Checkpoint / Review Changes Since Checkpoint, and a chat's Restore Checkpoint."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sublime_plugin
 
 from ..changes import tab as change_set_view
 from ..chat import checkpoints as chat_checkpoints
+from ..chat import restore as chat_restore
 from ..chat import sessions as chat_sessions
 from ..terminal import checkpoints as terminal_checkpoints
 from ..windows import CompanionWindowCommand
@@ -68,3 +69,11 @@ class GeminiCompanionReviewCheckpointChangesCommand(CompanionWindowCommand):
         state = self.running_state()
         if state is not None and not terminal_checkpoints.review(self.window, state.reviews):
             sublime.status_message("Gemini Companion: no checkpoint in this window; run Start Checkpoint first")
+
+
+class GeminiCompanionRestoreCheckpointCommand(sublime_plugin.WindowCommand):
+    """Restore Checkpoint (a link on a chat's prompt): the window's folders as they were before
+    prompt `prompt` of the chat `chat`; with `undo`, as before the chat's last restore."""
+
+    def run(self, chat: str, prompt: int = 0, undo: bool = False) -> None:
+        chat_restore.restore_checkpoint(self.window, chat, prompt, undo)
