@@ -293,6 +293,13 @@ def test_every_command_and_listener_lives_in_commands() -> None:
     assert not missing, f"commands and listeners plugin.py does not export (Sublime never sees them): {missing}"
 
 
+def test_the_commands_find_what_runs_in_the_base_not_in_the_boot() -> None:
+    # lifecycle starts and stops the companion (windows.running); the commands read it from the base
+    # (CompanionWindowCommand), and only the listener that stops everything at exit reaches the boot.
+    importers = sorted(m for m, targets in import_map().items() if f"{ADAPTER}.lifecycle" in targets)
+    assert importers == [f"{ADAPTER}.commands.listeners"], f"import what runs from sublime_editor.windows: {importers}"
+
+
 def pinned_runtime_libraries() -> set[str]:
     """The import names of the runtime's pinned distributions (requirements/runtime.txt)."""
     with open(os.path.join(ROOT, "requirements", "runtime.txt"), encoding="utf-8") as handle:
