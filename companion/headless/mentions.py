@@ -1,0 +1,32 @@
+"""`@relative/path` in a headless chat's prompt: the file goes with the prompt, as Send File does in
+Sublime (embedded or as a link, by the agent's capability), under the same rules: inside the
+workspace only, never a file the default `context_exclude` patterns or `.gitignore` leave out.
+A refused mention costs one line on stderr; the prompt's text goes unchanged."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Sequence
+
+from ..acp.mentions import MentionRules, attachments
+from ..acp.resources import Resource
+from ..core.context import DEFAULT_EXCLUDES, SharingPolicy
+from ..core.files.listing import ListOptions
+from .editor import visible
+
+RULES = ListOptions(file_excludes=DEFAULT_EXCLUDES, use_gitignore=True)
+
+
+async def attached(folders: Sequence[str], text: str) -> list[Resource]:
+    """The workspace files `text` mentions; each refused one is said on stderr."""
+    if "@" not in text:
+        return []
+    rules = MentionRules(tuple(folders), RULES, SharingPolicy())
+    resources, refused = await asyncio.to_thread(attachments, rules, text)
+    for reason in refused:
+        try:
+            print(f"warning: {visible(reason)}", file=sys.stderr, flush=True)
+        except OSError:  # the terminal is gone (SIGHUP)
+            pass
+    return resources
