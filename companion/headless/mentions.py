@@ -9,10 +9,10 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from ..acp.mentions import MentionRules, attachments
 from ..acp.resources import Resource
 from ..core.context import DEFAULT_EXCLUDES, SharingPolicy
 from ..core.files.listing import ListOptions
+from ..core.mentions import MentionRules, attachments
 from .editor import visible
 
 RULES = ListOptions(file_excludes=DEFAULT_EXCLUDES, use_gitignore=True)
@@ -23,10 +23,10 @@ async def attached(folders: Sequence[str], text: str) -> list[Resource]:
     if "@" not in text:
         return []
     rules = MentionRules(tuple(folders), RULES, SharingPolicy())
-    resources, refused = await asyncio.to_thread(attachments, rules, text)
+    found, refused = await asyncio.to_thread(attachments, rules, text)
     for reason in refused:
         try:
             print(f"warning: {visible(reason)}", file=sys.stderr, flush=True)
         except OSError:  # the terminal is gone (SIGHUP)
             pass
-    return resources
+    return [Resource(m.path, lines=m.lines) for m in found]

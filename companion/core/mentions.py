@@ -17,11 +17,10 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from ..core.context import SharingPolicy
-from ..core.files.listed import left_out
-from ..core.files.listing import ListOptions
-from ..core.files.paths import PathPolicy, Resolved, WorkspaceError
-from .resources import Resource
+from .context import SharingPolicy
+from .files.listed import left_out
+from .files.listing import ListOptions
+from .files.paths import PathPolicy, Resolved, WorkspaceError
 
 _MENTION = re.compile(r"(?<![^\s(\[{\"'`])@((?:\\ |[^\s])+)")
 _LINES = re.compile(r"#L([1-9][0-9]*)(?:-([1-9][0-9]*))?$")
@@ -31,7 +30,7 @@ _TRAILING = ".,;:!?)]}\"'`"  # punctuation after a mention ("see @notes.txt.") i
 @dataclass(frozen=True)
 class Mention:
     token: str  # as typed, `@` included
-    path: str  # the path, unescaped
+    path: str  # the path, unescaped (absolute once `attachments` found the file)
     lines: tuple[int, int] | None  # `#L3-9`: 1-based, inclusive
 
 
@@ -77,14 +76,15 @@ def excluded(rules: MentionRules, target: Resolved) -> bool:
     return left_out(rules.options, target.folder, target.path)
 
 
-def attachments(rules: MentionRules, text: str, skip: Collection[str] = ()) -> tuple[list[Resource], list[str]]:
-    """The files `text` mentions, as Resources to send with it, and a one-line reason for each
+def attachments(rules: MentionRules, text: str, skip: Collection[str] = ()) -> tuple[list[Mention], list[str]]:
+    """The files `text` mentions, each with its absolute path (as named, before links are
+    resolved: the chat's Resource checks it again), and a one-line reason for each
     mention refused (outside the workspace, or excluded). `skip`: mentions already attached (Send
     File's). Reads the disk: never on an editor's UI thread."""
     if not rules.folders:
         return [], []
     policy = PathPolicy(rules.folders)
-    resources: list[Resource] = []
+    resources: list[Mention] = []
     refused: list[str] = []
     for mention in find(text):
         if mention.token in skip:
@@ -102,5 +102,33 @@ def attachments(rules: MentionRules, text: str, skip: Collection[str] = ()) -> t
                 "exclude patterns or .gitignore), so it is never shared; the agent gets only its name as text."
             )
             continue
-        resources.append(Resource(target.requested, lines=mention.lines))
+        resources.append(Mention(mention.token, target.requested, mention.lines))
     return resources, refused
+
+
+MAX_SYMBOL_LINES = 200  # a symbol's lines sent with it, at most
+
+
+def symbol_lines(text: str, row: int) -> tuple[int, int]:
+    """The lines (1-based, inclusive) of the definition that starts on `row`: down to the line
+    before the next one indented no deeper (a closing `}`, `)`, `]` or `end` at its indent is
+    included), at most MAX_SYMBOL_LINES. A guess from indentation: the index gives only the row."""
+    lines = text.splitlines()
+    if not 1 <= row <= len(lines):
+        return row, row
+    indent = _indent(lines[row - 1])
+    last = row
+    for number in range(row + 1, min(len(lines), row + MAX_SYMBOL_LINES - 1) + 1):
+        line = lines[number - 1]
+        if not line.strip():
+            continue
+        if _indent(line) <= indent:
+            if line.strip().startswith(("}", ")", "]", "end")):
+                last = number
+            break
+        last = number
+    return row, last
+
+
+def _indent(line: str) -> int:
+    return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
