@@ -318,14 +318,14 @@ class TurnChanges:
     async def turn(self, session: ChatSession, interrupts: _Interrupts, text: str) -> str:
         resources = await mentions.attached(session.folders, text)  # `@path`: the file goes with it
         if self.turns is None:
-            return await interrupts.turn(session.prompt(text, resources))
+            return await interrupts.turn(mentions.prompt(session, text, resources))
         if await waiting(self.console, self._run(self.turns.begin), self._scanned) is not None:
             self.texts.append(text)  # shown beside its restore point
         for note in await self._run(self.turns.take_notes) or []:  # what the user reverted since
             session.add_note(note)
         session.writes.take()  # what was written between turns belongs to no turn's agent
         try:
-            return await interrupts.turn(session.prompt(text, resources))
+            return await interrupts.turn(mentions.prompt(session, text, resources))
         finally:
             found = await self._run(self.turns.end, self.agent, *session.writes.take_turn())
             if found is not None:

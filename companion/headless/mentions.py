@@ -8,12 +8,16 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from ..acp.resources import Resource
+from ..acp.resources import Resource, ResourceRefused
 from ..core.context import DEFAULT_EXCLUDES, SharingPolicy
 from ..core.files.listing import ListOptions
 from ..core.mentions import MentionRules, attachments
 from .editor import visible
+
+if TYPE_CHECKING:
+    from ..acp.session import ChatSession
 
 RULES = ListOptions(file_excludes=DEFAULT_EXCLUDES, use_gitignore=True)
 
@@ -25,8 +29,24 @@ async def attached(folders: Sequence[str], text: str) -> list[Resource]:
     rules = MentionRules(tuple(folders), RULES, SharingPolicy())
     found, refused = await asyncio.to_thread(attachments, rules, text)
     for reason in refused:
-        try:
-            print(f"warning: {visible(reason)}", file=sys.stderr, flush=True)
-        except OSError:  # the terminal is gone (SIGHUP)
-            pass
+        _warn(reason)
     return [Resource(m.path, lines=m.lines) for m in found]
+
+
+async def prompt(session: ChatSession, text: str, mentioned: Sequence[Resource]) -> str:
+    """`session.prompt` with the mentioned files; one that cannot go (a binary file for an agent
+    that takes files' text) is one warning, and the prompt goes without them."""
+    try:
+        return await session.prompt(text, mentioned)
+    except ResourceRefused as exc:
+        if not mentioned:
+            raise
+        _warn(f"{exc} The prompt went without the files its @ mentions name.")
+        return await session.prompt(text)
+
+
+def _warn(reason: str) -> None:
+    try:
+        print(f"warning: {visible(reason)}", file=sys.stderr, flush=True)
+    except OSError:  # the terminal is gone (SIGHUP)
+        pass

@@ -78,3 +78,18 @@ def test_an_excluded_file_and_one_outside_are_refused_with_a_line_each(tmp_path:
     assert warnings[2].startswith("warning: @build/out.txt was not attached: it matches an exclusion"), warnings
     assert blocks_sent(record) == [{"type": "text", "text": prompt}]  # the text only, unchanged
     assert "secret-value" not in result.stdout + result.stderr
+
+
+def test_a_mentioned_binary_file_costs_a_warning_and_the_prompt_goes_without_it(tmp_path: Any) -> None:
+    """The agent takes files' text (embedded context): a binary file cannot go; the prompt still does."""
+    workspace = os.path.realpath(str(tmp_path / "workspace"))
+    os.makedirs(workspace)
+    with open(os.path.join(workspace, "logo.bin"), "wb") as handle:
+        handle.write(b"\x00\xff\xfe\x00binary")
+    record = str(tmp_path / "prompts.jsonl")
+    result = chat(workspace, record, "what is @logo.bin")
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    (warning,) = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert "logo.bin is a binary file" in warning and "the prompt went without" in warning.lower(), warning
+    assert blocks_sent(record) == [{"type": "text", "text": "what is @logo.bin"}]

@@ -135,3 +135,22 @@ def test_chosen_files_and_symbols_go_with_the_prompt_as_resources(
     ], sent
     assert "@.env was not attached" in text(view)  # said in the chat, once
     assert "secret" not in "\n".join(recorded(record))
+
+
+def test_a_mention_that_cannot_go_costs_a_warning_never_the_prompt_or_the_chat(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    """An agent that takes files' text (as Gemini CLI does) cannot get a binary file: the prompt goes
+    without it, and the chat goes on."""
+    with open(os.path.join(workspace, "logo.bin"), "wb") as handle:
+        handle.write(b"\x00\xff\xfe\x00binary")
+    record = prompts_file(tmp_path)
+    window = setup(companion, workspace, [scripted(env={"PROMPTS_FILE": record, "CHAT_AGENT_EMBED": "1"})])
+    view = start_chat(companion, window)
+    chat = chat_of(view)
+    control.type_text(view, "what is @logo.bin")
+    control.press_keys(view, "enter")
+    wait_turn(view)
+    assert recorded(record)[-1].splitlines() == ["what is @logo.bin"]
+    assert "logo.bin is a binary file" in text(view)
+    assert chat.ready and not chat.ended

@@ -17,10 +17,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import sublime
 
-from ...acp.resources import Resource
+from ...acp.resources import Resource, ResourceRefused
 from ...core.context import DEFAULT_EXCLUDES, SharingPolicy
 from ...core.files.listing import Listing, ListOptions, list_files
 from ...core.files.paths import PathPolicy, Resolved, WorkspaceError
@@ -28,6 +29,9 @@ from ...core.files.reading import read_text
 from ...core.mentions import MentionRules, attachments, escape, excluded, symbol_lines
 from .. import mcp_tools as workspace_tools
 from .. import settings
+
+if TYPE_CHECKING:
+    from ...acp.session import ChatSession
 
 log = logging.getLogger("gemini_companion")
 FLAGS = sublime.INHIBIT_WORD_COMPLETIONS | sublime.INHIBIT_EXPLICIT_COMPLETIONS | sublime.DYNAMIC_COMPLETIONS
@@ -180,6 +184,25 @@ def _listing(rules: MentionRules) -> Listing:
             _walks.clear()
         _walks[key] = (time.monotonic(), listing)
         return listing
+
+
+async def prompt(
+    session: ChatSession,
+    text: str,
+    resources: Sequence[Resource],
+    mentioned: Sequence[Resource],
+    warn: Callable[[str], None],
+) -> str:
+    """`session.prompt` with the mentioned files; when one of them cannot go (a binary file for an
+    agent that takes files' text, one deleted meanwhile), the reason is one warning and the prompt
+    goes without them: a mention is never a reason to lose the prompt or the chat."""
+    try:
+        return await session.prompt(text, [*resources, *mentioned])
+    except ResourceRefused as exc:
+        if not mentioned:
+            raise
+        warn(f"{exc} The prompt went without the files its @ mentions name.")
+        return await session.prompt(text, resources)
 
 
 async def attached(

@@ -276,15 +276,15 @@ class Chat:
         if self.session is None:
             raise RuntimeError("the chat has not started")
         warn = lambda reason: self.port.notice(reason, "warning")  # noqa: E731
-        resources = [*resources, *await chat_mentions.attached(mentioned, text, skip, warn)]
+        files = await chat_mentions.attached(mentioned, text, skip, warn)
         session, checkpoints = self.session, self.checkpoints
         if checkpoints is None:
-            return await session.prompt(text, resources)
+            return await chat_mentions.prompt(session, text, resources, files, warn)
         for note in await checkpoints.begin():  # what the user reverted since the last turn
             session.add_note(note)
         session.writes.take()  # what was written between turns belongs to no turn's agent
         try:
-            return await session.prompt(text, resources)
+            return await chat_mentions.prompt(session, text, resources, files, warn)
         finally:
             changes = await checkpoints.end(self.spec.name, *session.writes.take_turn())
             if changes is not None and not self.silent:
