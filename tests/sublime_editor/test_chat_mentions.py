@@ -154,3 +154,36 @@ def test_a_mention_that_cannot_go_costs_a_warning_never_the_prompt_or_the_chat(
     assert recorded(record)[-1].splitlines() == ["what is @logo.bin"]
     assert "logo.bin is a binary file" in text(view)
     assert chat.ready and not chat.ended
+
+
+def test_the_open_files_come_first_and_an_open_env_is_still_never_offered(companion: Companion, workspace: str) -> None:
+    paths = files(workspace)
+    window = setup(companion, workspace)
+    control.open_file(window, paths["app"])
+    control.open_file(window, paths["env"])
+    view = start_chat(companion, window)
+    control.type_text(view, "@")
+    items = shown(view, "")
+    assert (items[0].trigger, items[0].annotation) == ("@src/app.py", "open"), items[:3]
+    assert [c.trigger for c in items].count("@src/app.py") == 1  # once, as the open file
+    assert not any(".env" in c.trigger for c in items)
+
+
+def test_with_two_folders_each_file_is_named_after_its_folder_and_attaches(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    paths = files(workspace)
+    other = os.path.realpath(str(tmp_path / "other"))
+    lib = write(other, "lib.txt", "lib\n")
+    record = prompts_file(tmp_path)
+    control.user_settings("Gemini Companion.sublime-settings", {"agents": [scripted(env={"PROMPTS_FILE": record})]})
+    window = control.new_window([workspace, other])
+    companion.load()
+    view = start_chat(companion, window)
+    control.type_text(view, "@")
+    offered = triggers(view, "")
+    assert {"@workspace/notes.txt", "@other/lib.txt", "@other/"} <= set(offered), offered
+    chat_of(view).panel.set_prompt("compare @workspace/notes.txt with @other/lib.txt")
+    control.press_keys(view, "enter")
+    wait_turn(view)
+    assert recorded(record)[-1].splitlines()[1:] == [f"resource file://{paths['notes']}", f"resource file://{lib}"]

@@ -66,7 +66,7 @@ def rules(window: sublime.Window, folders: Sequence[str]) -> MentionRules:
 
 
 def complete(
-    window: sublime.Window, folders: Sequence[str], paused: bool, view: sublime.View, prefix: str, before: str
+    window: sublime.Window, folders: Sequence[str], paused: bool, prefix: str, before: str
 ) -> sublime.CompletionList | None:
     """The completions for the prompt text `before` the caret (main thread), or None when it does
     not end in an `@` mention."""

@@ -21,4 +21,4 @@ class GeminiCompanionChatMentionListener(sublime_plugin.EventListener):
         start = max(view.line(point).begin(), chat.panel.input_start)
         before = view.substr(sublime.Region(start, point))
         paused = chat.state.handle.context.paused
-        return chat_mentions.complete(chat.state.window, chat.folders, paused, view, prefix, before)
+        return chat_mentions.complete(chat.state.window, chat.folders, paused, prefix, before)
