@@ -66,6 +66,7 @@ else:
         GeminiCompanionContextListener,
         GeminiCompanionReviewListener,
     )
+    from .companion.sublime_editor.commands.mentions import GeminiCompanionChatMentionListener
     from .companion.sublime_editor.commands.project import GeminiCompanionWorkspaceListener
     from .companion.sublime_editor.commands.review import (
         GeminiCompanionApplyCommand,
@@ -98,6 +99,7 @@ __all__ = [
     "GeminiCompanionChatHistoryCommand",
     "GeminiCompanionChatInsertCommand",
     "GeminiCompanionChatListener",
+    "GeminiCompanionChatMentionListener",
     "GeminiCompanionChatModeCommand",
     "GeminiCompanionChatModelCommand",
     "GeminiCompanionChatNoopCommand",

@@ -72,8 +72,9 @@ class ChatPanel:
         view_settings.set(CHAT_SETTING, chat_id)
         for key, value in {**LEAVE_ALONE, "word_wrap": True, "line_numbers": False, "gutter": False}.items():
             view_settings.set(key, value)
-        # Typing "/" in the prompt opens the completions (the agent's slash commands).
-        view_settings.set("auto_complete_triggers", [{"selector": "text.gemini-companion.chat", "characters": "/"}])
+        # Typing "/" in the prompt opens the completions (the agent's slash commands), "@" the
+        # window's files, folders and symbols (chat/mentions.py).
+        view_settings.set("auto_complete_triggers", [{"selector": "text.gemini-companion.chat", "characters": "/@"}])
         self.transcript_end = 0
         self.input_start = 0
         self.cards: dict[str, Card] = {}
