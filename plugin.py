@@ -58,6 +58,7 @@ else:
         GeminiCompanionChatCancelCommand,
         GeminiCompanionChatModeCommand,
         GeminiCompanionChatModelCommand,
+        GeminiCompanionChatOptionsCommand,
         GeminiCompanionContinueChatCommand,
         GeminiCompanionNewChatCommand,
     )
@@ -101,6 +102,7 @@ __all__ = [
     "GeminiCompanionChatModeCommand",
     "GeminiCompanionChatModelCommand",
     "GeminiCompanionChatNoopCommand",
+    "GeminiCompanionChatOptionsCommand",
     "GeminiCompanionChatSendCommand",
     "GeminiCompanionConnectAgentCommand",
     "GeminiCompanionContextListener",

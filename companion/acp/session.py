@@ -59,8 +59,9 @@ from ..core.files.paths import PathPolicy, Resolved
 from ..core.files.textfile import lines
 from ..core.history.turn_writes import ABSENT, TurnWrites, digest_of, written_digest
 from ..core.reviews import Outcome, Reviews
-from . import auth, elicitation, process, updates
+from . import process, updates
 from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
+from .asks import auth, elicitation
 from .edits import NotRebuildable, agent_text, edit_path, is_edit, proposed_text
 from .file_changes import FileChange, file_changes, named_paths
 from .files import READ_LIMIT_BYTES, AgentFiles, FsRefused
@@ -132,7 +133,7 @@ class ChatSession:
         self.session_id = ""
         self.can_load = False  # the agent's `loadSession` capability (after initialize)
         self.embeds_resources = False  # its `promptCapabilities.embeddedContext`
-        self.auth_methods: list[auth.AuthMethod] = []  # its `authMethods` (acp/auth.py)
+        self.auth_methods: list[auth.AuthMethod] = []  # its `authMethods` (acp/asks/auth.py)
         self.always_allowed = False  # the user allowed this agent's edits for the session
         self.unchecked = UncheckedEdits()  # edits that did not go through the review (`chat` reports them)
         self.writes = TurnWrites()  # what the agent wrote through us this turn, for the change set
@@ -194,7 +195,7 @@ class ChatSession:
     async def _logged_in(
         self, method: str, request: Any, answer: type[Opened], login: bool
     ) -> tuple[Opened, dict[str, Any]]:
-        """`_opening`, after a login whenever the agent says it needs one (acp/auth.py)."""
+        """`_opening`, after a login whenever the agent says it needs one (acp/asks/auth.py)."""
         if login:
             await self._log_in(None)
         for _ in range(auth.MAX_LOGINS):
@@ -259,7 +260,7 @@ class ChatSession:
         capabilities = ClientCapabilities(
             fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
             terminal=False,
-            auth=AuthCapabilities(terminal=True),  # the chat runs a terminal login (acp/auth.py)
+            auth=AuthCapabilities(terminal=True),  # the chat runs a terminal login (acp/asks/auth.py)
             elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities(), url=ElicitationUrlCapabilities()),
             session=ClientSessionCapabilities(
                 config_options=SessionConfigOptionsCapabilities(boolean=BooleanConfigOptionCapabilities())
@@ -1015,7 +1016,7 @@ class ChatSession:
 
     async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
         """elicitation/create: a form asked field by field, or a URL opened once the user confirms
-        (acp/elicitation.py); `cancel` when the chat closes (or the turn is cancelled) meanwhile."""
+        (acp/asks/elicitation.py); `cancel` when the chat closes (or the turn is cancelled) meanwhile."""
         data = mode.model_dump(mode="json", by_alias=True, exclude_none=True)
         if "url" in data:
             asking = elicitation.ask_url(self.view, self.spec.name, message, str(data["url"]))

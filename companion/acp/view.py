@@ -204,7 +204,7 @@ class ChatView(Protocol):
         """Ask about a permission that is not an edit; the chosen option id, None for no answer."""
         ...
 
-    # What the agent asks of the user outside a permission (acp/auth.py, acp/elicitation.py): each
+    # What the agent asks of the user outside a permission (acp/asks/auth.py, acp/asks/elicitation.py): each
     # returns None when the user dismisses the question (Escape, end of input) or the chat closes.
 
     async def pick(self, title: str, items: list[str]) -> int | None:

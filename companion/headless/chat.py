@@ -482,7 +482,7 @@ async def _switch_mode(session: ChatSession, words: list[str]) -> None:
 async def config_command(session: ChatSession, words: list[str], console: Console) -> None:
     """`/config` lists the agent's config options; `/config ID VALUE` sets one (a bad value: one
     line, nothing sent; the agent's refusal: one line, the chat goes on)."""
-    from ..acp import config_options
+    from ..acp.asks import config_options
     from ..acp.session import ChatFailed
 
     options = session.config

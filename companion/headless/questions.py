@@ -1,6 +1,6 @@
 """What an agent asks of the user in the terminal chat, outside a permission: the login method to
-use and the agent's own terminal login (acp/auth.py), a form's fields and a URL to open
-(acp/elicitation.py). Each is a question on the shared Console (numbered for a choice), answered
+use and the agent's own terminal login (acp/asks/auth.py), a form's fields and a URL to open
+(acp/asks/elicitation.py). Each is a question on the shared Console (numbered for a choice), answered
 on the chat's one reader of stdin; the end of input, or the chat closing, answers None.
 
 The terminal login runs in the foreground: its output goes to the console, and the lines the user

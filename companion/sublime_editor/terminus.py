@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -225,5 +225,18 @@ def command_args(command: Sequence[str], folder: str, title: str) -> dict[str, A
         "cwd": _literal(folder),
         "title": title,
         "auto_close": False,  # Terminus' code default is True: keep the command's last words visible
+        "focus": True,
+    }
+
+
+def login_args(argv: Sequence[str], folder: str, title: str, env: Mapping[str, str]) -> dict[str, Any]:
+    """`terminus_open` arguments for an agent's terminal login: its own program (a full path already,
+    so no login shell), in a tab that stays open to show how it went."""
+    return {
+        "cmd": [_literal(part) for part in argv],
+        "cwd": _literal(folder),
+        "title": title,
+        "env": dict(env),
+        "auto_close": False,
         "focus": True,
     }

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from .view import ChatView
+from ..view import ChatView
 
 Action = Literal["accept", "decline", "cancel"]
 ANSWER, DECLINE = "Answer", "Decline"

@@ -4,7 +4,7 @@ them: their current values in words, and a typed value checked against the optio
 
 from __future__ import annotations
 
-from .view import ConfigOption
+from ..view import ConfigOption
 
 ON_WORDS = ("on", "true", "yes", "1")
 OFF_WORDS = ("off", "false", "no", "0")

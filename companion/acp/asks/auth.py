@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .view import ChatView, LoginCommand
+from ..view import ChatView, LoginCommand
 
 AUTH_REQUIRED = -32000  # ACP's auth_required (acp.RequestError.auth_required)
 AUTH_WORDS = ("auth", "api key", "login", "log in")
