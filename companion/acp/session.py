@@ -363,8 +363,8 @@ class ChatSession:
             raise ChatFailed(await self._failure(exc, what)) from None
 
     def _needs_login(self, exc: RequestError, what: str) -> bool:
-        """session/new or load failed for want of a login, and the agent offers logins."""
-        if what not in ("session/new", "session/load"):
+        """session/new, load or a prompt failed for want of a login, and the agent offers logins."""
+        if what not in ("session/new", "session/load", "the prompt"):
             return False
         return bool(self.auth_methods) and auth.needs_login(exc.code, _said(exc))
 
@@ -410,10 +410,11 @@ class ChatSession:
         self._notes = []
         self.rejected_last = False
         try:
-            with self.agent.turn() if self.agent else contextlib.nullcontext():  # its tree is tracked meanwhile
-                response = await self._conn.prompt(self.session_id, blocks)
-        except _AGENT_ERRORS as exc:
-            raise ChatFailed(await self._failure(exc, "the prompt")) from None
+            try:
+                response = await self._prompt_turn(blocks)
+            except NeedsLogin as exc:  # an agent may ask for its login at the first prompt (Claude)
+                await self._log_in(exc)
+                response = await self._prompt_turn(blocks)  # the same prompt, once logged in
         finally:
             self._clear_status()
             await self._check_reviewed()
@@ -422,6 +423,16 @@ class ChatSession:
             self.view.notice(f"{self.spec.name} stopped its turn after you rejected its edit.", "info")
         self.view.turn_ended(stop_reason)
         return stop_reason
+
+    async def _prompt_turn(self, blocks: list[Any]) -> Any:
+        assert self._conn is not None
+        try:
+            with self.agent.turn() if self.agent else contextlib.nullcontext():  # its tree is tracked meanwhile
+                return await self._conn.prompt(self.session_id, blocks)
+        except _AGENT_ERRORS as exc:
+            if isinstance(exc, RequestError) and self._needs_login(exc, "the prompt"):
+                raise NeedsLogin(await self._failure(exc, "the prompt"), _said(exc)[:300]) from None
+            raise ChatFailed(await self._failure(exc, "the prompt")) from None
 
     def stopped_after_rejection(self, stop_reason: str) -> bool:
         """The turn ended `cancelled` right after the user rejected an edit: the agent's answer to

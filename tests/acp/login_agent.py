@@ -9,6 +9,8 @@ Behaviours:
   set to $LOGIN_AGENT_MARKER]; session/new answers auth_required until the marker file holds
   CODE. `python login_agent.py terminal --login` is the login command: it asks for the code on
   stdin and writes what was typed to $LOGIN_MARKER (a tiny login program, as a real agent's is);
+- `prompt-auth`: as `agent`, but session/new works and each prompt answers auth_required until
+  `authenticate` came (as claude-agent-acp does without a key);
 - `asks`: config options `fast` (boolean) and `effort` (select) on session/new; a prompt `form`
   sends a form elicitation (a string, a boolean, an enum) and a prompt `url` a URL elicitation;
   the turn's reply is the answer's action, and the answer is recorded.
@@ -95,7 +97,7 @@ async def serve(behaviour: str) -> None:
             dumped = capabilities.model_dump(mode="json", by_alias=True, exclude_none=True) if capabilities else None
             record("initialize", dumped)
             methods: list[dict[str, Any]] = []
-            if behaviour == "agent":
+            if behaviour in ("agent", "prompt-auth"):
                 methods = [
                     {"id": "oauth", "name": "Log in with the browser", "description": "OAuth"},
                     {
@@ -124,7 +126,7 @@ async def serve(behaviour: str) -> None:
             return AuthenticateResponse()
 
         def _logged_in(self) -> bool:
-            if behaviour == "agent":
+            if behaviour in ("agent", "prompt-auth"):
                 return self.authenticated
             if behaviour == "terminal":
                 marker = os.environ["LOGIN_AGENT_MARKER"]
@@ -136,7 +138,7 @@ async def serve(behaviour: str) -> None:
 
         async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
             record("session/new", cwd)
-            if not self._logged_in():
+            if behaviour != "prompt-auth" and not self._logged_in():
                 raise RequestError.auth_required()
             if behaviour == "asks":
                 return NewSessionResponse.model_validate({"sessionId": "s1", "configOptions": self.options})
@@ -151,6 +153,9 @@ async def serve(behaviour: str) -> None:
 
         async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
             text = " ".join(getattr(b, "text", "") for b in prompt).strip()
+            record("session/prompt", text)
+            if not self._logged_in():
+                raise RequestError.auth_required()
             reply = "Hello."
             if behaviour == "asks" and text in ("form", "url"):
                 if text == "form":

@@ -52,7 +52,7 @@ async def test_the_agents_own_login_runs_and_then_the_session_starts(workspace: 
     env = agent_env(tmp_path)
     view = RecordingView(picks=[0])
     assert await started(workspace, "agent", view, env) == ""
-    assert methods(env) == ["initialize", "session/new", "authenticate", "session/new"]
+    assert methods(env) == ["initialize", "session/new", "authenticate", "session/new", "session/prompt"]
     assert [r["params"] for r in recorded(env["LOGIN_AGENT_RECORD"]) if r["method"] == "authenticate"] == ["oauth"]
     ((kind, (title, items)),) = view.questions
     assert kind == "pick" and title == "python needs a login (Authentication required): choose how"
@@ -112,7 +112,7 @@ async def test_a_terminal_login_runs_the_agents_command_and_then_the_session_sta
     assert command.argv == (sys.executable, AGENT, "terminal", "--login") and command.cwd == workspace
     assert dict(command.env) == {"LOGIN_MARKER": env["LOGIN_AGENT_MARKER"]}
     assert "LOGIN_MARKER" not in repr(command)  # the environment may hold secrets: never in a repr or log
-    assert methods(env) == ["initialize", "session/new", "session/new"]
+    assert methods(env) == ["initialize", "session/new", "session/new", "session/prompt"]
 
 
 async def test_a_terminal_login_that_fails_offers_the_login_again(workspace: str, tmp_path: Any) -> None:
@@ -121,6 +121,20 @@ async def test_a_terminal_login_that_fails_offers_the_login_again(workspace: str
     view = RecordingView(picks=[0, 0], login_runner=lambda command: type_code(command, codes.pop(0)) or True)
     assert await started(workspace, "terminal", view, env) == ""
     assert [kind for kind, _ in view.questions] == ["pick", "login", "pick", "login"]
+
+
+async def test_a_login_asked_for_at_the_first_prompt_runs_and_the_prompt_is_sent_again(
+    workspace: str, tmp_path: Any
+) -> None:
+    env = agent_env(tmp_path)
+    view = RecordingView(picks=[0])
+    assert await started(workspace, "prompt-auth", view, env) == ""
+    assert methods(env) == ["initialize", "session/new", "session/prompt", "authenticate", "session/prompt"]
+    assert [r["params"] for r in recorded(env["LOGIN_AGENT_RECORD"]) if r["method"] == "session/prompt"] == [
+        "Hello",
+        "Hello",
+    ]
+    assert view.text == ["Hello."]
 
 
 def chat_cli(workspace: str, tmp_path: Any, behaviour: str, stdin: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -137,7 +151,7 @@ def test_chat_login_offers_the_methods_before_the_session_starts(workspace: str,
     assert menu in result.stdout
     assert "Hello." in result.stdout
     # The login came first: session/new succeeded at its first try.
-    assert methods(agent_env(tmp_path)) == ["initialize", "authenticate", "session/new"]
+    assert methods(agent_env(tmp_path)) == ["initialize", "authenticate", "session/new", "session/prompt"]
 
 
 def test_the_terminal_chat_offers_a_login_when_the_agent_needs_one(workspace: str, tmp_path: Any) -> None:
