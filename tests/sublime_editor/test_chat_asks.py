@@ -72,6 +72,7 @@ def test_a_terminal_login_runs_in_terminus_and_the_chat_starts_once_done(
 ) -> None:
     control.install_terminus()
     agent = login_agent(tmp_path, "terminal")
+    agent["env"]["EXAMPLE_API_TOKEN"] = "a-secret-of-the-user"  # Terminus would keep it in the session file
     window = setup(companion, workspace, [agent])
     view = new_chat(companion, window)
     quick_panel("the login methods")
@@ -81,6 +82,7 @@ def test_a_terminal_login_runs_in_terminus_and_the_chat_starts_once_done(
     )
     assert args["cmd"] == [sys.executable, AGENT, "terminal", "--login"] and args["cwd"] == workspace
     assert args["env"]["LOGIN_MARKER"] == agent["env"]["LOGIN_AGENT_MARKER"]
+    assert "EXAMPLE_API_TOKEN" not in args["env"]
     # What Terminus runs, with the user typing the code into it:
     login = subprocess.run(
         args["cmd"], cwd=args["cwd"], env={**os.environ, **args["env"]}, input=CODE + "\n", text=True, timeout=CEILING
