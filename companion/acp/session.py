@@ -209,9 +209,11 @@ class ChatSession:
         """Offer the agent's login methods and run the one chosen (`failed`: why, else `--login`);
         ChatFailed when the user picks none, or the method leaves the user to do it (env_var)."""
         name = self.spec.name
-        if not self.auth_methods:
-            raise ChatFailed(f"{name} offers no way to log in from the chat (its initialize lists no authMethods).")
-        method = await auth.choose(self.view, name, self.auth_methods, failed.said if failed else "")
+        if not self.auth_methods:  # only with `--login`: NeedsLogin needs methods
+            self.view.notice(f"{name} offers no login methods (authMethods); the chat starts without one.", "info")
+            return
+        # Questions the chat's close withdraws (`_ask_user`): a closed chat logs in to nothing.
+        method = await self._ask_user(auth.choose(self.view, name, self.auth_methods, failed.said if failed else ""))
         if method is None:
             raise ChatFailed(str(failed) if failed else f"You did not log in to {name}; the chat did not start.")
         if method.kind == "env_var":
@@ -222,7 +224,7 @@ class ChatSession:
             return
         argv = resolve_command(self.spec, self.env)
         command = auth.terminal_command(f"Log in to {name}", argv, method, self.folders[0], self.spec.env)
-        if not await self.view.run_login(command):
+        if not await self._ask_user(self.view.run_login(command)):
             raise ChatFailed(f"The login to {name} was not finished; start a new chat to try again.")
 
     async def _opening(self, method: str, request: Any, answer: type[Opened]) -> tuple[Opened, dict[str, Any]]:

@@ -4,6 +4,7 @@ then the session starts; `chat --login` offers them before the session. With tes
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -135,6 +136,30 @@ async def test_a_login_asked_for_at_the_first_prompt_runs_and_the_prompt_is_sent
         "Hello",
     ]
     assert view.text == ["Hello."]
+
+
+async def test_chat_login_with_an_agent_offering_no_login_says_so_and_starts(workspace: str, tmp_path: Any) -> None:
+    view = RecordingView()
+    assert await started(workspace, "asks", view, agent_env(tmp_path), login=True) == ""
+    assert view.notices == ["python offers no login methods (authMethods); the chat starts without one."]
+
+
+async def test_closing_the_chat_during_the_login_question_withdraws_it(workspace: str, tmp_path: Any) -> None:
+    asked = asyncio.Event()
+
+    class Waiting(RecordingView):
+        async def pick(self, title: str, items: list[str]) -> int | None:
+            asked.set()
+            await asyncio.Event().wait()  # the user never answers
+            return None
+
+    spec = custom_agent([sys.executable, AGENT, "agent"])
+    session = ChatSession(spec, [workspace], AsyncEditor(), Waiting(), env=agent_env(tmp_path))
+    starting = asyncio.ensure_future(session.start())
+    await asyncio.wait_for(asked.wait(), CEILING)
+    await session.close()
+    with pytest.raises(ChatFailed, match="needs a login"):
+        await asyncio.wait_for(starting, CEILING)
 
 
 def chat_cli(workspace: str, tmp_path: Any, behaviour: str, stdin: str, *args: str) -> subprocess.CompletedProcess[str]:
