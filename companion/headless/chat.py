@@ -472,7 +472,7 @@ def _edits(count: int) -> str:
 
 async def _switch_mode(session: ChatSession, words: list[str]) -> None:
     """`/mode ID` in the interactive chat: session/set_mode (a failing agent ends the chat)."""
-    ids = [m.id for m in session.modes]
+    ids = [m.id for m in session.modes or []]
     if len(words) != 1 or words[0] not in ids:
         print(f"Modes of {visible(session.spec.name)}: {', '.join(visible(i) for i in ids) or 'none'}; type /mode ID.")
         return

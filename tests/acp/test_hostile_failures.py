@@ -165,7 +165,7 @@ async def test_a_chat_in_a_shared_process_never_makes_it_a_subreaper(
     """Sublime's plugin host runs every plugin: as a subreaper it would adopt their orphans, which
     would stay zombies until Sublime quits. Only the headless `chat`, its own process, adopts."""
     assert not is_subreaper()
-    session, view = hostile(workspace, "deep")  # as chat_sessions.py starts it
+    session, view = hostile(workspace, "deep")  # as sublime_editor/chat/sessions.py starts it
     try:
         await session.start()
         assert await session.prompt("go") == "end_turn"
