@@ -57,15 +57,15 @@ from ..core.editor import Editor
 from ..core.files.paths import PathPolicy
 from ..core.history.turn_writes import TurnWrites
 from ..core.reviews import Reviews
-from . import process
-from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
+from .agents import process
+from .agents.agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
 from .asks import auth, elicitation
-from .files import READ_LIMIT_BYTES, AgentFiles, FsRefused
 from .modes import Seen, starting_mode
 from .resources import Attachment, Resource, attach
-from .review_gate import ReviewGate
+from .review.files import READ_LIMIT_BYTES, AgentFiles, FsRefused
+from .review.review_gate import ReviewGate
+from .review.unchecked import UncheckedEdits
 from .thread import ChatFailed, ChatThread, ConfigOptions, SessionModels, SessionModes, WriteFailed, WriteRefused
-from .unchecked import UncheckedEdits
 from .view import ChatView, Choice, Command, ConfigOption
 
 __all__ = ["ChatFailed", "ChatSession", "NeedsLogin"]

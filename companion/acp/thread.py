@@ -25,14 +25,14 @@ from ..core.files.textfile import lines
 from ..core.history.turn_writes import ABSENT, TurnWrites, digest_of, written_digest
 from ..core.reviews import Outcome
 from . import updates
-from .edits import NotRebuildable, agent_text, edit_path, is_edit, proposed_text
-from .file_changes import FileChange, file_changes, named_paths
-from .files import AgentFiles, FsRefused
 from .modes import Kind, Seen, asking_mode
 from .modes import kind as mode_kind
-from .review_gate import AcceptedEdit, ReviewGate, ReviewOpen
-from .tool_calls import ToolCalls
-from .unchecked import UncheckedEdits
+from .review.edits import NotRebuildable, agent_text, edit_path, is_edit, proposed_text
+from .review.file_changes import FileChange, file_changes, named_paths
+from .review.files import AgentFiles, FsRefused
+from .review.review_gate import AcceptedEdit, ReviewGate, ReviewOpen
+from .review.unchecked import UncheckedEdits
+from .tool_call_tracker import ToolCalls
 from .view import ChatView, Choice, Command, ConfigOption, Mode
 
 log = logging.getLogger(__name__)

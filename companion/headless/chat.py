@@ -31,8 +31,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
-from ..acp.agents import PRESETS, AgentSpec, custom_agent, demo_agent
-from ..acp.unchecked import UncheckedEdits
+from ..acp.agents.agents import PRESETS, AgentSpec, custom_agent, demo_agent
+from ..acp.review.unchecked import UncheckedEdits
 from ..acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
 from ..core.system.processes import STOP_SIGNALS
 from .changes import print_changes, run_command

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from companion.acp.agents import custom_agent
+from companion.acp.agents.agents import custom_agent
 from companion.acp.session import ChatSession
 from companion.headless.chat import TerminalView
 from companion.headless.console import Console, StdinLines

@@ -18,9 +18,9 @@ from typing import Any
 import psutil
 import pytest
 
-from companion.acp import process
-from companion.acp.agents import AgentSpec
-from companion.acp.files import FsRefused
+from companion.acp.agents import process
+from companion.acp.agents.agents import AgentSpec
+from companion.acp.review.files import FsRefused
 from companion.acp.session import ChatFailed, ChatSession
 from companion.acp.view import Choice
 from companion.core.system.process_tree import ProcessTree, is_subreaper, set_subreaper

@@ -21,9 +21,11 @@ from contextlib import contextmanager
 import psutil
 import pytest
 
-from companion.acp import process, tool_calls, updates
-from companion.acp.agents import AgentSpec
-from companion.acp.files import AgentFiles
+from companion.acp import tool_call_tracker as tool_calls
+from companion.acp import updates
+from companion.acp.agents import process
+from companion.acp.agents.agents import AgentSpec
+from companion.acp.review.files import AgentFiles
 from companion.acp.session import ChatSession
 from companion.acp.view import ToolCall
 from tests.acp.conftest import CEILING, AsyncEditor, RecordingView

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from companion.acp.agents import custom_agent
+from companion.acp.agents.agents import custom_agent
 from companion.acp.session import ChatFailed, ChatSession
 from companion.acp.view import LoginCommand
 from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView

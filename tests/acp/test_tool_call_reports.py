@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from companion.acp.tool_calls import ToolCalls
+from companion.acp.tool_call_tracker import ToolCalls
 
 MB = 1024 * 1024
 

@@ -9,9 +9,9 @@ from collections.abc import Callable
 import sublime
 import sublime_plugin
 
-from ...acp import registry
+from ...acp.agents import registry
+from ...acp.agents.registry import RegistryAgent
 from ...acp.asks import config_options
-from ...acp.registry import RegistryAgent
 from ...acp.view import ConfigOption
 from .. import terminus as terminal
 from ..chat import agents as chat_agents

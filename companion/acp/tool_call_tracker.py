@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from . import updates
-from .edits import diff_blocks
+from .review.edits import diff_blocks
 from .view import Location, ToolCall
 
 _ENDED = ("completed", "failed")
