@@ -3,7 +3,7 @@ stdio, on an asyncio loop, and the SDK's Client (the agent's requests and notifi
 handed to the chat's thread (thread.py: its state and decisions). The only module that imports the
 SDK (`acp`), so it loads on the first chat, never at start-up.
 
-The agent's requests: `session/request_permission` for an edit opens a review (review_gate.py),
+The agent's requests: `session/request_permission` for an edit opens a review (review/review_gate.py),
 others go to the ChatView; `fs/*` go to files.py. A turn has no timeout (the user cancels it);
 starting does (`start_timeout`), so an agent that never answers gets a clear message.
 """

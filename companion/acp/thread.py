@@ -1,7 +1,7 @@
 """The chat's state and decisions, apart from the protocol (session.py, the only SDK import).
 
 `ChatThread` holds what the agent said and what the user decided: its tool calls, the permission
-decisions (an edit opens a review: review_gate.py), the writes of each turn and whether the file on
+decisions (an edit opens a review: review/review_gate.py), the writes of each turn and whether the file on
 disk is still what the user accepted, the notes the next prompt carries. The agent's optional
 capabilities are small objects the chat asks for: `SessionModes`, `SessionModels`, `ConfigOptions`
 (None when the agent offers none), each sending its request through `AgentRequests`, which

@@ -29,7 +29,8 @@ _ENDED = ("completed", "failed")
 # sent 16 calls of 25 MB). The memory, not characters: CPython stores 1, 2 or 4 bytes a character,
 # so 64 Mi characters outside Latin-1 would be 256 MB. Over it, the calls updated longest ago lose
 # their content first (their cards were shown long ago; a permission for one is then decided on
-# what its request itself says); the newest is kept whole, so its permission is decided on it all.
+# what its request itself says), the newest last: one call that alone says more than the bound (a
+# hostile agent adding rawInput keys update after update) loses its content too.
 HELD_IN_TOTAL = 64 * 1024 * 1024
 _EMPTY = sys.getsizeof("")
 
@@ -97,6 +98,7 @@ class ToolCalls:
     def __init__(self, limit: int = HELD_IN_TOTAL) -> None:
         self.limit = limit
         self._records: dict[str, _Record] = {}  # updated longest ago first
+        self._holding: dict[str, _Record] = {}  # those whose texts take memory, updated longest ago first
         self._held = 0
         self._asked: set[str] = set()  # ids that went through a permission request
 
@@ -159,20 +161,23 @@ class ToolCalls:
         """The call's record, moved last: the most recently updated."""
         record = self._records.pop(call_id, None) or _Record(None, None)
         self._records[call_id] = record
+        self._holding.pop(call_id, None)
+        self._holding[call_id] = record
         return record
 
     def _measure(self, record: _Record) -> None:
         before, record.held = record.held, _held(record)
         self._held += record.held - before
         if self._held > self.limit:  # else nothing to walk: an update costs O(1)
-            self._shrink(record)
+            self._shrink()
 
-    def _shrink(self, newest: _Record) -> None:
-        for oldest in self._records.values():  # oldest first; none is removed, so no copy
-            if self._held <= self.limit:
-                return
-            if oldest is not newest and oldest.held:
-                self._lighten(oldest)
+    def _shrink(self) -> None:
+        """Lighten the calls updated longest ago until the texts fit, the newest last. Each call
+        leaves the holding list when lightened and returns only when updated again: the walks of a
+        whole chat cost O(updates), never O(calls) per update."""
+        while self._held > self.limit and self._holding:
+            call_id = next(iter(self._holding))
+            self._lighten(self._holding.pop(call_id))
 
     def _lighten(self, record: _Record) -> None:
         """Forget what was said; the card keeps its title, status and decision, not its content."""

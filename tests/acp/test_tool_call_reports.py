@@ -34,3 +34,13 @@ def test_an_ended_call_releases_what_it_held() -> None:
     assert reports.held_chars == 2 * MB
     reports.add({"toolCallId": "a", "status": "completed"})
     assert reports.held_chars == 0
+
+
+def test_one_call_that_alone_says_more_than_the_bound_is_bounded_too() -> None:
+    # A hostile agent never ends one call and adds a 1 MB rawInput key in each update: merged key by
+    # key, what it said would grow without end if the newest call were always kept whole.
+    reports = ToolCalls(limit=8 * MB)
+    for n in range(40):
+        reports.add({"toolCallId": "only", "status": "pending", "rawInput": {f"k{n}": "x" * MB}})
+        assert reports.held_chars <= 8 * MB
+    assert reports.get("only") is not None  # its card stays in the chat, without the content
