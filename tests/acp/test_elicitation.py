@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from companion.acp.agents.agents import custom_agent
+from companion.acp.asks.elicitation import form_fields, parse
 from companion.acp.session import ChatSession
 from companion.headless.chat import TerminalView
 from companion.headless.console import Console, StdinLines
@@ -114,6 +115,34 @@ async def test_a_question_still_open_when_the_chat_closes_is_cancelled(workspace
         await session.close()
     answers = [r["params"] for r in recorded(env["LOGIN_AGENT_RECORD"]) if r["method"] == "elicitation/create"]
     assert answers == [{"action": "cancel"}]
+
+
+def test_each_schema_type_is_checked_with_a_message_saying_what_fits() -> None:
+    schema = {
+        "properties": {
+            "ratio": {"type": "number", "title": "Ratio", "minimum": 0, "maximum": 1},
+            "tier": {"type": "string", "title": "Tier", "oneOf": [{"const": "a", "title": "Tier A"}]},
+            "code": {"type": "string", "title": "Code", "pattern": "^[0-9]{4}$", "maxLength": 4},
+        },
+        "required": ["ratio"],
+    }
+    ratio, tier, code = form_fields(schema)
+    assert (ratio.kind, ratio.required, tier.kind, tier.choices, code.required) == (
+        "number",
+        True,
+        "enum",
+        (("a", "Tier A"),),
+        False,
+    )
+    assert parse(ratio, "0.25") == 0.25
+    for text, why in [("half", "Ratio is a number, such as 2.5"), ("2", "Ratio is at most 1"), ("nan", "finite")]:
+        with pytest.raises(ValueError, match=why):
+            parse(ratio, text)
+    assert parse(code, "1234") == "1234"
+    with pytest.raises(ValueError, match=r"Code must match \^\[0-9\]\{4\}\$"):
+        parse(code, "12a4")
+    with pytest.raises(ValueError, match="at most 4 characters"):
+        parse(code, "12345")
 
 
 def terminal_view(answers: str) -> tuple[TerminalView, io.StringIO]:

@@ -85,9 +85,11 @@ def auth_methods(raw: Sequence[Any]) -> list[AuthMethod]:
 
 
 def needs_login(code: int, message: str) -> bool:
-    """An error that says the agent needs a login: auth_required, or words to that effect."""
-    said = message.lower()
-    return any(word in said for word in AUTH_WORDS) or (code == AUTH_REQUIRED and not said.strip())
+    """An error that says the agent needs a login: words to that effect (auth_required's own message
+    is "Authentication required"), or auth_required's code with no words at all. -32000 alone is not
+    enough: it is also the code of the agents' other errors."""
+    said = message.lower().strip()
+    return any(word in said for word in AUTH_WORDS) or (code == AUTH_REQUIRED and said in ("", "no message"))
 
 
 async def choose(view: ChatView, agent: str, methods: Sequence[AuthMethod], why: str) -> AuthMethod | None:
