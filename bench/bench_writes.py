@@ -107,10 +107,9 @@ async def _write_cases(url: str, token: str, folder: str, runs: int, label: str,
 
 
 def leg_writes(runs: int, label: str, case: str) -> dict[str, float]:
+    from companion.headless.editor import HeadlessEditor
     from companion.mcp_tools.factory import tool_factory
     from companion.mcp_tools.settings import WorkspaceToolSettings
-
-    from companion.headless.editor import HeadlessEditor
     from companion.runtime import Runtime
 
     base = tempfile.mkdtemp(prefix="bench-writes-")
