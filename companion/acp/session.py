@@ -54,6 +54,7 @@ from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command
 from .edits import NotRebuildable, agent_text, edit_path, is_edit, proposed_text
 from .file_changes import FileChange, file_changes, named_paths
 from .files import READ_LIMIT_BYTES, AgentFiles, FsRefused
+from .mcp_servers import AgentTransports, ChatServers
 from .modes import Kind, Seen, asking_mode, starting_mode
 from .modes import kind as mode_kind
 from .resources import Attachment, Resource, attach
@@ -100,8 +101,10 @@ class ChatSession:
         reviews: Reviews | None = None,
         read_limit_bytes: int | None = None,
         subreaper: bool = False,
+        servers: ChatServers | None = None,
     ) -> None:
         self.spec = spec
+        self.servers = servers or ChatServers()  # the window's tools (a token of the chat's own) and the user's
         self.folders = [os.path.abspath(f) for f in folders]
         self.view = view
         self.env = agent_environment({**(os.environ if env is None else env), **spec.env})
@@ -114,6 +117,7 @@ class ChatSession:
         self.session_id = ""
         self.can_load = False  # the agent's `loadSession` capability (after initialize)
         self.embeds_resources = False  # its `promptCapabilities.embeddedContext`
+        self.transports = AgentTransports()  # its `mcpCapabilities`: which MCP servers it can be given
         self.always_allowed = False  # the user allowed this agent's edits for the session
         self.unchecked = UncheckedEdits()  # edits that did not go through the review (`chat` reports them)
         self.writes = TurnWrites()  # what the agent wrote through us this turn, for the change set
@@ -151,7 +155,7 @@ class ChatSession:
         await self._launch()
         assert self._conn is not None
         meta = dict(self.spec.session_meta) or None
-        request = NewSessionRequest(cwd=self.folders[0], mcp_servers=[], field_meta=meta)
+        request = NewSessionRequest(cwd=self.folders[0], mcp_servers=self._mcp_servers(), field_meta=meta)
         session, raw = await self._opening("session/new", request, NewSessionResponse)
         await self._open(session.session_id, session, raw)
 
@@ -166,7 +170,10 @@ class ChatSession:
                 "start a new chat instead."
             )
         request = LoadSessionRequest(
-            cwd=self.folders[0], session_id=session_id, mcp_servers=[], field_meta=dict(self.spec.session_meta) or None
+            cwd=self.folders[0],
+            session_id=session_id,
+            mcp_servers=self._mcp_servers(),
+            field_meta=dict(self.spec.session_meta) or None,
         )
         session, raw = await self._opening("session/load", request, LoadSessionResponse)
         await self._open(session_id, session, raw)
@@ -214,6 +221,15 @@ class ChatSession:
         agent = answer.agent_capabilities
         self.can_load = bool(agent and agent.load_session)
         self.embeds_resources = bool(agent and agent.prompt_capabilities and agent.prompt_capabilities.embedded_context)
+        mcp = agent.mcp_capabilities if agent else None
+        self.transports = AgentTransports(http=bool(mcp and mcp.http), sse=bool(mcp and mcp.sse))
+
+    def _mcp_servers(self) -> list[Any]:
+        """`mcpServers` for session/new or session/load (mcp_servers.py); what was skipped, told once."""
+        entries, notices = self.servers.entries(self.transports)
+        for notice in notices:
+            self.view.notice(notice, "info")
+        return entries
 
     async def _open(self, session_id: str, session: Any, raw: dict[str, Any]) -> None:
         self.session_id = session_id
@@ -298,6 +314,7 @@ class ChatSession:
 
     async def close(self) -> None:
         """End the chat: close open reviews, the connection, and the agent with all it started."""
+        self.servers.end()  # its token for the window's tools answers 401 from now on
         for task in list(self._asking):
             task.cancel()
         await self.gate.close_all()

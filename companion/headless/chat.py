@@ -32,10 +32,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from ..acp.agents import PRESETS, AgentSpec, custom_agent, demo_agent
+from ..acp.mcp_servers import ChatServers, McpConfigError, UserServer, read_config
 from ..acp.unchecked import UncheckedEdits
 from ..acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
 from ..core.system.processes import STOP_SIGNALS
 from .changes import print_changes, run_command
+from .chat_tools import ChatWindow
 from .console import Console, StdinLines, off_the_loop
 from .editor import HeadlessEditor, one_line, visible
 
@@ -188,6 +190,8 @@ def run_chat(
     command: Sequence[str],
     mode: str | None = None,
     checkpoints: bool = False,
+    mcp_config: str | None = None,
+    editor_tools: bool = True,
 ) -> int:
     folder = os.path.realpath(workspace)
     if not os.path.isdir(folder):
@@ -203,6 +207,11 @@ def run_chat(
         return EXIT_USAGE
     if mode:
         spec = replace(spec, mode=mode.strip())
+    try:  # before anything starts: a bad file starts nothing and sends nothing
+        user_servers = read_config(mcp_config) if mcp_config is not None else []
+    except McpConfigError as exc:
+        print(f"error: {exc}; nothing was started.", file=sys.stderr)
+        return EXIT_USAGE
     _log_without_the_sdk()
     lines = StdinLines(sys.stdin)  # the one reader of stdin: prompts and every question's answer
     console = Console(sys.stdout, lines=lines)  # the review's questions and the agent's output, one terminal
@@ -213,7 +222,8 @@ def run_chat(
     editor.closed_by = "the agent withdrew it"
     try:
         view = TerminalView(policy, console=console, interactive=prompt is None)
-        code = asyncio.run(_chat(spec, folder, editor, view, prompt, checkpoints))
+        servers = _Servers(folder, editor_tools, user_servers)
+        code = asyncio.run(_chat(spec, folder, editor, view, prompt, checkpoints, servers))
     except KeyboardInterrupt:  # before the chat's own handler was in place, or after it was removed
         _tell("Stopped.")
         code = EXIT_INTERRUPTED
@@ -254,12 +264,20 @@ def _log_without_the_sdk() -> None:
 
 
 async def _chat(
-    spec: AgentSpec, folder: str, editor: HeadlessEditor, view: TerminalView, prompt: str | None, checkpoints: bool
+    spec: AgentSpec,
+    folder: str,
+    editor: HeadlessEditor,
+    view: TerminalView,
+    prompt: str | None,
+    checkpoints: bool,
+    servers: _Servers | None = None,
 ) -> int:
     from ..acp.session import ChatFailed, ChatSession  # the SDK loads here, on the first chat
 
+    servers = servers or _Servers(folder, False, [])
+    chat_servers = await servers.open()
     # This command is a process of its own: it may adopt the agent's orphans (process_tree.py).
-    session = ChatSession(spec, [folder], editor, view, subreaper=True)
+    session = ChatSession(spec, [folder], editor, view, subreaper=True, servers=chat_servers)
     interrupts = _Interrupts(session, editor, view)
     changes = TurnChanges(folder, spec.name, checkpoints, view.console)
     try:
@@ -284,8 +302,30 @@ async def _chat(
         finally:
             view.console.abandon()  # a question still on the terminal (a restore's) needs no answer
             interrupts.remove()
+            await servers.close()
             if changes.turns is not None:
                 changes.turns.close()
+
+
+class _Servers:
+    """The chat's MCP servers: its window's tools (an in-process server, chat_tools.py) and the user's."""
+
+    def __init__(self, folder: str, editor_tools: bool, user: list[UserServer]) -> None:
+        self.window = ChatWindow(folder) if editor_tools else None
+        self.user = user
+
+    async def open(self) -> ChatServers:
+        tools = None
+        if self.window is not None:
+            try:
+                tools = await asyncio.to_thread(self.window.open)
+            except Exception as exc:
+                _tell(f"warning: the agent gets no editor tools: the window server did not start ({exc!r}).")
+        return ChatServers(tools, self.user)
+
+    async def close(self) -> None:
+        if self.window is not None:
+            await asyncio.to_thread(self.window.close)
 
 
 def _tell(text: str) -> None:
@@ -582,7 +622,7 @@ def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
         epilog=EXIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="%(prog)s --workspace DIR [--diff-policy prompt|accept|reject] [--prompt TEXT] [--mode ID] "
-        "[--checkpoints] (--agent gemini|claude|demo | -- COMMAND [ARGS...])",
+        "[--checkpoints] [--mcp-config FILE] [--no-editor-tools] (--agent gemini|claude|demo | -- COMMAND [ARGS...])",
     )
     chat.add_argument("--workspace", required=True, help="the folder the agent works in")
     chat.add_argument("--diff-policy", choices=policies, default="prompt", help="how permissions are answered")
@@ -599,6 +639,16 @@ def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
         help="a checkpoint of the folder before each prompt: print what each turn changed, and let "
         "`changes` revert a file or restore the folder",
     )
+    chat.add_argument(
+        "--mcp-config",
+        metavar="FILE",
+        help='your own MCP servers for the agent, in the {"mcpServers": {...}} format of Claude and Gemini CLI',
+    )
+    chat.add_argument(
+        "--no-editor-tools",
+        action="store_true",
+        help="do not give the agent this workspace's tools (list_files, read_file, get_diagnostics) over MCP",
+    )
     chat.add_argument("agent_command", nargs="*", metavar="COMMAND", help="the agent's command line, after --")
 
 
@@ -606,4 +656,14 @@ def run_chat_command(args: Any) -> int:
     command = list(args.agent_command)
     if command[:1] == ["--"]:  # older argparse keeps it for nargs="*"
         command = command[1:]
-    return run_chat(args.workspace, args.diff_policy, args.prompt, args.agent, command, args.mode, args.checkpoints)
+    return run_chat(
+        args.workspace,
+        args.diff_policy,
+        args.prompt,
+        args.agent,
+        command,
+        args.mode,
+        args.checkpoints,
+        args.mcp_config,
+        not args.no_editor_tools,
+    )
