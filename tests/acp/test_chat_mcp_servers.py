@@ -12,6 +12,8 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
+
 from tests.acp.conftest import CEILING, ROOT
 
 TOOLS_AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tools_agent.py")
@@ -86,3 +88,68 @@ def test_no_editor_tools_sends_no_window_server(workspace: str, tmp_path: Any) -
     result = chat(workspace, record, {"http": True}, "--no-editor-tools", prompt="hello")
     assert result.returncode == 0, result.stderr
     assert records(record)[0]["mcpServers"] == []
+
+
+def config_file(tmp_path: Any, servers: Any) -> str:
+    path = os.path.join(str(tmp_path), "mcp.json")
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(servers, handle)
+    return path
+
+
+def test_the_users_servers_go_only_where_the_agent_takes_their_transport(workspace: str, tmp_path: Any) -> None:
+    servers = {
+        "mcpServers": {
+            "lint": {"command": "lint-server", "args": ["--stdio"], "env": {"LINT_LEVEL": "2"}},
+            "docs": {"type": "http", "url": "https://docs.example/mcp", "headers": {"X-Key": "k"}},
+            "old": {"type": "sse", "url": "https://old.example/sse"},
+        }
+    }
+    record = os.path.join(str(tmp_path), "record.jsonl")
+    config = config_file(tmp_path, servers)
+    result = chat(workspace, record, {"http": True}, "--mcp-config", config, "--no-editor-tools", prompt="hello")
+    assert result.returncode == 0, result.stderr
+    assert records(record)[0]["mcpServers"] == [
+        {"name": "lint", "command": "lint-server", "args": ["--stdio"], "env": [{"name": "LINT_LEVEL", "value": "2"}]},
+        {
+            "type": "http",
+            "name": "docs",
+            "url": "https://docs.example/mcp",
+            "headers": [{"name": "X-Key", "value": "k"}],
+        },
+    ]
+    assert "Not sent to this agent, which does not take their transport: old (sse)." in result.stdout
+
+    os.remove(record)
+    result = chat(workspace, record, {}, "--mcp-config", config, "--no-editor-tools", prompt="hello")
+    assert result.returncode == 0, result.stderr
+    assert [s["name"] for s in records(record)[0]["mcpServers"]] == ["lint"]  # stdio only
+    assert "Not sent to this agent, which does not take their transport: docs (http), old (sse)." in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("servers", "said"),
+    [
+        ({"mcpServers": {"lint": {"args": ["x"]}}}, "MCP server 'lint' needs \"command\""),
+        ({"mcpServers": {"docs": {"type": "http", "url": "docs.example"}}}, "MCP server 'docs' needs \"url\""),
+        ({"mcpServers": {"odd": {"type": "ws", "url": "ws://x"}}}, "MCP server 'odd': \"type\" 'ws' is not known"),
+        ({"mcpServers": {"lint": {"command": "l", "env": {"A": 1}}}}, "MCP server 'lint': \"env\" must be an object"),
+        ({"servers": {}}, "has no mcpServers object"),
+        ("not json", "is not valid JSON"),
+    ],
+)
+def test_a_bad_mcp_config_is_one_clear_error_and_starts_nothing(
+    workspace: str, tmp_path: Any, servers: Any, said: str
+) -> None:
+    record = os.path.join(str(tmp_path), "record.jsonl")
+    if servers == "not json":
+        config = os.path.join(str(tmp_path), "mcp.json")
+        with open(config, "w", encoding="utf-8") as handle:
+            handle.write("{not json")
+    else:
+        config = config_file(tmp_path, servers)
+    result = chat(workspace, record, {"http": True}, "--mcp-config", config)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: ") and said in result.stderr, result.stderr
+    assert result.stderr.strip().endswith("nothing was started.") and result.stderr.count("\n") == 1
+    assert records(record) == []  # the agent never started
