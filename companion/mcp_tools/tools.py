@@ -122,7 +122,30 @@ def build_tools(server: Window, source: SettingsSource) -> list[ToolSpec]:
 
 
 def _text(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
+    value = _json_value(text)
+    if value is _NOT_JSON or isinstance(value, dict):
+        return types.CallToolResult(content=content)
+    # Gemini CLI (0.61.0, McpComplianceTransport) takes a first text block that parses as JSON for
+    # the structured result, and MCP's structuredContent is an object: an array (get_diagnostics'
+    # JSON, a file holding `[1, 2]` or `42`) fails its check and the agent gets a tool error. An
+    # object result of our own, in the pinned SDK's wrapping of non-object results, keeps it off.
+    return types.CallToolResult(content=content, structured_content={"result": value})
+
+
+_NOT_JSON = object()
+
+
+def _json_value(text: str) -> object:
+    """`text` as a JSON value when it is one (by JavaScript's rules: no NaN or Infinity), else _NOT_JSON."""
+
+    def refuse(name: str) -> object:
+        raise ValueError(name)
+
+    try:
+        return json.loads(text, parse_constant=refuse)
+    except ValueError:
+        return _NOT_JSON
 
 
 def _client_name(ctx: ServerRequestContext[Any]) -> str:
