@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from companion.acp.agents import AgentSpec
-from companion.acp.mcp_servers import ChatServers, WindowTools
 from companion.acp.session import ChatSession
+from companion.core.server.chat_servers import ChatServers, WindowTools
 from companion.core.server.chat_tokens import ChatTokens
 from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView
 
