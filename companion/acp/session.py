@@ -49,12 +49,12 @@ from ..core.files.paths import PathPolicy, Resolved
 from ..core.files.textfile import lines
 from ..core.history.turn_writes import ABSENT, TurnWrites, digest_of, written_digest
 from ..core.reviews import Outcome, Reviews
+from ..core.server.chat_servers import AgentTransports, ChatServers
 from . import process, updates
 from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
 from .edits import NotRebuildable, agent_text, edit_path, is_edit, proposed_text
 from .file_changes import FileChange, file_changes, named_paths
 from .files import READ_LIMIT_BYTES, AgentFiles, FsRefused
-from .mcp_servers import AgentTransports, ChatServers
 from .modes import Kind, Seen, asking_mode, starting_mode
 from .modes import kind as mode_kind
 from .resources import Attachment, Resource, attach

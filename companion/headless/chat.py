@@ -32,9 +32,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from ..acp.agents import PRESETS, AgentSpec, custom_agent, demo_agent
-from ..acp.mcp_servers import ChatServers, McpConfigError, UserServer, read_config
 from ..acp.unchecked import UncheckedEdits
 from ..acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
+from ..core.server.chat_servers import ChatServers, McpConfigError, UserServer, read_config
 from ..core.system.processes import STOP_SIGNALS
 from .changes import print_changes, run_command
 from .chat_tools import ChatWindow

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from ..acp.mcp_servers import WindowTools, package_root
+from ..core.server.chat_servers import WindowTools, package_root
 from ..mcp_tools.factory import tool_factory
 from ..mcp_tools.settings import GET_DIAGNOSTICS, LIST_FILES, READ_FILE, WorkspaceToolSettings
 from ..runtime import Runtime, WindowHandle

@@ -14,7 +14,11 @@ from typing import Any
 
 import pytest
 
-from tests.acp.conftest import CEILING, ROOT
+from companion.acp.agents import AgentSpec
+from companion.acp.session import ChatSession
+from companion.core.server.chat_servers import ChatServers, WindowTools
+from companion.core.server.chat_tokens import ChatTokens
+from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView
 
 TOOLS_AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tools_agent.py")
 
@@ -153,3 +157,26 @@ def test_a_bad_mcp_config_is_one_clear_error_and_starts_nothing(
     assert result.stderr.startswith("error: ") and said in result.stderr, result.stderr
     assert result.stderr.strip().endswith("nothing was started.") and result.stderr.count("\n") == 1
     assert records(record) == []  # the agent never started
+
+
+@pytest.mark.anyio
+async def test_session_load_carries_the_window_entry_too_and_one_token_for_the_whole_chat(
+    workspace: str, tmp_path: Any
+) -> None:
+    record = os.path.join(str(tmp_path), "record.jsonl")
+    env = {**os.environ, "TOOLS_AGENT_RECORD": record, "TOOLS_AGENT_MCP": json.dumps({"http": True})}
+    tokens = ChatTokens()
+    servers = ChatServers(WindowTools(4242, tokens), [])
+    spec = AgentSpec("Tools", (sys.executable, TOOLS_AGENT))
+    session = ChatSession(spec, [workspace], AsyncEditor(), RecordingView(), env=env, servers=servers)
+    try:
+        await session.load("t1")
+        (loaded,) = records(record)
+        assert loaded["method"] == "session/load"
+        (entry,) = loaded["mcpServers"]
+        assert entry["url"] == "http://127.0.0.1:4242/mcp"
+        assert entry["headers"] == [{"name": "Authorization", "value": f"Bearer {servers.token}"}]
+        assert tokens.accepts(f"Bearer {servers.token}".encode()) and len(tokens) == 1
+    finally:
+        await session.close()
+    assert len(tokens) == 0  # revoked with the chat

@@ -13,10 +13,7 @@ import hmac
 import json
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .chat_tokens import ChatTokens
+from typing import Any
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -49,14 +46,14 @@ class RequestGuard:
         port: int,
         max_body: int = MAX_BODY_BYTES,
         websocket: ASGIApp | None = None,
-        chat_tokens: ChatTokens | None = None,
+        chat_tokens: Callable[[bytes], bool] | None = None,
     ) -> None:
         self.app = app  # the HTTP room at /mcp; None: no room is mounted there (refused like any unknown path)
         self.websocket = websocket  # Claude Code's endpoint, which checks its own token
         self._expected = f"Bearer {token}".encode("latin-1")
         self._hosts = loopback_hosts(port)
         self._max_body = max_body
-        self._chat_tokens = chat_tokens  # the live chats' own tokens, accepted at /mcp too
+        self._chat_tokens = chat_tokens  # is this Authorization a live chat's own token (ChatTokens.accepts)?
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -80,7 +77,7 @@ class RequestGuard:
 
     def _authorized(self, scope: Scope, authorization: bytes) -> bool:
         window = hmac.compare_digest(authorization, self._expected)
-        chat = self._chat_tokens is not None and self._chat_tokens.accepts(authorization)
+        chat = self._chat_tokens is not None and self._chat_tokens(authorization)
         if chat and not window:
             scope[CHAT_SCOPE_KEY] = True
         return window or chat

@@ -74,7 +74,13 @@ class WindowServer:
         self._loop = asyncio.get_running_loop()
         sock = self._sock
         inner = RequestIds(self.http.app(), MAX_BODY_BYTES) if self.http is not None else None
-        app = RequestGuard(inner, self.token, self.port, websocket=self.websocket, chat_tokens=self.chat_tokens)
+        app = RequestGuard(
+            inner,
+            self.token,
+            self.port,
+            websocket=self.websocket,
+            chat_tokens=None if self.chat_tokens is None else self.chat_tokens.accepts,
+        )
         websocket: dict[str, Any] = {"ws": "none"}
         if self.websocket is not None:
             from . import ws_protocol  # the WebSocket stack is imported only when a room needs it

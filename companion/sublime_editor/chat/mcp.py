@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass, field
 
-from ...acp.mcp_servers import ChatServers, McpConfigError, UserServer, WindowTools, package_root, parse_config
+from ...core.server.chat_servers import ChatServers, McpConfigError, UserServer, WindowTools, package_root, parse_config
 from ...core.system.user_paths import expand_path
 from ...runtime import WindowHandle
 from .. import settings

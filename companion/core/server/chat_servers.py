@@ -8,7 +8,9 @@ environment, never in its argv). Then the user's own servers, from the setting `
 `chat --mcp-config FILE`, in the `{"mcpServers": {name: {...}}}` format Claude and Gemini CLI use:
 each one sent only where the agent advertises its transport, the others skipped with a notice.
 
-Pure: no SDK (session.py validates the entries into the SDK's models), no I/O but `read_config`.
+Pure: no SDK (acp/session.py validates the entries into the SDK's models), no I/O but `read_config`.
+Here, beside the server, because it is what a chat is handed to reach the window's server, and
+both front ends build it (headless/chat.py, sublime_editor/chat/mcp.py).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..core.server.chat_tokens import BRIDGE_TOKEN_ENV, ChatTokens
+from .chat_tokens import BRIDGE_TOKEN_ENV, ChatTokens
 
 WINDOW_SERVER_NAME = "sublime"  # what the agent calls the window's tools (`mcp__sublime__read_file`)
 Transport = Literal["stdio", "http", "sse"]
@@ -212,4 +214,5 @@ def _pairs(value: object, where: str) -> tuple[tuple[str, str], ...]:
 
 def package_root() -> str:
     """The folder (or .sublime-package file) that holds `companion`: the bridge's PYTHONPATH."""
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    here = os.path.abspath(__file__)  # <root>/companion/core/server/chat_servers.py
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(here))))
