@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from companion.acp.agents import custom_agent
-from companion.acp.mcp_servers import WINDOW_SERVER_NAME, ChatServers, WindowTools
 from companion.acp.session import ChatSession
+from companion.core.server.chat_servers import WINDOW_SERVER_NAME, ChatServers, WindowTools
 from companion.mcp_tools.factory import tool_factory
 from companion.runtime import Runtime
 from tests.acp.conftest import (
