@@ -3,7 +3,8 @@
 Messages API) each call the window's tools through the MCP server the chat passed in `session/new`
 (the window's real server: its `/mcp`, reached with the chat's own token), the user allows each call
 in the chat's permission card, and the tool's answer (the build error the editor shows, the unsaved
-text of a buffer, never the stale text on disk) is in the agent's next request to its model.
+text of a buffer, never the stale text on disk) is in the agent's next request to its model, and
+the agent ends with the chat. `chat` in a terminal does the same from its own window server.
 
 The stand-ins only script what the model asks for; the agents find the window's tools, ask for the
 permission, call the tools and report their answers to the model on their own."""
@@ -12,9 +13,12 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
+import psutil
 import pytest
 
 from companion.acp.agents import custom_agent
@@ -32,7 +36,7 @@ from tests.acp.conftest import (
     claude_offline_env,
 )
 from tests.conformance.claude_harness import ChainStandIn
-from tests.conformance.gemini_standin import function_responses
+from tests.conformance.gemini_standin import declared, function_responses
 
 pytestmark = [pytest.mark.anyio, pytest.mark.conformance]
 
@@ -67,13 +71,20 @@ async def chat_turn(setup: AgentSetup, workspace: str, tools: WindowTools) -> tu
     view = RecordingView(answer_kind="allow_once")
     servers = ChatServers(tools)
     session = ChatSession(custom_agent(setup.command), [workspace], AsyncEditor(), view, env=setup.env, servers=servers)
+    tree: list[psutil.Process] = []
     try:
         await session.start()
         token = servers.token
         assert token and session.transports.http  # the window's tools went as an http entry
         assert await session.prompt("What is wrong with app.py?") == "end_turn"
+        assert session.agent is not None
+        top = psutil.Process(session.agent.pid)
+        tree = [top, *top.children(recursive=True)]
     finally:
         await session.close()
+    # Gemini CLI 0.61.0 with an MCP server ignores stdin's end and SIGTERM: the chat's stop must still end it
+    _, alive = psutil.wait_procs(tree, timeout=CEILING)
+    assert alive == [], f"left running: {alive}"
     return view, token
 
 
@@ -134,3 +145,23 @@ def tool_result(request: dict[str, Any], tool_use_id: str) -> dict[str, Any]:
         for block in message["content"]
         if isinstance(block, dict) and block.get("tool_use_id") == tool_use_id
     )
+
+
+def test_headless_chat_gives_gemini_the_workspaces_tools_from_its_own_window_server(
+    gemini_factory: Any, workspace: str
+) -> None:
+    with open(os.path.join(workspace, "notes.txt"), "w", encoding="utf-8") as handle:
+        handle.write("the notes of the workspace\n")
+    read_file = f"mcp_{WINDOW_SERVER_NAME}_read_file"
+    setup = gemini_factory([(read_file, {"path": "notes.txt"})])
+    argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace, "--diff-policy", "accept"]
+    argv += ["--prompt", "What do my notes say?", "--", *setup.command]
+    result = subprocess.run(argv, cwd=ROOT, env=setup.env, capture_output=True, text=True, timeout=2 * CEILING)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert setup.api is not None
+    requests = setup.api.model_requests()
+    ours = {name for name in declared(requests[0]) if name.startswith(f"mcp_{WINDOW_SERVER_NAME}_")}
+    assert ours == {f"mcp_{WINDOW_SERVER_NAME}_{tool}" for tool in ("get_diagnostics", "list_files", "read_file")}
+    (answer,) = function_responses(requests[-1])
+    assert answer["name"] == read_file and "the notes of the workspace" in answer["response"]["output"]
+    assert "Bearer" not in result.stdout + result.stderr  # the chat's token is never printed
