@@ -127,10 +127,20 @@ def _text(text: str) -> types.CallToolResult:
     if value is _NOT_JSON or isinstance(value, dict):
         return types.CallToolResult(content=content)
     # Gemini CLI (0.61.0, McpComplianceTransport) takes a first text block that parses as JSON for
-    # the structured result, and MCP's structuredContent is an object: an array (get_diagnostics'
-    # JSON, a file holding `[1, 2]` or `42`) fails its check and the agent gets a tool error. An
-    # object result of our own, in the pinned SDK's wrapping of non-object results, keeps it off.
-    return types.CallToolResult(content=content, structured_content={"result": value})
+    # the structured result, and MCP's structuredContent is an object: a list or a number (a file
+    # holding `[1, 2]` or `42`) fails its check and the agent gets a tool error. An object of our
+    # own keeps it off, the text exactly as sent (clients that show structuredContent show that).
+    return types.CallToolResult(content=content, structured_content={"result": text})
+
+
+def _json(value: object) -> types.CallToolResult:
+    """A result that is JSON by design: its text, and the value as structuredContent, wrapped in
+    `{"result": ...}` as the pinned SDK wraps what is not an object (see `_text` for why)."""
+    text = json.dumps(value)
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
+    return types.CallToolResult(
+        content=content, structured_content=value if isinstance(value, dict) else {"result": value}
+    )
 
 
 _NOT_JSON = object()
@@ -222,7 +232,7 @@ class WorkspaceTools:
             raise ToolError(f"The editor could not report its diagnostics ({exc!r}); try again.") from None
         # Only the workspace's files: a build may report files elsewhere, which this tool never shows.
         inside = {p: d for p, d in found.items() if any(is_inside(p, f) for f in policy.folders)}
-        return _text(json.dumps(diagnostics_by_uri(inside)))
+        return _json(diagnostics_by_uri(inside))
 
     # -- read_file --
 

@@ -452,6 +452,6 @@ async def test_json_results_that_are_not_objects_also_come_as_an_object_for_stri
         answer = await client.session.call_tool("read_file", {"path": "answer.txt"})
         plain = [await client.session.call_tool("read_file", {"path": p}) for p in ("object.json", "nan.txt")]
     assert (text_of(diagnostics), diagnostics.structured_content) == ("[]", {"result": []})
-    assert (text_of(listed), listed.structured_content) == ("[1, 2]\n", {"result": [1, 2]})
-    assert (text_of(answer), answer.structured_content) == ("42", {"result": 42})
+    assert (text_of(listed), listed.structured_content) == ("[1, 2]\n", {"result": "[1, 2]\n"})  # the text exactly
+    assert (text_of(answer), answer.structured_content) == ("42", {"result": "42"})
     assert [(text_of(r), r.structured_content) for r in plain] == [('{"a": 1}', None), ("NaN", None)]
