@@ -27,7 +27,7 @@ from starlette.requests import ClientDisconnect
 from .. import __version__
 from ..core.files import disk_text
 from ..core.reviews import BY_GEMINI, Outcome, Review, ReviewBusy
-from ..core.server.security import CHAT_SCOPE_KEY, MAX_BODY_BYTES, ASGIApp, Receive, Scope, Send, header
+from ..core.server.security import MAX_BODY_BYTES, ASGIApp, Receive, Scope, Send, from_chat, header
 from ..core.server.window import Window
 from ..core.server.window_server import SHOW_REVIEW_TIMEOUT_SECONDS
 from ..core.tool_calls import ToolError, ToolSpec, error_result, string_argument
@@ -270,10 +270,8 @@ class GeminiSide:
 
 
 def _from_chat(ctx: ServerRequestContext[Any]) -> bool:
-    """Did the request carry a chat's own token (the guard marks it)? Its agent gets the workspace tools only."""
-    request = ctx.request
-    scope = getattr(request, "scope", None)
-    return isinstance(scope, dict) and bool(scope.get(CHAT_SCOPE_KEY))
+    """Did the request carry a chat's own token? Its agent gets the workspace tools only."""
+    return from_chat(ctx.request)
 
 
 class _StraightToSessions:

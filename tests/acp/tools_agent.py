@@ -6,7 +6,8 @@ agent side (no hand-written JSON-RPC), and an MCP client on the pinned `mcp` lib
 `session/new` and `session/load` write their params (as JSON, one line each) to $TOOLS_AGENT_RECORD.
 A prompt `tools PATH` connects to every server of the session: an `http` entry with the Streamable
 HTTP client and the entry's headers, a stdio entry by running its command with its env; on each it
-lists the tools and calls `get_diagnostics` and `read_file` (`{"path": PATH}`) when offered. The
+lists the tools and calls `get_diagnostics`, `read_file` (`{"path": PATH}`) and `list_files` when
+offered. The
 results go to $TOOLS_AGENT_RECORD (one JSON line) and the reply says, per server, the tool names
 and the texts the calls returned. Any other prompt: "ok".
 """
@@ -39,7 +40,7 @@ async def use_server(server: dict[str, Any], path: str) -> dict[str, Any]:
         await session.initialize()
         names = sorted(tool.name for tool in (await session.list_tools()).tools)
         texts: dict[str, Any] = {}
-        for name, arguments in (("get_diagnostics", {}), ("read_file", {"path": path})):
+        for name, arguments in (("get_diagnostics", {}), ("read_file", {"path": path}), ("list_files", {})):
             if name in names:
                 result = await session.call_tool(name, arguments)
                 texts[name] = {

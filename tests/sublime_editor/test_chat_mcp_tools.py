@@ -147,3 +147,28 @@ def test_chat_editor_tools_false_sends_no_window_server(companion: Companion, wo
     assert "is ready" in text(view), text(view)
     assert records(record)[0]["mcpServers"] == []
     assert len(handle.chat_tokens) == 0
+
+
+def test_the_chats_agent_never_gets_an_excluded_file_nor_anything_while_sharing_is_paused(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    write(workspace, ".env", "API_KEY=secret\n")
+    write(workspace, "notes.txt", "notes\n")
+    record = os.path.join(str(tmp_path), "record.jsonl")
+    window, _handle, view = open_chat(companion, workspace, tools_agent(record, {"http": True}))
+    assert "is ready" in text(view), text(view)
+    send(view, "tools .env")
+    wait_turn(view)
+    (server,) = records(record)[-1]["results"]
+    assert server["calls"]["read_file"]["error"], server
+    assert "context_exclude" in server["calls"]["read_file"]["text"]
+    listed = server["calls"]["list_files"]["text"]
+    assert "notes.txt" in listed and ".env" not in listed, listed
+    assert "API_KEY" not in text(view)
+
+    window.run_command("gemini_companion_toggle_sharing")  # pause
+    send(view, "tools notes.txt")
+    wait_turn(view)
+    (server,) = records(record)[-1]["results"]
+    for name in ("read_file", "list_files", "get_diagnostics"):
+        assert server["calls"][name]["error"] and "paused" in server["calls"][name]["text"], server

@@ -35,6 +35,13 @@ def new_token() -> str:
 # such a client the workspace tools only, never Gemini CLI's diff tools or notifications.
 CHAT_SCOPE_KEY = "gemini_companion.chat"
 
+
+def from_chat(request: object) -> bool:
+    """Did this request (a Starlette request, or None) carry a chat's own token? The guard marked it."""
+    scope = getattr(request, "scope", None)
+    return isinstance(scope, dict) and bool(scope.get(CHAT_SCOPE_KEY))
+
+
 UNAUTHENTICATED = (401, 403, 404)  # refusals before the token was accepted
 
 
