@@ -616,8 +616,8 @@ class _Interrupts:
 
 def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
     """The `chat` sub-command: `chat --workspace DIR [--diff-policy prompt|accept|reject]
-    [--prompt TEXT] [--mode ID] [--checkpoints] -- COMMAND [ARGS...]`, or `--agent gemini|claude` instead of
-    the command."""
+    [--prompt TEXT] [--mode ID] [--checkpoints] [--mcp-config FILE] [--no-editor-tools] -- COMMAND [ARGS...]`,
+    or `--agent gemini|claude` instead of the command."""
     chat = commands.add_parser(
         "chat",
         help="chat with an ACP agent in the terminal, every edit through a review",
