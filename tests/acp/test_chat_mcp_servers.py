@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from companion.acp.agents import AgentSpec
+from companion.acp.agents.agents import AgentSpec
 from companion.acp.session import ChatSession
 from companion.core.server.chat_servers import ChatServers, WindowTools
 from companion.core.server.chat_tokens import ChatTokens
