@@ -21,7 +21,7 @@ from typing import Any
 import psutil
 import pytest
 
-from companion.acp.agents import custom_agent
+from companion.acp.agents.agents import custom_agent
 from companion.acp.session import ChatSession
 from companion.core.server.chat_servers import WINDOW_SERVER_NAME, ChatServers, WindowTools
 from companion.mcp_tools.factory import tool_factory
