@@ -115,7 +115,7 @@ def test_an_agent_without_http_gets_only_stdio_entries_and_the_bridge_works(
     record = os.path.join(str(tmp_path), "record.jsonl")
     user = {"mcpServers": {"remote": {"type": "http", "url": "https://example.invalid/mcp"}}}
     settings = {"chat_mcp_servers": user, "bridge_python": sys.executable}
-    _window, _handle, view = open_chat(companion, workspace, tools_agent(record, {}), settings)
+    _window, handle, view = open_chat(companion, workspace, tools_agent(record, {}), settings)
     assert "is ready" in text(view), text(view)
     assert "Not sent to this agent, which does not take their transport: remote (http)." in text(view)
     send(view, "tools notes.txt")
@@ -123,6 +123,8 @@ def test_an_agent_without_http_gets_only_stdio_entries_and_the_bridge_works(
     new, used = records(record)
     (entry,) = new["mcpServers"]
     assert "type" not in entry and entry["command"] == sys.executable
+    assert entry["args"] == ["-m", "companion", "bridge", "--port", str(handle.port)]
+    assert handle.token not in json.dumps(new)  # the bridge gets the chat's token, never the window's
     (server,) = used["results"]
     assert server["calls"]["read_file"] == {"error": False, "text": "on disk\n"}, server
 
