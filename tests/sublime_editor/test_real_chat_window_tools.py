@@ -90,7 +90,7 @@ def test_real_gemini_in_the_chat_reads_the_build_error_and_the_unsaved_buffer_th
         wait_turn(view)
         token = chat_of(view).session.servers.token
 
-    answers = {r["name"]: r["response"] for r in function_responses(api.model_requests()[-1])}
+    answers = {r["name"]: r["response"] for request in api.model_requests() for r in function_responses(request)}
     assert PROBLEM in answers[diagnostics]["output"], answers
     assert UNSAVED in answers[read_file]["output"], answers
     told = json.dumps(api.requests)
