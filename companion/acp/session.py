@@ -57,6 +57,7 @@ from ..core.editor import Editor
 from ..core.files.paths import PathPolicy
 from ..core.history.turn_writes import TurnWrites
 from ..core.reviews import Reviews
+from ..core.server.chat_servers import AgentTransports, ChatServers
 from .agents import process
 from .agents.agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
 from .asks import auth, elicitation
@@ -111,8 +112,10 @@ class ChatSession:
         reviews: Reviews | None = None,
         read_limit_bytes: int | None = None,
         subreaper: bool = False,
+        servers: ChatServers | None = None,
     ) -> None:
         self.spec = spec
+        self.servers = servers or ChatServers()  # the window's tools (a token of the chat's own) and the user's
         self.folders = [os.path.abspath(f) for f in folders]
         self.view = view
         self.env = agent_environment({**(os.environ if env is None else env), **spec.env})
@@ -127,6 +130,7 @@ class ChatSession:
         self.can_load = False  # the agent's `loadSession` capability (after initialize)
         self.embeds_resources = False  # its `promptCapabilities.embeddedContext`
         self.auth_methods: list[auth.AuthMethod] = []  # its `authMethods` (acp/asks/auth.py)
+        self.transports = AgentTransports()  # its `mcpCapabilities`: which MCP servers it can be given
         self._conn: ClientSideConnection | None = None
         self._asking: set[asyncio.Task[Any]] = set()
         self._watcher: asyncio.Task[None] | None = None
@@ -211,7 +215,7 @@ class ChatSession:
         await self._launch()
         assert self._conn is not None
         meta = dict(self.spec.session_meta) or None
-        request = NewSessionRequest(cwd=self.folders[0], mcp_servers=[], field_meta=meta)
+        request = NewSessionRequest(cwd=self.folders[0], mcp_servers=self._mcp_servers(), field_meta=meta)
         session, raw = await self._logged_in("session/new", request, NewSessionResponse, login)
         await self._open(session.session_id, session, raw)
 
@@ -226,7 +230,10 @@ class ChatSession:
                 "start a new chat instead."
             )
         request = LoadSessionRequest(
-            cwd=self.folders[0], session_id=session_id, mcp_servers=[], field_meta=dict(self.spec.session_meta) or None
+            cwd=self.folders[0],
+            session_id=session_id,
+            mcp_servers=self._mcp_servers(),
+            field_meta=dict(self.spec.session_meta) or None,
         )
         session, raw = await self._logged_in("session/load", request, LoadSessionResponse, login)
         await self._open(session_id, session, raw)
@@ -319,6 +326,15 @@ class ChatSession:
         agent = answer.agent_capabilities
         self.can_load = bool(agent and agent.load_session)
         self.embeds_resources = bool(agent and agent.prompt_capabilities and agent.prompt_capabilities.embedded_context)
+        mcp = agent.mcp_capabilities if agent else None
+        self.transports = AgentTransports(http=bool(mcp and mcp.http), sse=bool(mcp and mcp.sse))
+
+    def _mcp_servers(self) -> list[Any]:
+        """`mcpServers` for session/new or session/load (core/server/chat_servers.py); what was skipped, told once."""
+        entries, notices = self.servers.entries(self.transports)
+        for notice in notices:
+            self.view.notice(notice, "info")
+        return entries
 
     async def _open(self, session_id: str, session: Any, raw: dict[str, Any]) -> None:
         self.session_id = session_id
@@ -373,6 +389,7 @@ class ChatSession:
 
     async def close(self) -> None:
         """End the chat: close open reviews, the connection, and the agent with all it started."""
+        self.servers.end()  # its token for the window's tools answers 401 from now on
         for task in list(self._asking):
             task.cancel()
         await self.gate.close_all()

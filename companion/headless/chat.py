@@ -34,9 +34,11 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 from ..acp.agents.agents import PRESETS, AgentSpec, custom_agent, demo_agent
 from ..acp.review.unchecked import UncheckedEdits
 from ..acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
+from ..core.server.chat_servers import ChatServers, McpConfigError, UserServer, read_config
 from ..core.system.processes import STOP_SIGNALS
 from . import mentions
 from .changes import print_changes, run_command
+from .chat_tools import ChatWindow
 from .console import Console, StdinLines, off_the_loop
 from .editor import HeadlessEditor, one_line, visible
 from .questions import ConsoleQuestions
@@ -195,6 +197,8 @@ def run_chat(
     mode: str | None = None,
     checkpoints: bool = False,
     login: bool = False,
+    mcp_config: str | None = None,
+    editor_tools: bool = True,
 ) -> int:
     folder = os.path.realpath(workspace)
     if not os.path.isdir(folder):
@@ -210,6 +214,11 @@ def run_chat(
         return EXIT_USAGE
     if mode:
         spec = replace(spec, mode=mode.strip())
+    try:  # before anything starts: a bad file starts nothing and sends nothing
+        user_servers = read_config(mcp_config) if mcp_config is not None else []
+    except McpConfigError as exc:
+        print(f"error: {exc}; nothing was started.", file=sys.stderr)
+        return EXIT_USAGE
     _log_without_the_sdk()
     lines = StdinLines(sys.stdin)  # the one reader of stdin: prompts and every question's answer
     console = Console(sys.stdout, lines=lines)  # the review's questions and the agent's output, one terminal
@@ -220,7 +229,8 @@ def run_chat(
     editor.closed_by = "the agent withdrew it"
     try:
         view = TerminalView(policy, console=console, interactive=prompt is None)
-        code = asyncio.run(_chat(spec, folder, editor, view, prompt, checkpoints, login))
+        servers = _Servers(folder, editor_tools, user_servers)
+        code = asyncio.run(_chat(spec, folder, editor, view, prompt, checkpoints, login, servers))
     except KeyboardInterrupt:  # before the chat's own handler was in place, or after it was removed
         _tell("Stopped.")
         code = EXIT_INTERRUPTED
@@ -268,11 +278,14 @@ async def _chat(
     prompt: str | None,
     checkpoints: bool,
     login: bool = False,
+    servers: _Servers | None = None,
 ) -> int:
     from ..acp.session import ChatFailed, ChatSession  # the SDK loads here, on the first chat
 
+    servers = servers or _Servers(folder, False, [])
+    chat_servers = await servers.open()
     # This command is a process of its own: it may adopt the agent's orphans (process_tree.py).
-    session = ChatSession(spec, [folder], editor, view, subreaper=True)
+    session = ChatSession(spec, [folder], editor, view, subreaper=True, servers=chat_servers)
     interrupts = _Interrupts(session, editor, view)
     changes = TurnChanges(folder, spec.name, checkpoints, view.console)
     try:
@@ -298,8 +311,30 @@ async def _chat(
         finally:
             view.console.abandon()  # a question still on the terminal (a restore's) needs no answer
             interrupts.remove()
+            await servers.close()
             if changes.turns is not None:
                 changes.turns.close()
+
+
+class _Servers:
+    """The chat's MCP servers: its window's tools (an in-process server, chat_tools.py) and the user's."""
+
+    def __init__(self, folder: str, editor_tools: bool, user: list[UserServer]) -> None:
+        self.window = ChatWindow(folder) if editor_tools else None
+        self.user = user
+
+    async def open(self) -> ChatServers:
+        tools = None
+        if self.window is not None:
+            try:
+                tools = await asyncio.to_thread(self.window.open)
+            except Exception as exc:
+                _tell(f"warning: the agent gets no editor tools: the window server did not start ({exc!r}).")
+        return ChatServers(tools, self.user)
+
+    async def close(self) -> None:
+        if self.window is not None:
+            await asyncio.to_thread(self.window.close)
 
 
 def _tell(text: str) -> None:
@@ -619,15 +654,16 @@ class _Interrupts:
 
 def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
     """The `chat` sub-command: `chat --workspace DIR [--diff-policy prompt|accept|reject]
-    [--prompt TEXT] [--mode ID] [--checkpoints] -- COMMAND [ARGS...]`, or `--agent gemini|claude` instead of
-    the command."""
+    [--prompt TEXT] [--mode ID] [--checkpoints] [--mcp-config FILE] [--no-editor-tools] -- COMMAND [ARGS...]`,
+    or `--agent gemini|claude` instead of the command."""
     chat = commands.add_parser(
         "chat",
         help="chat with an ACP agent in the terminal, every edit through a review",
         epilog=EXIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="%(prog)s --workspace DIR [--diff-policy prompt|accept|reject] [--prompt TEXT] [--mode ID] "
-        "[--checkpoints] [--login] (--agent gemini|claude|demo | -- COMMAND [ARGS...])",
+        "[--checkpoints] [--login] [--mcp-config FILE] [--no-editor-tools] "
+        "(--agent gemini|claude|demo | -- COMMAND [ARGS...])",
     )
     chat.add_argument("--workspace", required=True, help="the folder the agent works in")
     chat.add_argument("--diff-policy", choices=policies, default="prompt", help="how permissions are answered")
@@ -649,6 +685,16 @@ def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
         action="store_true",
         help="offer the agent's login methods before the session starts (also offered when it says it needs one)",
     )
+    chat.add_argument(
+        "--mcp-config",
+        metavar="FILE",
+        help='your own MCP servers for the agent, in the {"mcpServers": {...}} format of Claude and Gemini CLI',
+    )
+    chat.add_argument(
+        "--no-editor-tools",
+        action="store_true",
+        help="do not give the agent this workspace's tools (list_files, read_file, get_diagnostics) over MCP",
+    )
     chat.add_argument("agent_command", nargs="*", metavar="COMMAND", help="the agent's command line, after --")
 
 
@@ -657,5 +703,14 @@ def run_chat_command(args: Any) -> int:
     if command[:1] == ["--"]:  # older argparse keeps it for nargs="*"
         command = command[1:]
     return run_chat(
-        args.workspace, args.diff_policy, args.prompt, args.agent, command, args.mode, args.checkpoints, args.login
+        args.workspace,
+        args.diff_policy,
+        args.prompt,
+        args.agent,
+        command,
+        args.mode,
+        args.checkpoints,
+        args.login,
+        args.mcp_config,
+        not args.no_editor_tools,
     )

@@ -34,6 +34,7 @@ from ..changes import tab as change_set_view
 from ..changes.sources import TurnsSource
 from ..window_state import WindowState
 from . import checkpoints as chat_checkpoints
+from . import mcp as chat_mcp
 from . import mentions as chat_mentions
 from .history import History
 from .view import CHAT_SETTING, DIFF_SETTING, ChatPanel, StreamingChatView
@@ -88,7 +89,8 @@ class Chat:
         self.panel.notice(f"Starting {self.spec.name} in {self.folders[0]}…", "info")
         read_limit = workspace_tools.read_limit_bytes("chat_read_file_limit_kb")  # on the main thread
         config = chat_checkpoints.read_config(self.state.window)
-        self._submit(lambda: self._start(load_session_id, read_limit, config), self._started)
+        mcp = chat_mcp.read_settings()
+        self._submit(lambda: self._start(load_session_id, read_limit, config, mcp), self._started)
 
     def send(self, text: str, resources: Sequence[Resource] = ()) -> bool:
         """Send the prompt (with workspace files attached); False (and the text stays where the
@@ -253,9 +255,16 @@ class Chat:
     # -- loop thread --
 
     async def _start(
-        self, load_session_id: str | None, read_limit: int | None, config: chat_checkpoints.CheckpointConfig | None
+        self,
+        load_session_id: str | None,
+        read_limit: int | None,
+        config: chat_checkpoints.CheckpointConfig | None,
+        mcp: chat_mcp.ChatMcpSettings,
     ) -> str:
-        from ...acp.session import ChatSession  # the SDK loads here, on the first chat
+        from ...acp.session import ChatFailed, ChatSession  # the SDK loads here, on the first chat
+
+        if mcp.problem:  # nothing starts, nothing is sent
+            raise ChatFailed(mcp.problem)
 
         if config is not None:  # its first checkpoint overlaps the agent's start
             self.checkpoints = chat_checkpoints.ChatCheckpoints(
@@ -266,7 +275,13 @@ class Chat:
         server = self.state.handle.server  # read on the loop, its thread
         reviews = server.reviews if server is not None else None  # one file, one review, whoever asks
         self.session = ChatSession(
-            self.spec, self.folders, self.state.handle.editor, self.port, reviews=reviews, read_limit_bytes=read_limit
+            self.spec,
+            self.folders,
+            self.state.handle.editor,
+            self.port,
+            reviews=reviews,
+            read_limit_bytes=read_limit,
+            servers=chat_mcp.chat_servers(mcp, self.state.handle),  # the window's tools, the user's servers
         )
         if load_session_id:
             await self.session.load(load_session_id)
