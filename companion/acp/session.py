@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar, cast
 
-from acp import RequestError, embedded_text_resource, resource_block, resource_link_block, text_block
+from acp import RequestError, embedded_text_resource, image_block, resource_block, resource_link_block, text_block
 from acp.client.connection import ClientSideConnection
 from acp.interfaces import Client
 from acp.schema import (
@@ -54,6 +54,8 @@ from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command
 from .edits import NotRebuildable, agent_text, edit_path, is_edit, proposed_text
 from .file_changes import FileChange, file_changes, named_paths
 from .files import READ_LIMIT_BYTES, AgentFiles, FsRefused
+from .folders import additional_directories, first_folder_only
+from .images import Image, ImageRefused, no_images
 from .modes import Kind, Seen, asking_mode, starting_mode
 from .modes import kind as mode_kind
 from .resources import Attachment, Resource, attach
@@ -114,6 +116,8 @@ class ChatSession:
         self.session_id = ""
         self.can_load = False  # the agent's `loadSession` capability (after initialize)
         self.embeds_resources = False  # its `promptCapabilities.embeddedContext`
+        self.takes_images = False  # its `promptCapabilities.image` (images.py)
+        self.takes_folders = False  # its `sessionCapabilities.additionalDirectories` (folders.py)
         self.always_allowed = False  # the user allowed this agent's edits for the session
         self.unchecked = UncheckedEdits()  # edits that did not go through the review (`chat` reports them)
         self.writes = TurnWrites()  # what the agent wrote through us this turn, for the change set
@@ -151,7 +155,8 @@ class ChatSession:
         await self._launch()
         assert self._conn is not None
         meta = dict(self.spec.session_meta) or None
-        request = NewSessionRequest(cwd=self.folders[0], mcp_servers=[], field_meta=meta)
+        more = additional_directories(self.folders, self.takes_folders)
+        request = NewSessionRequest(cwd=self.folders[0], additional_directories=more, mcp_servers=[], field_meta=meta)
         session, raw = await self._opening("session/new", request, NewSessionResponse)
         await self._open(session.session_id, session, raw)
 
@@ -166,7 +171,11 @@ class ChatSession:
                 "start a new chat instead."
             )
         request = LoadSessionRequest(
-            cwd=self.folders[0], session_id=session_id, mcp_servers=[], field_meta=dict(self.spec.session_meta) or None
+            cwd=self.folders[0],
+            additional_directories=additional_directories(self.folders, self.takes_folders),
+            session_id=session_id,
+            mcp_servers=[],
+            field_meta=dict(self.spec.session_meta) or None,
         )
         session, raw = await self._opening("session/load", request, LoadSessionResponse)
         await self._open(session_id, session, raw)
@@ -214,6 +223,12 @@ class ChatSession:
         agent = answer.agent_capabilities
         self.can_load = bool(agent and agent.load_session)
         self.embeds_resources = bool(agent and agent.prompt_capabilities and agent.prompt_capabilities.embedded_context)
+        self.takes_images = bool(agent and agent.prompt_capabilities and agent.prompt_capabilities.image)
+        sessions = agent.session_capabilities if agent else None
+        self.takes_folders = bool(sessions and sessions.additional_directories is not None)
+        notice = first_folder_only(self.spec.name, self.folders, self.takes_folders)
+        if notice:
+            self.view.notice(notice, "info")
 
     async def _open(self, session_id: str, session: Any, raw: dict[str, Any]) -> None:
         self.session_id = session_id
@@ -326,15 +341,19 @@ class ChatSession:
 
     # -- prompts --
 
-    async def prompt(self, text: str, resources: Sequence[Resource] = ()) -> str:
+    async def prompt(self, text: str, resources: Sequence[Resource] = (), images: Sequence[Image] = ()) -> str:
         """Send one prompt with workspace files attached (embedded when the agent takes embedded
-        context, else as links) and wait for the turn to end; returns the stop reason. A file
-        outside the workspace raises ResourceRefused and nothing is sent."""
+        context, else as links) and images (read and checked by images.py) and wait for the turn to
+        end; returns the stop reason. A file outside the workspace raises ResourceRefused, an image
+        for an agent that takes none ImageRefused; nothing is sent then."""
         if self._conn is None:
             raise ChatFailed("the chat has not started")
+        if images and not self.takes_images:
+            raise ImageRefused(no_images(self.spec.name))
         attached = [await attach(self.files, r, self.embeds_resources) for r in resources]
         blocks: list[Any] = [text_block(note) for note in self._notes] + [text_block(text)]
         blocks += [block for a in attached for block in _resource_blocks(a)]
+        blocks += [image_block(i.data, i.mime_type, uri=i.uri) for i in images]
         self._notes = []
         self.rejected_last = False
         try:
