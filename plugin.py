@@ -62,6 +62,7 @@ else:
         GeminiCompanionNewChatCommand,
     )
     from .companion.sublime_editor.commands.connect import GeminiCompanionConnectAgentCommand
+    from .companion.sublime_editor.commands.images import GeminiCompanionSendImageFileCommand
     from .companion.sublime_editor.commands.listeners import (
         GeminiCompanionContextListener,
         GeminiCompanionReviewListener,
@@ -117,6 +118,7 @@ __all__ = [
     "GeminiCompanionReviewTurnChangesCommand",
     "GeminiCompanionSaveReviewCommand",
     "GeminiCompanionSendFileCommand",
+    "GeminiCompanionSendImageFileCommand",
     "GeminiCompanionSendPathsCommand",
     "GeminiCompanionSendSelectionCommand",
     "GeminiCompanionStartCheckpointCommand",

@@ -15,6 +15,7 @@ import asyncio
 import base64
 import os
 import pathlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -32,6 +33,7 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 _KINDS = "PNG, JPEG, GIF or WebP"
 _BINARY = getattr(os, "O_BINARY", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO swapped in after the check must not hang the read
+_MENTION = re.compile(r"(?<!\S)@((?:\\ |\S)+)")  # `@path`, spaces escaped with a backslash
 
 
 class ImageRefused(ValueError):
@@ -44,7 +46,8 @@ class Image:
 
     data: str  # base64 of the file's bytes
     mime_type: str
-    uri: str  # file URI of the real path
+    path: str  # the real path
+    uri: str  # its file URI
     name: str  # the file's name, for the user's messages
     size: int  # bytes
 
@@ -93,6 +96,25 @@ def named_like_image(text: str) -> bool:
     return bool(path) and "\n" not in path and path.lower().endswith(IMAGE_SUFFIXES)
 
 
+def image_mentions(text: str) -> list[str]:
+    """The `@path` tokens of a prompt that name images by their suffix (`@shot.png`, `@ui/a\\ b.jpg`:
+    a space escaped as Send File writes it), as paths."""
+    found = (m.group(1).replace("\\ ", " ").rstrip(".,;:!?)") for m in _MENTION.finditer(text))
+    return [path for path in found if path.lower().endswith(IMAGE_SUFFIXES)]
+
+
+def names_a_file(text: str, folders: Sequence[str]) -> bool:
+    """Whether a prompt that is only a path names an existing file (absolute, a file URI, or relative
+    to one of `folders`): if not, it is a prompt like any other. Reads the disk."""
+    try:
+        path = path_from_argument(_unquoted(text))
+    except WorkspaceError:
+        return False
+    if os.path.isabs(path):
+        return os.path.isfile(path)
+    return any(os.path.isfile(os.path.join(folder, path)) for folder in folders)
+
+
 def no_images(agent: str) -> str:
     """The one line an agent without image support gets the user."""
     return (
@@ -130,7 +152,7 @@ def image_block(path: str, rules: ImageRules) -> Image | ImageRefused:
             f"nothing was sent; send a {_KINDS} file."
         )
     uri = pathlib.Path(target.path).as_uri()
-    return Image(base64.b64encode(data).decode("ascii"), kind, uri, shown, len(data))
+    return Image(base64.b64encode(data).decode("ascii"), kind, target.path, uri, shown, len(data))
 
 
 async def read_image(path: str, rules: ImageRules) -> Image | ImageRefused:

@@ -112,7 +112,7 @@ async def test_an_agent_without_image_support_gets_nothing_and_the_user_one_line
         )
         assert "\n" not in str(refused)
         # The session itself refuses an image for it too: the prompt does not leave.
-        forged = Image(base64.b64encode(PNG).decode(), "image/png", "file:///x.png", "x.png", len(PNG))
+        forged = Image(base64.b64encode(PNG).decode(), "image/png", "/x.png", "file:///x.png", "x.png", len(PNG))
         with pytest.raises(ImageRefused, match="takes no images"):
             await session.prompt("look", images=[forged])
     finally:

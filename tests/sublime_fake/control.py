@@ -579,6 +579,35 @@ def quick_panels() -> list[dict[str, Any]]:
     return list(_state.host().quick_panels)
 
 
+def input_panels() -> list[dict[str, Any]]:
+    return list(_state.host().input_panels)
+
+
+def answer_input_panel(text: str | None) -> None:
+    """The user types `text` in the newest input panel and presses Enter (None: Escape); it closes."""
+    current = _main()
+    panel = current.input_panels.pop()
+    window = current.windows[panel["window"]]
+    window.panels.pop("input", None)
+    if window.active_panel == "input":
+        window.active_panel = None
+    window.focused_panel_view = None
+    callback = panel["on_done"] if text is not None else panel["on_cancel"]
+    if callback is not None:
+        current.run_callback(lambda: callback(text) if text is not None else callback(), "input panel answer")
+
+
+def open_image(window: sublime.Window, path: str) -> sublime.Sheet:
+    """An image opened (or dropped on the window): Sublime shows it in an ImageSheet, with no view."""
+    current = _main()
+    data = current.windows[window.window_id]
+    sheet = _state.SheetData(current.new_id(), data.id, None, kind="image", name=os.path.abspath(path))
+    current.sheets[sheet.id] = sheet
+    data.groups[data.active_group].append(sheet.id)
+    sublime._focus_sheet(data, sheet.id)
+    return sublime.ImageSheet(sheet.id)
+
+
 def reference_document(view: sublime.View) -> str | None:
     """What the view's incremental diff compares against (not readable through the API)."""
     data = _state.host().views.get(view.view_id)

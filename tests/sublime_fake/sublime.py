@@ -879,7 +879,10 @@ class Sheet:
 
     def file_name(self) -> str | None:
         view = self.view()
-        return view.file_name() if view is not None else None
+        if view is not None:
+            return view.file_name()
+        data = self._data()
+        return data.name if data is not None and data.kind == "image" else None  # an image's file
 
     def is_semi_transient(self) -> bool:
         return False
@@ -917,6 +920,10 @@ class TextSheet(Sheet):
     pass
 
 
+class ImageSheet(Sheet):
+    """An image opened in a tab (File › Open, or a file dropped on the window): no view, its file name."""
+
+
 class HtmlSheet(Sheet):
     def set_contents(self, contents: str) -> None:
         _h().ui_call("HtmlSheet.set_contents")
@@ -927,7 +934,8 @@ class HtmlSheet(Sheet):
 
 def _sheet(sheet_id: int) -> Sheet:
     data = _h().sheets.get(sheet_id)
-    return HtmlSheet(sheet_id) if data is not None and data.kind == "html" else TextSheet(sheet_id)
+    kind = data.kind if data is not None else "text"
+    return HtmlSheet(sheet_id) if kind == "html" else ImageSheet(sheet_id) if kind == "image" else TextSheet(sheet_id)
 
 
 # -- windows --
@@ -1277,6 +1285,29 @@ class Window:
                 "placeholder": placeholder,
             }
         )
+
+    def show_input_panel(
+        self,
+        caption: str,
+        initial_text: str,
+        on_done: Callable[[str], None] | None,
+        on_change: Callable[[str], None] | None,
+        on_cancel: Callable[[], None] | None,
+    ) -> View:
+        """A one-line panel at the window's bottom, its view holding `initial_text`; shown until the
+        test answers it with `control.answer_input_panel` (Enter: on_done with the text; Escape: on_cancel)."""
+        host = _h()
+        host.ui_call("Window.show_input_panel")
+        data = self._require()
+        view = _create_view(data, None, element="input:input")
+        if initial_text:
+            view.run_command("append", {"characters": initial_text})
+        data.panels["input"] = view.view_id
+        data.active_panel = "input"
+        data.focused_panel_view = view.view_id
+        panel = {"window": self.window_id, "caption": caption, "view": view, "on_done": on_done}
+        host.input_panels.append({**panel, "initial_text": initial_text, "on_cancel": on_cancel})
+        return view
 
     def folders(self) -> list[str]:
         data = self._data()

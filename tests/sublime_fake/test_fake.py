@@ -606,3 +606,22 @@ def test_revert_modification_puts_back_the_reference_lines_of_the_hunk_under_the
     assert whole() == "a\nb\nc\nd\ne\n"
     view.run_command("undo")  # one undoable edit each
     assert whole() == "A\nb\nc\nd\ne\n"
+
+
+def test_an_input_panel_answers_with_its_text_and_an_image_tab_has_a_file_but_no_view(
+    host: _state.Host, tmp_path: Any
+) -> None:
+    window = control.new_window()
+    answers: list[str | None] = []
+    panel = window.show_input_panel("Path:", "/start/", answers.append, None, lambda: answers.append(None))
+    assert panel.substr(sublime.Region(0, panel.size())) == "/start/" and window.active_panel() == "input"
+    assert panel.sheet() is None  # a panel, not a tab
+    control.answer_input_panel("/start/shot.png")
+    window.show_input_panel("Path:", "", answers.append, None, lambda: answers.append(None))
+    control.answer_input_panel(None)  # Escape
+    control.pump()
+    assert answers == ["/start/shot.png", None] and control.input_panels() == []
+    sheet = control.open_image(window, str(tmp_path / "shot.png"))
+    assert isinstance(sheet, sublime.ImageSheet) and isinstance(window.active_sheet(), sublime.ImageSheet)
+    assert sheet.view() is None and window.active_view() is None
+    assert sheet.file_name() == str(tmp_path / "shot.png")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import sublime
 
 from ...acp.agents import AgentSpec
+from ...acp.images import Image
 from ...acp.resources import Resource
 from ...core.context import SharingPolicy
 from ...core.files.paths import is_inside
@@ -63,6 +64,7 @@ class Chat:
         self.port = StreamingChatView(self.panel, on_state=self._state_changed)
         self.history = History()
         self.attached: dict[str, Resource] = {}  # mention in the prompt -> the file it sends
+        self.images: dict[str, Image] = {}  # mention in the prompt -> the image it sends (chat/images.py)
         self.session: ChatSession | None = None  # loop thread only
         self.ready = False
         self.busy = False  # a turn runs
@@ -103,13 +105,17 @@ class Chat:
             )
             return False
         resources = [*resources, *(r for mention, r in self.attached.items() if mention in text)]
+        images = [image for mention, image in self.images.items() if mention in text]
         self.attached.clear()
+        self.images.clear()
         self.history.add(text)
         self.busy = True
         self.panel.user_prompt(text)
         self._offer_restore()
         self._show_status()
-        self._submit(lambda: self._prompt(text, resources), lambda result, error: self._turn_done(text, result, error))
+        self._submit(
+            lambda: self._prompt(text, resources, images), lambda result, error: self._turn_done(text, result, error)
+        )
         return True
 
     def _offer_restore(self) -> None:
@@ -262,17 +268,17 @@ class Chat:
             await self.session.start()
         return self.session.session_id
 
-    async def _prompt(self, text: str, resources: Sequence[Resource]) -> str:
+    async def _prompt(self, text: str, resources: Sequence[Resource], images: Sequence[Image] = ()) -> str:
         if self.session is None:
             raise RuntimeError("the chat has not started")
         session, checkpoints = self.session, self.checkpoints
         if checkpoints is None:
-            return await session.prompt(text, resources)
+            return await session.prompt(text, resources, images)
         for note in await checkpoints.begin():  # what the user reverted since the last turn
             session.add_note(note)
         session.writes.take()  # what was written between turns belongs to no turn's agent
         try:
-            return await session.prompt(text, resources)
+            return await session.prompt(text, resources, images)
         finally:
             changes = await checkpoints.end(self.spec.name, *session.writes.take_turn())
             if changes is not None and not self.silent:
@@ -298,7 +304,7 @@ class Chat:
 
 def _reason(error: BaseException) -> str:
     """The one-line reason ChatFailed carries; anything else is ours, with what to do."""
-    if type(error).__name__ in ("ChatFailed", "ResourceRefused"):  # companion.acp's one-line reasons
+    if type(error).__name__ in ("ChatFailed", "ResourceRefused", "ImageRefused"):  # companion.acp's one-line reasons
         return str(error)
     if isinstance(error, RuntimeStopped):
         return "Gemini Companion has stopped (the package was disabled or reloaded): start a new chat."
