@@ -9,10 +9,13 @@ import base64
 import json
 import os
 import sys
+import threading
 from typing import Any
 
+import pytest
+
 from tests.acp.test_images_and_folders import PNG
-from tests.sublime_editor.conftest import Companion
+from tests.sublime_editor.conftest import Companion, pkg
 from tests.sublime_editor.test_chat import chat_of, chat_views, text, wait_turn
 from tests.sublime_fake import control, sublime
 
@@ -54,11 +57,15 @@ def _sent_images(record: str) -> list[dict[str, Any]]:
 
 
 def test_send_image_file_asks_for_a_path_and_the_image_goes_with_the_next_prompt(
-    companion: Companion, workspace: str, tmp_path: Any
+    companion: Companion, workspace: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     record = str(tmp_path / "record.jsonl")
     path = _image(workspace)
     view = _open_chat(companion, [workspace], record, "image")
+    images = pkg("acp.images")
+    read_on: list[int] = []  # the threads that read the file
+    real = images.image_block
+    monkeypatch.setattr(images, "image_block", lambda *a: read_on.append(threading.get_ident()) or real(*a))
     window = view.window()
     assert window is not None
     assert control.run_from_palette(window, COMMAND)
@@ -74,6 +81,7 @@ def test_send_image_file_asks_for_a_path_and_the_image_goes_with_the_next_prompt
     assert base64.b64decode(block["data"]) == PNG and block["mimeType"] == "image/png"
     (prompt,) = _records(record, "session/prompt")
     assert prompt["prompt"][0] == {"type": "text", "text": "@shot.png what is on it?"}
+    assert read_on and control.host().main_ident not in read_on  # the file was read off Sublime's main thread
 
 
 def test_send_image_file_takes_the_image_tab_in_front(companion: Companion, workspace: str, tmp_path: Any) -> None:
