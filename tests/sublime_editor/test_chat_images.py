@@ -178,3 +178,20 @@ def test_an_agent_without_additional_directories_gets_one_notice(companion: Comp
     assert opened["cwd"] == first and "additionalDirectories" not in opened
     assert text(view).count("sees only the first folder") == 1
     assert "it cannot reach lib" in text(view).replace("\n> ", " ")
+
+
+def test_nothing_is_read_or_sent_while_context_sharing_is_paused(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    record = str(tmp_path / "record.jsonl")
+    path = _image(workspace)
+    view = _open_chat(companion, [workspace], record, "image")
+    window = view.window()
+    assert window is not None
+    assert control.run_from_palette(window, "gemini_companion_toggle_sharing")
+    assert control.run_from_palette(window, COMMAND, {"path": path})
+    control.pump_until(lambda: "Context sharing is paused" in text(view), CEILING, "the refusal")
+    assert chat_of(view).images == {} and "@shot.png" not in chat_of(view).panel.prompt_text()
+    assert control.run_from_palette(window, "gemini_companion_toggle_sharing")  # resumed: it goes
+    assert control.run_from_palette(window, COMMAND, {"path": path})
+    control.pump_until(lambda: "@shot.png" in chat_of(view).panel.prompt_text(), CEILING, "the image's mention")
