@@ -31,9 +31,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
-from ..acp.agents import PRESETS, AgentSpec, custom_agent, demo_agent
+from ..acp.agents.agents import PRESETS, AgentSpec, custom_agent, demo_agent
 from ..acp.images import ImageRefused
-from ..acp.unchecked import UncheckedEdits
+from ..acp.review.unchecked import UncheckedEdits
 from ..acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
 from ..core.system.processes import STOP_SIGNALS
 from . import images
@@ -463,7 +463,7 @@ def _edits(count: int) -> str:
 
 async def _switch_mode(session: ChatSession, words: list[str]) -> None:
     """`/mode ID` in the interactive chat: session/set_mode (a failing agent ends the chat)."""
-    ids = [m.id for m in session.modes]
+    ids = [m.id for m in session.modes or []]
     if len(words) != 1 or words[0] not in ids:
         print(f"Modes of {visible(session.spec.name)}: {', '.join(visible(i) for i in ids) or 'none'}; type /mode ID.")
         return

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from companion.acp.agents import AgentSpec
+from companion.acp.agents.agents import AgentSpec
 from companion.acp.images import (
     IMAGE_LIMIT_BYTES,
     Image,

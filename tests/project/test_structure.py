@@ -48,7 +48,7 @@ ADAPTER = "sublime_editor"
 # The floors of sublime_editor/, bottom up: each imports only its own floor and those below it.
 ADAPTER_FLOORS = ("base", "changes", "chat", "terminal", "lifecycle", "commands")
 ACP_SDK_HOME = "acp.session"
-ACP_DEMO_AGENT = "acp.demo_agent"  # the built-in demo agent: a program of its own, the SDK's agent side
+ACP_DEMO_AGENT = "acp.agents.demo_agent"  # the built-in demo agent: a program of its own, the SDK's agent side
 
 
 def modules() -> dict[str, str]:
@@ -206,13 +206,19 @@ def test_the_floor_check_finds_each_kind_of_violation() -> None:
         "core.b -> doctor: the core imports only the core (move the name down into it)",
         "core.files.paths -> core.reviews: core/files may not import core/model (see the floors of core/ above)",
         "core.history.turns -> core.editor: core/history may not import core/model (see the floors of core/ above)",
-        "core.history.turns -> core.server.window: core/history may not import core/server (see the floors of core/ above)",
-        "core.server.window -> core.history.turns: core/server may not import core/history (see the floors of core/ above)",
-        "core.system.processes -> core.files.paths: core/system may not import core/files (see the floors of core/ above)",
-        "headless.chat -> sublime_editor.settings: headless/ and sublime_editor/ never import each other (move the shared name into a room or the core)",
+        "core.history.turns -> core.server.window: "
+        "core/history may not import core/server (see the floors of core/ above)",
+        "core.server.window -> core.history.turns: "
+        "core/server may not import core/history (see the floors of core/ above)",
+        "core.system.processes -> core.files.paths: "
+        "core/system may not import core/files (see the floors of core/ above)",
+        "headless.chat -> sublime_editor.settings: "
+        "headless/ and sublime_editor/ never import each other (move the shared name into a room or the core)",
         "mcp_tools.tools -> cli: a room imports from above the rooms (move it down)",
-        "sublime_editor.chat.view -> sublime_editor.lifecycle: sublime_editor's chat floor imports the higher lifecycle floor (move the name down)",
-        "sublime_editor.settings -> sublime_editor.commands.chat: sublime_editor's base floor imports the higher commands floor (move the name down)",
+        "sublime_editor.chat.view -> sublime_editor.lifecycle: "
+        "sublime_editor's chat floor imports the higher lifecycle floor (move the name down)",
+        "sublime_editor.settings -> sublime_editor.commands.chat: "
+        "sublime_editor's base floor imports the higher commands floor (move the name down)",
     ]
 
 

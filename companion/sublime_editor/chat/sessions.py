@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import sublime
 
-from ...acp.agents import AgentSpec
+from ...acp.agents.agents import AgentSpec
 from ...acp.images import Image
 from ...acp.resources import Resource
 from ...core.context import SharingPolicy

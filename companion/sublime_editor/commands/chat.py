@@ -8,8 +8,8 @@ from collections.abc import Callable
 import sublime
 import sublime_plugin
 
-from ...acp import registry
-from ...acp.registry import RegistryAgent
+from ...acp.agents import registry
+from ...acp.agents.registry import RegistryAgent
 from .. import terminus as terminal
 from ..chat import agents as chat_agents
 from ..chat import memory as chat_memory

@@ -40,7 +40,18 @@ COPY_LINKS = "gemini_companion.connect.copy"
 TOKEN_MASK = "<token: see Copy below>"
 VIEW_NAME = "Gemini Companion: Connect Another Agent"
 CHECK_TIMEOUT_SECONDS = 30.0
-PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _package_root() -> str:
+    """The folder holding `companion/` (what PYTHONPATH needs), however deep this module sits in it."""
+    parts = __name__.split(".")
+    folder = os.path.abspath(__file__)
+    for _ in range(len(parts) - parts.index("companion")):
+        folder = os.path.dirname(folder)
+    return folder
+
+
+PACKAGE_ROOT = _package_root()
 CHECKING = "checking that it can run the bridge…"
 
 
