@@ -16,7 +16,7 @@ import base64
 import os
 import pathlib
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -158,6 +158,27 @@ def image_block(path: str, rules: ImageRules) -> Image | ImageRefused:
 async def read_image(path: str, rules: ImageRules) -> Image | ImageRefused:
     """`image_block` on a worker thread (the chat's loop never waits on the disk)."""
     return await asyncio.to_thread(image_block, path, rules)
+
+
+async def mentioned_images(
+    session: ImageAgent, text: str, exclude: Sequence[str] = DEFAULT_EXCLUDES, skip: Collection[str] = ()
+) -> tuple[list[Image], list[ImageRefused]]:
+    """The images the `@path` mentions of `text` name (an image's suffix, a file that exists: `@x.png`
+    naming no file stays text), read and checked, and the reason for each one refused. `skip`: the
+    mention tokens already attached (Send Image File's)."""
+    images: list[Image] = []
+    refused: list[ImageRefused] = []
+    for path in image_mentions(text):
+        if "@" + path.replace(" ", "\\ ") in skip:
+            continue
+        if not (os.path.isabs(path) or await asyncio.to_thread(names_a_file, path, session.folders)):
+            continue  # an absolute path is checked whatever it names: outside the folders, it is said why
+        found = await read_image(path, rules_for(session, exclude))
+        if isinstance(found, ImageRefused):
+            refused.append(found)
+        else:
+            images.append(found)
+    return images, refused
 
 
 def _read(target: Resolved, shown: str, limit: int) -> bytes:

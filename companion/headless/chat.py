@@ -32,11 +32,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from ..acp.agents.agents import PRESETS, AgentSpec, custom_agent, demo_agent
-from ..acp.images import ImageRefused
+from ..acp.images import ImageRefused, named_like_image
 from ..acp.review.unchecked import UncheckedEdits
 from ..acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
 from ..core.system.processes import STOP_SIGNALS
-from . import images
+from . import images, mentions
 from .changes import print_changes, run_command
 from .console import Console, StdinLines, off_the_loop
 from .editor import HeadlessEditor, one_line, visible
@@ -317,16 +317,18 @@ class TurnChanges:
         self.texts: list[str] = []  # the prompts that have a checkpoint, in order
 
     async def turn(self, session: ChatSession, interrupts: _Interrupts, text: str) -> str:
-        pictures = await images.attached(session, text)  # `@shot.png`: ImageRefused sends nothing
+        resources = await mentions.attached(session.folders, text)  # `@path`: the file goes with it
+        resources = [r for r in resources if not named_like_image(r.path)]  # an image goes as one:
+        pictures = await images.attached(session, text)  # `@shot.png` (ImageRefused: nothing is sent)
         if self.turns is None:
-            return await interrupts.turn(session.prompt(text, images=pictures))
+            return await interrupts.turn(mentions.prompt(session, text, resources, pictures))
         if await waiting(self.console, self._run(self.turns.begin), self._scanned) is not None:
             self.texts.append(text)  # shown beside its restore point
         for note in await self._run(self.turns.take_notes) or []:  # what the user reverted since
             session.add_note(note)
         session.writes.take()  # what was written between turns belongs to no turn's agent
         try:
-            return await interrupts.turn(session.prompt(text, images=pictures))
+            return await interrupts.turn(mentions.prompt(session, text, resources, pictures))
         finally:
             found = await self._run(self.turns.end, self.agent, *session.writes.take_turn())
             if found is not None:

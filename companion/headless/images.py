@@ -6,27 +6,14 @@ one line and the prompt is not sent (`--prompt`: exit 1)."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-from collections.abc import Sequence
-
-from ..acp.images import Image, ImageAgent, ImageRefused, image_mentions, names_a_file, read_image, rules_for
+from ..acp.images import Image, ImageAgent, mentioned_images
 
 
 async def attached(session: ImageAgent, text: str) -> list[Image]:
-    """The images `text` mentions (`@path` with an image's suffix), read and checked; the first
-    refused one raises ImageRefused."""
-    images: list[Image] = []
-    for path in image_mentions(text):
-        if not await _exists(path, session.folders):
-            continue
-        found = await read_image(path, rules_for(session))
-        if isinstance(found, ImageRefused):
-            raise found
-        images.append(found)
+    """The images `text` mentions, read and checked; the first refused one raises ImageRefused."""
+    if "@" not in text:
+        return []
+    images, refused = await mentioned_images(session, text)
+    if refused:
+        raise refused[0]
     return images
-
-
-async def _exists(path: str, folders: Sequence[str]) -> bool:
-    """An absolute path is checked whatever it names (outside the workspace: refused, said why)."""
-    return os.path.isabs(path) or await asyncio.to_thread(names_a_file, path, folders)

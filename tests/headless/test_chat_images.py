@@ -77,3 +77,14 @@ def test_a_mention_of_no_file_is_text_and_a_fake_png_is_refused(tmp_path: Any) -
     assert result.returncode == 1
     assert "fake.png is not a PNG, JPEG, GIF or WebP image" in result.stderr
     assert len(_prompts(record)) == 1
+
+
+def test_an_image_and_a_file_mentioned_together_go_as_an_image_and_a_file(tmp_path: Any) -> None:
+    workspace, record = _workspace(tmp_path), str(tmp_path / "record.jsonl")
+    with open(os.path.join(workspace, "notes.txt"), "w", encoding="utf-8") as handle:
+        handle.write("notes\n")
+    result = _chat(workspace, record, "image", prompt="compare @ui/shot.png with @notes.txt")
+    assert result.returncode == 0, result.stderr
+    (prompt,) = _prompts(record)
+    assert [b["type"] for b in prompt] == ["text", "resource_link", "image"]
+    assert prompt[1]["name"] == "notes.txt"

@@ -195,3 +195,25 @@ def test_nothing_is_read_or_sent_while_context_sharing_is_paused(
     assert control.run_from_palette(window, "gemini_companion_toggle_sharing")  # resumed: it goes
     assert control.run_from_palette(window, COMMAND, {"path": path})
     control.pump_until(lambda: "@shot.png" in chat_of(view).panel.prompt_text(), CEILING, "the image's mention")
+
+
+def test_a_typed_image_mention_goes_as_an_image_and_a_file_mention_as_a_file(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    record = str(tmp_path / "record.jsonl")
+    _image(workspace, "ui.png")
+    with open(os.path.join(workspace, "notes.txt"), "w", encoding="utf-8") as handle:
+        handle.write("notes\n")
+    view = _open_chat(companion, [workspace], record, "image")
+    control.type_text(view, "compare @ui.png with @notes.txt")
+    assert control.press_keys(view, "enter") == "gemini_companion_chat_send"
+    control.pump_until(lambda: _records(record, "session/prompt"), CEILING, "the prompt to reach the agent")
+    wait_turn(view)
+    (prompt,) = _records(record, "session/prompt")
+    kinds = [b["type"] for b in prompt["prompt"]]
+    assert kinds.count("image") == 1 and "resource_link" in kinds, kinds  # notes.txt as a link, ui.png an image
+    (image,) = [b for b in prompt["prompt"] if b["type"] == "image"]
+    assert base64.b64decode(image["data"]) == PNG
+    assert not [
+        b for b in prompt["prompt"] if "ui.png" in json.dumps(b) and b["type"] != "image" and b["type"] != "text"
+    ]

@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import sublime
 
 from ...acp.agents.agents import AgentSpec
-from ...acp.images import Image
+from ...acp.images import Image, mentioned_images, named_like_image
 from ...acp.resources import Resource
 from ...core.context import SharingPolicy
 from ...core.files.paths import is_inside
 from ...core.history.change_set import FileChange
+from ...core.mentions import MentionRules
 from ...runtime import RuntimeStopped
 from .. import mcp_tools as workspace_tools
 from .. import status
@@ -34,6 +35,7 @@ from ..changes import tab as change_set_view
 from ..changes.sources import TurnsSource
 from ..window_state import WindowState
 from . import checkpoints as chat_checkpoints
+from . import mentions as chat_mentions
 from .history import History
 from .view import CHAT_SETTING, DIFF_SETTING, ChatPanel, StreamingChatView
 
@@ -106,6 +108,9 @@ class Chat:
             return False
         resources = [*resources, *(r for mention, r in self.attached.items() if mention in text)]
         images = [image for mention, image in self.images.items() if mention in text]
+        # `@path` typed or completed: checked on the loop (disk); none while sharing is paused
+        mentioned = None if self.state.handle.context.paused else chat_mentions.rules(self.state.window, self.folders)
+        skip = (*self.attached, *self.images)  # Send File's and Send Image File's mentions go once
         self.attached.clear()
         self.images.clear()
         self.history.add(text)
@@ -114,7 +119,8 @@ class Chat:
         self._offer_restore()
         self._show_status()
         self._submit(
-            lambda: self._prompt(text, resources, images), lambda result, error: self._turn_done(text, result, error)
+            lambda: self._prompt(text, resources, mentioned, skip, images),
+            lambda result, error: self._turn_done(text, result, error),
         )
         return True
 
@@ -268,17 +274,31 @@ class Chat:
             await self.session.start()
         return self.session.session_id
 
-    async def _prompt(self, text: str, resources: Sequence[Resource], images: Sequence[Image] = ()) -> str:
+    async def _prompt(
+        self,
+        text: str,
+        resources: Sequence[Resource],
+        mentioned: MentionRules | None = None,
+        skip: Sequence[str] = (),
+        images: Sequence[Image] = (),
+    ) -> str:
         if self.session is None:
             raise RuntimeError("the chat has not started")
+        warn = lambda reason: self.port.notice(reason, "warning")  # noqa: E731
+        files = [f for f in await chat_mentions.attached(mentioned, text, skip, warn) if not named_like_image(f.path)]
+        if mentioned is not None:  # a typed `@shot.png` goes as an image; a refused one is a warning
+            typed, refused = await mentioned_images(self.session, text, mentioned.sharing.exclude, skip)
+            images = [*images, *typed]
+            for reason in refused:
+                warn(f"{reason} The prompt went without it.")
         session, checkpoints = self.session, self.checkpoints
         if checkpoints is None:
-            return await session.prompt(text, resources, images)
+            return await chat_mentions.prompt(session, text, resources, files, warn, images)
         for note in await checkpoints.begin():  # what the user reverted since the last turn
             session.add_note(note)
         session.writes.take()  # what was written between turns belongs to no turn's agent
         try:
-            return await session.prompt(text, resources, images)
+            return await chat_mentions.prompt(session, text, resources, files, warn, images)
         finally:
             changes = await checkpoints.end(self.spec.name, *session.writes.take_turn())
             if changes is not None and not self.silent:

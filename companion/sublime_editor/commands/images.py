@@ -39,6 +39,9 @@ class GeminiCompanionSendImageFileCommand(sublime_plugin.WindowCommand):
 
         self.window.show_input_panel(CAPTION, initial, done, None, None)
 
+    def is_enabled(self, path: str | None = None) -> bool:
+        return chat_sessions.target(self.window) is not None  # a chat to send into
+
 
 def _active_image(window: sublime.Window) -> str | None:
     """The file of the active tab when its name is an image's (its bytes are checked later)."""
