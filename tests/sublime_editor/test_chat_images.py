@@ -217,3 +217,17 @@ def test_a_typed_image_mention_goes_as_an_image_and_a_file_mention_as_a_file(
     assert not [
         b for b in prompt["prompt"] if "ui.png" in json.dumps(b) and b["type"] != "image" and b["type"] != "text"
     ]
+
+
+def test_a_typed_image_mention_for_an_agent_without_images_is_one_warning_and_the_text_goes(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    record = str(tmp_path / "record.jsonl")
+    _image(workspace, "ui.png")
+    view = _open_chat(companion, [workspace], record)  # no `image` capability
+    control.type_text(view, "look at @ui.png")
+    assert control.press_keys(view, "enter") == "gemini_companion_chat_send"
+    control.pump_until(lambda: _records(record, "session/prompt"), CEILING, "the prompt to reach the agent")
+    wait_turn(view)
+    assert _records(record, "session/prompt")[0]["prompt"] == [{"type": "text", "text": "look at @ui.png"}]
+    assert text(view).count("takes no images") == 1
