@@ -579,22 +579,27 @@ def quick_panels() -> list[dict[str, Any]]:
     return list(_state.host().quick_panels)
 
 
+def answer_input_panel(text: str | None) -> None:
+    """The user types `text` and presses Enter in the newest input panel (None: Escape cancels it)."""
+    current = _main()
+    panel = current.input_panels.pop()
+    _destroy_input(panel)
+    callback = panel["on_cancel"] if text is None else panel["on_done"]
+    if callback is not None:
+        current.run_callback(lambda: callback() if text is None else callback(text), "input panel")
+
+
+def _destroy_input(panel: dict[str, Any]) -> None:
+    sublime._destroy_view(panel["view"].view_id)
+
+
 def input_panels() -> list[dict[str, Any]]:
     return list(_state.host().input_panels)
 
 
-def answer_input_panel(text: str | None) -> None:
-    """The user types `text` in the newest input panel and presses Enter (None: Escape); it closes."""
-    current = _main()
-    panel = current.input_panels.pop()
-    window = current.windows[panel["window"]]
-    window.panels.pop("input", None)
-    if window.active_panel == "input":
-        window.active_panel = None
-    window.focused_panel_view = None
-    callback = panel["on_done"] if text is not None else panel["on_cancel"]
-    if callback is not None:
-        current.run_callback(lambda: callback(text) if text is not None else callback(), "input panel answer")
+def opened_urls() -> list[str]:
+    """The URLs the `open_url` command was given."""
+    return list(_state.host().opened_urls)
 
 
 def open_image(window: sublime.Window, path: str) -> sublime.Sheet:

@@ -1422,6 +1422,32 @@ class Window:
             }
         )
 
+    def show_input_panel(
+        self,
+        caption: str,
+        initial_text: str,
+        on_done: Callable[[str], None] | None,
+        on_change: Callable[[str], None] | None,
+        on_cancel: Callable[[], None] | None,
+    ) -> View:
+        """Shown until the test answers it with `control.answer_input_panel` (or cancels it); the
+        panel's own view (a widget) is returned, as Sublime does."""
+        host = _h()
+        host.ui_call("Window.show_input_panel")
+        data = self._require()
+        view = _create_view(data, None, element="input:input")
+        host.input_panels.append(
+            {
+                "window": self.window_id,
+                "caption": caption,
+                "initial_text": initial_text,
+                "on_done": on_done,
+                "on_cancel": on_cancel,
+                "view": view,
+            }
+        )
+        return view
+
     def symbol_locations(
         self,
         sym: str,
@@ -1457,29 +1483,6 @@ class Window:
                 SymbolLocation(path, display, entry["row"], entry["col"], entry["syntax"], entry["type"], entry["kind"])
             )
         return found
-
-    def show_input_panel(
-        self,
-        caption: str,
-        initial_text: str,
-        on_done: Callable[[str], None] | None,
-        on_change: Callable[[str], None] | None,
-        on_cancel: Callable[[], None] | None,
-    ) -> View:
-        """A one-line panel at the window's bottom, its view holding `initial_text`; shown until the
-        test answers it with `control.answer_input_panel` (Enter: on_done with the text; Escape: on_cancel)."""
-        host = _h()
-        host.ui_call("Window.show_input_panel")
-        data = self._require()
-        view = _create_view(data, None, element="input:input")
-        if initial_text:
-            view.run_command("append", {"characters": initial_text})
-        data.panels["input"] = view.view_id
-        data.active_panel = "input"
-        data.focused_panel_view = view.view_id
-        panel = {"window": self.window_id, "caption": caption, "view": view, "on_done": on_done}
-        host.input_panels.append({**panel, "initial_text": initial_text, "on_cancel": on_cancel})
-        return view
 
     def folders(self) -> list[str]:
         data = self._data()
