@@ -63,6 +63,7 @@ else:
         GeminiCompanionChatSendCommand,
     )
     from .companion.sublime_editor.commands.connect import GeminiCompanionConnectAgentCommand
+    from .companion.sublime_editor.commands.images import GeminiCompanionSendImageFileCommand
     from .companion.sublime_editor.commands.listeners import (
         GeminiCompanionContextListener,
         GeminiCompanionReviewListener,
@@ -121,6 +122,7 @@ __all__ = [
     "GeminiCompanionReviewTurnChangesCommand",
     "GeminiCompanionSaveReviewCommand",
     "GeminiCompanionSendFileCommand",
+    "GeminiCompanionSendImageFileCommand",
     "GeminiCompanionSendPathsCommand",
     "GeminiCompanionSendSelectionCommand",
     "GeminiCompanionStartCheckpointCommand",

@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
-from acp import RequestError, embedded_text_resource, resource_block, resource_link_block, text_block
+from acp import RequestError, embedded_text_resource, image_block, resource_block, resource_link_block, text_block
 from acp.client.connection import ClientSideConnection
 from acp.interfaces import Client
 from acp.schema import (
@@ -61,6 +61,8 @@ from ..core.server.chat_servers import AgentTransports, ChatServers
 from .agents import process
 from .agents.agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
 from .asks import auth, elicitation
+from .folders import additional_directories, first_folder_only
+from .images import Image, ImageRefused, no_images
 from .modes import Seen, starting_mode
 from .resources import Attachment, Resource, attach
 from .review.files import READ_LIMIT_BYTES, AgentFiles, FsRefused
@@ -129,6 +131,8 @@ class ChatSession:
         self.session_id = ""
         self.can_load = False  # the agent's `loadSession` capability (after initialize)
         self.embeds_resources = False  # its `promptCapabilities.embeddedContext`
+        self.takes_images = False  # its `promptCapabilities.image` (images.py)
+        self.takes_folders = False  # its `sessionCapabilities.additionalDirectories` (folders.py)
         self.auth_methods: list[auth.AuthMethod] = []  # its `authMethods` (acp/asks/auth.py)
         self.transports = AgentTransports()  # its `mcpCapabilities`: which MCP servers it can be given
         self._conn: ClientSideConnection | None = None
@@ -215,7 +219,10 @@ class ChatSession:
         await self._launch()
         assert self._conn is not None
         meta = dict(self.spec.session_meta) or None
-        request = NewSessionRequest(cwd=self.folders[0], mcp_servers=self._mcp_servers(), field_meta=meta)
+        more = additional_directories(self.folders, self.takes_folders)
+        request = NewSessionRequest(
+            cwd=self.folders[0], additional_directories=more, mcp_servers=self._mcp_servers(), field_meta=meta
+        )
         session, raw = await self._logged_in("session/new", request, NewSessionResponse, login)
         await self._open(session.session_id, session, raw)
 
@@ -231,6 +238,7 @@ class ChatSession:
             )
         request = LoadSessionRequest(
             cwd=self.folders[0],
+            additional_directories=additional_directories(self.folders, self.takes_folders),
             session_id=session_id,
             mcp_servers=self._mcp_servers(),
             field_meta=dict(self.spec.session_meta) or None,
@@ -328,6 +336,12 @@ class ChatSession:
         self.embeds_resources = bool(agent and agent.prompt_capabilities and agent.prompt_capabilities.embedded_context)
         mcp = agent.mcp_capabilities if agent else None
         self.transports = AgentTransports(http=bool(mcp and mcp.http), sse=bool(mcp and mcp.sse))
+        self.takes_images = bool(agent and agent.prompt_capabilities and agent.prompt_capabilities.image)
+        sessions = agent.session_capabilities if agent else None
+        self.takes_folders = bool(sessions and sessions.additional_directories is not None)
+        notice = first_folder_only(self.spec.name, self.folders, self.takes_folders)
+        if notice:
+            self.view.notice(notice, "info")
 
     def _mcp_servers(self) -> list[Any]:
         """`mcpServers` for session/new or session/load (core/server/chat_servers.py); what was skipped, told once."""
@@ -418,15 +432,19 @@ class ChatSession:
 
     # -- prompts --
 
-    async def prompt(self, text: str, resources: Sequence[Resource] = ()) -> str:
+    async def prompt(self, text: str, resources: Sequence[Resource] = (), images: Sequence[Image] = ()) -> str:
         """Send one prompt with workspace files attached (embedded when the agent takes embedded
-        context, else as links) and wait for the turn to end; returns the stop reason. A file
-        outside the workspace raises ResourceRefused and nothing is sent."""
+        context, else as links) and images (read and checked by images.py) and wait for the turn to
+        end; returns the stop reason. A file outside the workspace raises ResourceRefused, an image
+        for an agent that takes none ImageRefused; nothing is sent then."""
         if self._conn is None:
             raise ChatFailed("the chat has not started")
+        if images and not self.takes_images:
+            raise ImageRefused(no_images(self.spec.name))
         attached = [await attach(self.files, r, self.embeds_resources) for r in resources]
         blocks: list[Any] = [text_block(note) for note in self.thread.take_notes()] + [text_block(text)]
         blocks += [block for a in attached for block in _resource_blocks(a)]
+        blocks += [image_block(i.data, i.mime_type, uri=i.uri) for i in images]
         try:
             try:
                 response = await self._prompt_turn(blocks)

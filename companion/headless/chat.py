@@ -32,11 +32,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from ..acp.agents.agents import PRESETS, AgentSpec, custom_agent, demo_agent
+from ..acp.images import ImageRefused, named_like_image
 from ..acp.review.unchecked import UncheckedEdits
 from ..acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
 from ..core.server.chat_servers import ChatServers, McpConfigError, UserServer, read_config
 from ..core.system.processes import STOP_SIGNALS
-from . import mentions
+from . import images, mentions
 from .changes import print_changes, run_command
 from .chat_tools import ChatWindow
 from .console import Console, StdinLines, off_the_loop
@@ -294,7 +295,7 @@ async def _chat(
         if prompt is not None:
             return await _one_turn(session, interrupts, changes, prompt)
         return await _repl(session, interrupts, changes)
-    except ChatFailed as exc:
+    except (ChatFailed, ImageRefused) as exc:
         view.console.end_line()
         _tell(f"error: {one_line(str(exc))}")
         return _checked(session, EXIT_FAILED)
@@ -365,15 +366,17 @@ class TurnChanges:
 
     async def turn(self, session: ChatSession, interrupts: _Interrupts, text: str) -> str:
         resources = await mentions.attached(session.folders, text)  # `@path`: the file goes with it
+        resources = [r for r in resources if not named_like_image(r.path)]  # an image goes as one:
+        pictures = await images.attached(session, text)  # `@shot.png` (ImageRefused: nothing is sent)
         if self.turns is None:
-            return await interrupts.turn(mentions.prompt(session, text, resources))
+            return await interrupts.turn(mentions.prompt(session, text, resources, pictures))
         if await waiting(self.console, self._run(self.turns.begin), self._scanned) is not None:
             self.texts.append(text)  # shown beside its restore point
         for note in await self._run(self.turns.take_notes) or []:  # what the user reverted since
             session.add_note(note)
         session.writes.take()  # what was written between turns belongs to no turn's agent
         try:
-            return await interrupts.turn(mentions.prompt(session, text, resources))
+            return await interrupts.turn(mentions.prompt(session, text, resources, pictures))
         finally:
             found = await self._run(self.turns.end, self.agent, *session.writes.take_turn())
             if found is not None:
@@ -442,7 +445,11 @@ async def _repl(session: ChatSession, interrupts: _Interrupts, changes: TurnChan
             continue
         if word.startswith("//"):  # the agent's own slash command, such as //help
             line = line.lstrip()[1:]
-        stop = await changes.turn(session, interrupts, line)
+        try:
+            stop = await changes.turn(session, interrupts, line)
+        except ImageRefused as exc:  # one line; the chat goes on
+            console.say(f"[notice] {visible(str(exc))}\n")
+            continue
         console.end_line()
         if stop != "end_turn":
             console.say(f"[{one_line(stop)}]\n")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import sublime
 
 from ...acp.agents.agents import AgentSpec
+from ...acp.images import Image, mentioned_images, named_like_image
 from ...acp.resources import Resource
 from ...core.context import SharingPolicy
 from ...core.files.paths import is_inside
@@ -66,6 +67,7 @@ class Chat:
         self.port = StreamingChatView(self.panel, on_state=self._state_changed)
         self.history = History()
         self.attached: dict[str, Resource] = {}  # mention in the prompt -> the file it sends
+        self.images: dict[str, Image] = {}  # mention in the prompt -> the image it sends (chat/images.py)
         self.session: ChatSession | None = None  # loop thread only
         self.ready = False
         self.busy = False  # a turn runs
@@ -107,17 +109,19 @@ class Chat:
             )
             return False
         resources = [*resources, *(r for mention, r in self.attached.items() if mention in text)]
+        images = [image for mention, image in self.images.items() if mention in text]
         # `@path` typed or completed: checked on the loop (disk); none while sharing is paused
         mentioned = None if self.state.handle.context.paused else chat_mentions.rules(self.state.window, self.folders)
-        skip = tuple(self.attached)  # Send File's mentions go once
+        skip = (*self.attached, *self.images)  # Send File's and Send Image File's mentions go once
         self.attached.clear()
+        self.images.clear()
         self.history.add(text)
         self.busy = True
         self.panel.user_prompt(text)
         self._offer_restore()
         self._show_status()
         self._submit(
-            lambda: self._prompt(text, resources, mentioned, skip),
+            lambda: self._prompt(text, resources, mentioned, skip, images),
             lambda result, error: self._turn_done(text, result, error),
         )
         return True
@@ -290,20 +294,30 @@ class Chat:
         return self.session.session_id
 
     async def _prompt(
-        self, text: str, resources: Sequence[Resource], mentioned: MentionRules | None = None, skip: Sequence[str] = ()
+        self,
+        text: str,
+        resources: Sequence[Resource],
+        mentioned: MentionRules | None = None,
+        skip: Sequence[str] = (),
+        images: Sequence[Image] = (),
     ) -> str:
         if self.session is None:
             raise RuntimeError("the chat has not started")
         warn = lambda reason: self.port.notice(reason, "warning")  # noqa: E731
-        files = await chat_mentions.attached(mentioned, text, skip, warn)
+        files = [f for f in await chat_mentions.attached(mentioned, text, skip, warn) if not named_like_image(f.path)]
+        if mentioned is not None:  # a typed `@shot.png` goes as an image; a refused one is a warning
+            typed, refused = await mentioned_images(self.session, text, mentioned.sharing.exclude, skip)
+            images = [*images, *typed]
+            for reason in refused:
+                warn(f"{reason} The prompt went without it.")
         session, checkpoints = self.session, self.checkpoints
         if checkpoints is None:
-            return await chat_mentions.prompt(session, text, resources, files, warn)
+            return await chat_mentions.prompt(session, text, resources, files, warn, images)
         for note in await checkpoints.begin():  # what the user reverted since the last turn
             session.add_note(note)
         session.writes.take()  # what was written between turns belongs to no turn's agent
         try:
-            return await chat_mentions.prompt(session, text, resources, files, warn)
+            return await chat_mentions.prompt(session, text, resources, files, warn, images)
         finally:
             changes = await checkpoints.end(self.spec.name, *session.writes.take_turn())
             if changes is not None and not self.silent:
@@ -334,7 +348,7 @@ class Chat:
 
 def _reason(error: BaseException) -> str:
     """The one-line reason ChatFailed carries; anything else is ours, with what to do."""
-    if type(error).__name__ in ("ChatFailed", "ResourceRefused"):  # companion.acp's one-line reasons
+    if type(error).__name__ in ("ChatFailed", "ResourceRefused", "ImageRefused"):  # companion.acp's one-line reasons
         return str(error)
     if isinstance(error, RuntimeStopped):
         return "Gemini Companion has stopped (the package was disabled or reloaded): start a new chat."
