@@ -35,6 +35,8 @@ from acp.schema import (
     PermissionOption,
     ReadTextFileResponse,
     RequestPermissionResponse,
+    ResumeSessionRequest,
+    ResumeSessionResponse,
     ToolCallUpdate,
     WriteTextFileResponse,
 )
@@ -49,7 +51,7 @@ from ..core.files.paths import PathPolicy, Resolved
 from ..core.files.textfile import lines
 from ..core.history.turn_writes import ABSENT, TurnWrites, digest_of, written_digest
 from ..core.reviews import Outcome, Reviews
-from . import process, updates
+from . import past_sessions, process, updates
 from .agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
 from .edits import NotRebuildable, agent_text, edit_path, is_edit, proposed_text
 from .file_changes import FileChange, file_changes, named_paths
@@ -79,7 +81,7 @@ _AGENT_ERRORS = (ConnectionError, RequestError, ValidationError)
 T = TypeVar("T")
 # One file of an edit of several, ready for its review (ChatSession._prepare).
 _Prepared = tuple[FileChange, Resolved, Resolved, DiskText, DiskText, str, str | None]
-Opened = TypeVar("Opened", NewSessionResponse, LoadSessionResponse)
+Opened = TypeVar("Opened", NewSessionResponse, LoadSessionResponse, ResumeSessionResponse)
 
 
 class ChatFailed(Exception):
@@ -113,6 +115,7 @@ class ChatSession:
         self.agent: process.AgentProcess | None = None
         self.session_id = ""
         self.can_load = False  # the agent's `loadSession` capability (after initialize)
+        self.offered = past_sessions.Offered()  # what it offers for past sessions (after initialize)
         self.embeds_resources = False  # its `promptCapabilities.embeddedContext`
         self.always_allowed = False  # the user allowed this agent's edits for the session
         self.unchecked = UncheckedEdits()  # edits that did not go through the review (`chat` reports them)
@@ -155,11 +158,12 @@ class ChatSession:
         session, raw = await self._opening("session/new", request, NewSessionResponse)
         await self._open(session.session_id, session, raw)
 
-    async def load(self, session_id: str) -> None:
+    async def load(self, session_id: str, launched: bool = False) -> None:
         """Start the agent and continue the saved session `session_id` (session/load): the agent
         replays its history to the view, then the chat goes on in a reviewing mode. ChatFailed when
         the agent cannot continue sessions (no `loadSession` capability) or does not know this one."""
-        await self._launch()
+        if not launched:
+            await self._launch()
         if not self.can_load:
             raise ChatFailed(
                 f"{self.spec.name} cannot continue a saved session (it does not offer session/load); "
@@ -170,6 +174,56 @@ class ChatSession:
         )
         session, raw = await self._opening("session/load", request, LoadSessionResponse)
         await self._open(session_id, session, raw)
+
+    async def connect(self) -> None:
+        """Start the agent and initialize, opening no session: to list or delete past sessions."""
+        await self._launch()
+
+    async def reopen(self, session_id: str) -> None:
+        """Start the agent and open the past session `session_id` again: `session/resume` where the
+        agent offers it (the agent keeps the history; it is not replayed), else `session/load`."""
+        await self._launch()
+        if self.offered.reopen_with != "session/resume":
+            await self.load(session_id, launched=True)
+            return
+        request = ResumeSessionRequest(
+            cwd=self.folders[0], session_id=session_id, mcp_servers=[], field_meta=dict(self.spec.session_meta) or None
+        )
+        session, raw = await self._opening("session/resume", request, ResumeSessionResponse)
+        await self._open(session_id, session, raw)
+        self.view.notice(
+            f"Resumed an earlier session of {self.spec.name}: it remembers the conversation, which it does not "
+            "show again here.",
+            "info",
+        )
+
+    async def sessions(self, limit: int = past_sessions.MAX_SESSIONS) -> past_sessions.Listing:
+        """This folder's past sessions, every page of `session/list` (bounded), newest first."""
+        if not self.offered.list:
+            raise ChatFailed(f"{self.spec.name} does not list its sessions (it does not offer session/list).")
+        conn = self._conn
+        assert conn is not None
+
+        async def page(cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:
+            answer = await self._asking_agent("session/list", conn.list_sessions(cwd=self.folders[0], cursor=cursor))
+            data = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
+            return data.get("sessions", []), data.get("nextCursor")
+
+        return await past_sessions.list_all(page, self.folders[0], limit)
+
+    async def close_session(self, session_id: str) -> None:
+        """`session/close`: the agent unloads the session (it stays listed, to resume later)."""
+        if self.offered.close and self._conn is not None:
+            await self._asking_agent("session/close", self._conn.close_session(session_id))
+
+    async def delete_session(self, session_id: str) -> None:
+        """`session/delete`: the agent forgets the session. SDK 0.12.1 has no call for it (acp/meta.py
+        names the method; the client connection lacks it): its own connection sends the request."""
+        if not self.offered.delete:
+            raise ChatFailed(f"{self.spec.name} cannot delete its sessions (it does not offer session/delete).")
+        assert self._conn is not None
+        params = {"sessionId": session_id}
+        await self._asking_agent("session/delete", self._conn._conn.send_request("session/delete", params))
 
     async def _opening(self, method: str, request: Any, answer: type[Opened]) -> tuple[Opened, dict[str, Any]]:
         """session/new or session/load through the SDK's connection, keeping the raw answer too:
@@ -213,6 +267,7 @@ class ChatSession:
             )
         agent = answer.agent_capabilities
         self.can_load = bool(agent and agent.load_session)
+        self.offered = past_sessions.Offered.of(agent.model_dump(mode="json", by_alias=True) if agent else {})
         self.embeds_resources = bool(agent and agent.prompt_capabilities and agent.prompt_capabilities.embedded_context)
 
     async def _open(self, session_id: str, session: Any, raw: dict[str, Any]) -> None:
@@ -779,7 +834,8 @@ class ChatSession:
         elif what == "agent_message_chunk":
             self.view.agent_text(text)
         elif what == "user_message_chunk":
-            self.view.user_text(text)
+            if not past_sessions.hidden(text):  # Gemini's own context turn, replayed: never typed
+                self.view.user_text(text)
         else:
             self.view.thought(text)
 
