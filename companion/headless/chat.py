@@ -188,6 +188,7 @@ def run_chat(
     command: Sequence[str],
     mode: str | None = None,
     checkpoints: bool = False,
+    resume: str | None = None,
 ) -> int:
     folder = os.path.realpath(workspace)
     if not os.path.isdir(folder):
@@ -213,7 +214,7 @@ def run_chat(
     editor.closed_by = "the agent withdrew it"
     try:
         view = TerminalView(policy, console=console, interactive=prompt is None)
-        code = asyncio.run(_chat(spec, folder, editor, view, prompt, checkpoints))
+        code = asyncio.run(_chat(spec, folder, editor, view, prompt, checkpoints, resume))
     except KeyboardInterrupt:  # before the chat's own handler was in place, or after it was removed
         _tell("Stopped.")
         code = EXIT_INTERRUPTED
@@ -254,7 +255,13 @@ def _log_without_the_sdk() -> None:
 
 
 async def _chat(
-    spec: AgentSpec, folder: str, editor: HeadlessEditor, view: TerminalView, prompt: str | None, checkpoints: bool
+    spec: AgentSpec,
+    folder: str,
+    editor: HeadlessEditor,
+    view: TerminalView,
+    prompt: str | None,
+    checkpoints: bool,
+    resume: str | None = None,
 ) -> int:
     from ..acp.session import ChatFailed, ChatSession  # the SDK loads here, on the first chat
 
@@ -263,7 +270,8 @@ async def _chat(
     interrupts = _Interrupts(session, editor, view)
     changes = TurnChanges(folder, spec.name, checkpoints, view.console)
     try:
-        await interrupts.run(waiting(view.console, session.start(), "waiting for the agent to start", view.heard))
+        opening = session.reopen(resume) if resume else session.start()  # --resume ID: resume, else load
+        await interrupts.run(waiting(view.console, opening, "waiting for the agent to start", view.heard))
         if prompt is not None:
             return await _one_turn(session, interrupts, changes, prompt)
         return await _repl(session, interrupts, changes)
@@ -582,7 +590,7 @@ def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
         epilog=EXIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="%(prog)s --workspace DIR [--diff-policy prompt|accept|reject] [--prompt TEXT] [--mode ID] "
-        "[--checkpoints] (--agent gemini|claude|demo | -- COMMAND [ARGS...])",
+        "[--checkpoints] [--sessions [--json] | --resume ID] (--agent gemini|claude|demo | -- COMMAND [ARGS...])",
     )
     chat.add_argument("--workspace", required=True, help="the folder the agent works in")
     chat.add_argument("--diff-policy", choices=policies, default="prompt", help="how permissions are answered")
@@ -599,6 +607,9 @@ def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
         help="a checkpoint of the folder before each prompt: print what each turn changed, and let "
         "`changes` revert a file or restore the folder",
     )
+    chat.add_argument("--sessions", action="store_true", help="list the agent's past sessions in the folder, and exit")
+    chat.add_argument("--json", action="store_true", help="with --sessions: a JSON list (sessionId, title, updatedAt)")
+    chat.add_argument("--resume", metavar="ID", help="open the past session ID again (resume, else load) and go on")
     chat.add_argument("agent_command", nargs="*", metavar="COMMAND", help="the agent's command line, after --")
 
 
@@ -606,4 +617,26 @@ def run_chat_command(args: Any) -> int:
     command = list(args.agent_command)
     if command[:1] == ["--"]:  # older argparse keeps it for nargs="*"
         command = command[1:]
-    return run_chat(args.workspace, args.diff_policy, args.prompt, args.agent, command, args.mode, args.checkpoints)
+    if args.sessions or args.json:
+        return _sessions(args, command)
+    return run_chat(
+        args.workspace, args.diff_policy, args.prompt, args.agent, command, args.mode, args.checkpoints, args.resume
+    )
+
+
+def _sessions(args: Any, command: list[str]) -> int:
+    """`--sessions [--json]`: the listing (headless/sessions.py) instead of a chat."""
+    from .sessions import print_sessions
+
+    folder = os.path.realpath(args.workspace)
+    try:
+        if not args.sessions or args.resume or args.prompt is not None:
+            raise ValueError("--json goes with --sessions, and --sessions with no --resume or --prompt")
+        if not os.path.isdir(folder):
+            raise ValueError(f"{args.workspace} is not a folder; pass --workspace with an existing folder")
+        spec = agent_spec(args.agent, command)
+    except ValueError as exc:
+        print(f"error: {exc}.", file=sys.stderr)
+        return EXIT_USAGE
+    _log_without_the_sdk()
+    return print_sessions(spec, folder, args.json)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 
 from companion.acp.agents import custom_agent
 from companion.acp.session import ChatFailed, ChatSession
-from tests.acp.conftest import AsyncEditor, RecordingView
+from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView
 from tests.acp.history_agent import CONTEXT, session, sessions_file
 
 pytestmark = pytest.mark.anyio
@@ -170,3 +171,59 @@ async def test_delete_where_the_agent_does_not_offer_it_is_refused_before_asking
     finally:
         await session_.close()
     assert not [r for r in recorded(env) if r["method"] == "session/delete"]
+
+
+# -- headless: `chat --sessions [--json]`, `chat --resume ID` --
+
+
+def chat_cli(workspace: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace, *args, "--", sys.executable, AGENT]
+    return subprocess.run(
+        argv, cwd=ROOT, env={**env, "PYTHONPATH": ROOT}, capture_output=True, text=True, timeout=CEILING
+    )
+
+
+def test_chat_sessions_json_lists_this_folders_sessions_of_every_page_newest_first(
+    workspace: str, tmp_path: Any
+) -> None:
+    env = agent_env(tmp_path, workspace)
+    result = chat_cli(workspace, env, "--sessions", "--json")
+    assert result.returncode == 0, result.stderr
+    listed = json.loads(result.stdout)
+    assert [(s["sessionId"], s["title"]) for s in listed] == [("c", "Newest"), ("b", "Second"), ("a", "First")]
+    assert listed[0]["updatedAt"] == "2026-12-06T08:00:00.500Z" and listed[0]["cwd"] == workspace
+
+
+def test_chat_sessions_prints_one_line_per_session(workspace: str, tmp_path: Any) -> None:
+    env = agent_env(tmp_path, workspace)
+    result = chat_cli(workspace, env, "--sessions")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "c  2026-12-06T08:00:00.500Z  Newest",
+        "b  2026-12-05T10:00:00Z  Second",
+        "a  2026-12-04T10:00:00Z  First",
+    ]
+
+
+def test_chat_sessions_of_an_agent_that_lists_none_is_one_error_line(workspace: str, tmp_path: Any) -> None:
+    env = agent_env(tmp_path, workspace, HISTORY_AGENT_OFFERS="load")
+    result = chat_cli(workspace, env, "--sessions")
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.strip().startswith("error: ") and "does not list its sessions" in result.stderr
+
+
+def test_chat_resume_id_resumes_and_the_conversation_goes_on(workspace: str, tmp_path: Any) -> None:
+    env = agent_env(tmp_path, workspace)
+    result = chat_cli(workspace, env, "--resume", "b", "--prompt", "and now?", "--diff-policy", "reject")
+    assert result.returncode == 0, result.stderr
+    assert "Earlier: hello b." in result.stdout
+    methods = [r["method"] for r in recorded(env)]
+    assert "session/resume" in methods and "session/new" not in methods
+
+
+def test_chat_resume_id_loads_and_replays_where_the_agent_cannot_resume(workspace: str, tmp_path: Any) -> None:
+    env = agent_env(tmp_path, workspace, HISTORY_AGENT_OFFERS="load", HISTORY_AGENT_CONTEXT="1")
+    result = chat_cli(workspace, env, "--resume", "a", "--prompt", "more", "--diff-policy", "reject")
+    assert result.returncode == 0, result.stderr
+    assert "> hello a" in result.stdout and "answer a" in result.stdout and "session_context" not in result.stdout
+    assert "session/load" in [r["method"] for r in recorded(env)]
