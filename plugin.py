@@ -60,6 +60,7 @@ else:
         GeminiCompanionChatModelCommand,
         GeminiCompanionContinueChatCommand,
         GeminiCompanionNewChatCommand,
+        GeminiCompanionPastChatsCommand,
     )
     from .companion.sublime_editor.commands.connect import GeminiCompanionConnectAgentCommand
     from .companion.sublime_editor.commands.listeners import (
@@ -109,6 +110,7 @@ __all__ = [
     "GeminiCompanionNextChangeCommand",
     "GeminiCompanionOpenClaudeCommand",
     "GeminiCompanionOpenCliCommand",
+    "GeminiCompanionPastChatsCommand",
     "GeminiCompanionRejectCommand",
     "GeminiCompanionReplaceTextCommand",
     "GeminiCompanionRestoreCheckpointCommand",

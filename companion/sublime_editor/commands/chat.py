@@ -1,4 +1,5 @@
-"""Palette commands of the chat: New Chat, Continue Last Chat, Cancel, Switch Mode, Switch Model."""
+"""Palette commands of the chat: New Chat, Continue Last Chat, Chat History, Cancel, Switch Mode,
+Switch Model."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ...acp.registry import RegistryAgent
 from .. import terminus as terminal
 from ..chat import agents as chat_agents
 from ..chat import memory as chat_memory
+from ..chat import past as past_chats
 from ..chat import sessions as chat_sessions
 from ..chat.agents import ChatAgent, Listed
 from ..lifecycle import running_state
@@ -163,6 +165,16 @@ class GeminiCompanionContinueChatCommand(sublime_plugin.WindowCommand):
         choose_agent(
             self.window, agent, lambda a: chat_memory.recall_later(folder, a.key, lambda found: recalled(a, found))
         )
+
+
+class GeminiCompanionPastChatsCommand(sublime_plugin.WindowCommand):
+    """Gemini Companion: Chat History… — this folder's past sessions of an agent (chat/past.py)."""
+
+    def run(self, agent: str | None = None) -> None:
+        state = running_state(self.window)
+        if state is None or _needs_folder(self.window):
+            return
+        choose_agent(self.window, agent, lambda chosen: past_chats.show(state, chosen))
 
 
 class GeminiCompanionChatCancelCommand(sublime_plugin.WindowCommand):
