@@ -37,19 +37,10 @@ else:
     for _name in [n for n in list(sys.modules) if n == _PREFIX or n.startswith(_PREFIX + ".")]:
         del sys.modules[_name]
 
-    from .companion.sublime_editor.chat.prompt import (
-        GeminiCompanionChatCopyCommand,
-        GeminiCompanionChatEraseCommand,
-        GeminiCompanionChatHistoryCommand,
-        GeminiCompanionChatInsertCommand,
-        GeminiCompanionChatListener,
-        GeminiCompanionChatNoopCommand,
-        GeminiCompanionChatSendCommand,
-    )
-    from .companion.sublime_editor.chat.restore import GeminiCompanionRestoreCheckpointCommand
     from .companion.sublime_editor.commands.changes import (
         GeminiCompanionChangeSetListener,
         GeminiCompanionChangeSetOpenCommand,
+        GeminiCompanionRestoreCheckpointCommand,
         GeminiCompanionReviewCheckpointChangesCommand,
         GeminiCompanionReviewTurnChangesCommand,
         GeminiCompanionStartCheckpointCommand,
@@ -62,11 +53,21 @@ else:
         GeminiCompanionNewChatCommand,
         GeminiCompanionPastChatsCommand,
     )
+    from .companion.sublime_editor.commands.chat_view import (
+        GeminiCompanionChatCopyCommand,
+        GeminiCompanionChatEraseCommand,
+        GeminiCompanionChatHistoryCommand,
+        GeminiCompanionChatInsertCommand,
+        GeminiCompanionChatListener,
+        GeminiCompanionChatNoopCommand,
+        GeminiCompanionChatSendCommand,
+    )
     from .companion.sublime_editor.commands.connect import GeminiCompanionConnectAgentCommand
     from .companion.sublime_editor.commands.listeners import (
         GeminiCompanionContextListener,
         GeminiCompanionReviewListener,
     )
+    from .companion.sublime_editor.commands.mentions import GeminiCompanionChatMentionListener
     from .companion.sublime_editor.commands.project import GeminiCompanionWorkspaceListener
     from .companion.sublime_editor.commands.review import (
         GeminiCompanionApplyCommand,
@@ -99,6 +100,7 @@ __all__ = [
     "GeminiCompanionChatHistoryCommand",
     "GeminiCompanionChatInsertCommand",
     "GeminiCompanionChatListener",
+    "GeminiCompanionChatMentionListener",
     "GeminiCompanionChatModeCommand",
     "GeminiCompanionChatModelCommand",
     "GeminiCompanionChatNoopCommand",

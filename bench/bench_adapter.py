@@ -206,7 +206,7 @@ def measure_handlers(window: sublime.Window, a: sublime.View, b: sublime.View, c
     each("on_post_save_project_async", lambda listener: listener.on_post_save_project_async(window))
 
     # The once-a-second look for folders changed without an event (two windows, nothing changed).
-    registry = sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.lifecycle"].registry()
+    registry = sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.windows"].registry()
     results["folder poll, every 1 s (main thread)"] = summary(
         timed(registry.sync_changed_folders, lambda i: None, count)
     )
@@ -292,6 +292,7 @@ def measure_plugin_loaded(plugin: Any, count: int) -> tuple[list[int], list[int]
         starts.append(time.perf_counter_ns() - start)
 
     lifecycle._libraries_checked = timed  # looked up when the callback runs
+    windows = sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.windows"]
     samples = []
     for _ in range(count):
         plugin.plugin_unloaded()
@@ -300,15 +301,15 @@ def measure_plugin_loaded(plugin: Any, count: int) -> tuple[list[int], list[int]
         start = time.perf_counter_ns()
         plugin.plugin_loaded()
         samples.append(time.perf_counter_ns() - start)
-        control.pump_until(lambda: lifecycle.registry() is not None, 30, "the servers to start")
+        control.pump_until(lambda: windows.registry() is not None, 30, "the servers to start")
         control.settle()
     lifecycle._libraries_checked = original
     return samples, starts
 
 
 def wait_ready(window: sublime.Window) -> Any:
-    lifecycle = sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.lifecycle"]
-    state = control.pump_until(lambda: lifecycle.registry() and lifecycle.registry().get(window), 30)
+    windows = sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.windows"]
+    state = control.pump_until(lambda: windows.registry() and windows.registry().get(window), 30)
     control.pump_until(state.handle.ready.done, 30)
     return state.handle.ready.result(0)
 

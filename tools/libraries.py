@@ -63,7 +63,7 @@ ROOTS = (
 # Windows' crypt32 when imported, which a simulated OS cannot); tests/packaging/test_closure.py does,
 # natively, and proves the start-up never imports them.
 LATER = {
-    "truststore": "companion.acp.registry imports it on New Chat's registry fetch (the OS trust store)",
+    "truststore": "companion.acp.agents.registry imports it on New Chat's registry fetch (the OS trust store)",
 }
 
 # In the metadata closure of ROOTS, but never imported by the plugin host on any code path of ours.

@@ -5,7 +5,7 @@ The SDK calls themselves are ChatSession's (session.py, the only module that imp
 module holds what is decided on their answers, so it loads without the SDK. Observed on the pinned
 agents (reference acp.md, research 40/41 §2): claude-agent-acp offers all of it (pages of 1000,
 newest first, `cwd` honoured); Gemini CLI 0.61.0 only `session/load`, and replays a hidden
-`<session_context>` user turn first.
+`<session_context>` user turn first (updates.hidden_context).
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
+from .thread import ChatFailed
 from .view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
 
 MAX_SESSIONS = 2000  # a listing stops there (and says so): a panel, not an archive
-_HIDDEN_OPEN, _HIDDEN_CLOSE = "<session_context>", "</session_context>"
 _OLDEST = datetime.min.replace(tzinfo=timezone.utc)
 
 
@@ -74,6 +74,48 @@ class PastSession:
 class Listing:
     sessions: list[PastSession]  # newest first
     cut: bool = False  # stopped at the bound: older sessions are not in it
+
+
+class HistoryRequests(Protocol):
+    """The requests on past sessions, over the agent's connection (session.py): a failure is a
+    ChatFailed saying why."""
+
+    async def list_sessions(self, cwd: str, cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:
+        """One page of `session/list`: its sessions (JSON) and its nextCursor (None: the last)."""
+        ...
+
+    async def close_session(self, session_id: str) -> None: ...
+
+    async def delete_session(self, session_id: str) -> None: ...
+
+
+class PastSessions:
+    """The agent's past sessions in the chat's folder, as far as it offers them."""
+
+    def __init__(self, agent: str, folder: str, offered: Offered, requests: HistoryRequests) -> None:
+        self.agent = agent
+        self.folder = folder
+        self.offered = offered
+        self._requests = requests
+
+    async def listing(self, limit: int | None = None) -> Listing:
+        """Every page of `session/list` (bounded), only this folder's, newest first."""
+        if not self.offered.list:
+            raise ChatFailed(f"{self.agent} does not list its sessions (it does not offer session/list).")
+        return await list_all(
+            lambda cursor: self._requests.list_sessions(self.folder, cursor), self.folder, limit or MAX_SESSIONS
+        )
+
+    async def close(self, session_id: str) -> None:
+        """`session/close` where offered: the agent unloads it (it stays listed, to resume later)."""
+        if self.offered.close:
+            await self._requests.close_session(session_id)
+
+    async def delete(self, session_id: str) -> None:
+        """`session/delete`: the agent forgets the session."""
+        if not self.offered.delete:
+            raise ChatFailed(f"{self.agent} cannot delete its sessions (it does not offer session/delete).")
+        await self._requests.delete_session(session_id)
 
 
 # One page: the sessions of `session/list` (as JSON) and its nextCursor (None on the last page).
@@ -132,13 +174,6 @@ def when(session: PastSession, now: datetime | None = None) -> str:
     if moment == _OLDEST:
         return ""
     return moment.astimezone(now.tzinfo if now is not None else None).strftime("%Y-%m-%d %H:%M")
-
-
-def hidden(text: str) -> bool:
-    """A replayed user chunk the user never typed: Gemini CLI's own context turn, a whole
-    `<session_context>…</session_context>` block (research 40/41 §2)."""
-    stripped = text.strip()
-    return stripped.startswith(_HIDDEN_OPEN) and stripped.endswith(_HIDDEN_CLOSE)
 
 
 class Unseen:

@@ -2,7 +2,7 @@
 definition with its handler, and the checked string argument.
 
 Gemini's openDiff/closeDiff (gemini_ide), Claude Code's tools (claude_ide) and the workspace tools
-(workspace/tools.py) all answer a bad call the same way: a tool result with `isError` and a message
+(mcp_tools/tools.py) all answer a bad call the same way: a tool result with `isError` and a message
 that says what to do, never a JSON-RPC error. Imported on the server loop only (it needs `mcp`).
 """
 

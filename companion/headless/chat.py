@@ -31,10 +31,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
-from ..acp.agents import PRESETS, AgentSpec, custom_agent, demo_agent
-from ..acp.unchecked import UncheckedEdits
+from ..acp.agents.agents import PRESETS, AgentSpec, custom_agent, demo_agent
+from ..acp.review.unchecked import UncheckedEdits
 from ..acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
 from ..core.system.processes import STOP_SIGNALS
+from . import mentions
 from .changes import print_changes, run_command
 from .console import Console, StdinLines, off_the_loop
 from .editor import HeadlessEditor, one_line, visible
@@ -323,15 +324,16 @@ class TurnChanges:
         self.texts: list[str] = []  # the prompts that have a checkpoint, in order
 
     async def turn(self, session: ChatSession, interrupts: _Interrupts, text: str) -> str:
+        resources = await mentions.attached(session.folders, text)  # `@path`: the file goes with it
         if self.turns is None:
-            return await interrupts.turn(session.prompt(text))
+            return await interrupts.turn(mentions.prompt(session, text, resources))
         if await waiting(self.console, self._run(self.turns.begin), self._scanned) is not None:
             self.texts.append(text)  # shown beside its restore point
         for note in await self._run(self.turns.take_notes) or []:  # what the user reverted since
             session.add_note(note)
         session.writes.take()  # what was written between turns belongs to no turn's agent
         try:
-            return await interrupts.turn(session.prompt(text))
+            return await interrupts.turn(mentions.prompt(session, text, resources))
         finally:
             found = await self._run(self.turns.end, self.agent, *session.writes.take_turn())
             if found is not None:
@@ -464,7 +466,7 @@ def _edits(count: int) -> str:
 
 async def _switch_mode(session: ChatSession, words: list[str]) -> None:
     """`/mode ID` in the interactive chat: session/set_mode (a failing agent ends the chat)."""
-    ids = [m.id for m in session.modes]
+    ids = [m.id for m in session.modes or []]
     if len(words) != 1 or words[0] not in ids:
         print(f"Modes of {visible(session.spec.name)}: {', '.join(visible(i) for i in ids) or 'none'}; type /mode ID.")
         return

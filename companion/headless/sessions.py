@@ -8,7 +8,7 @@ import asyncio
 import json
 import sys
 
-from ..acp.agents import AgentSpec
+from ..acp.agents.agents import AgentSpec
 from ..acp.past_sessions import MAX_SESSIONS, Listing, Unseen
 from .editor import HeadlessEditor, one_line, visible
 

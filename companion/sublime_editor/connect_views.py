@@ -1,8 +1,8 @@
 """The Connect views' state below the command that opens them: their Copy links, and closing them
 all when the package unloads (their port and token are stale then). Main thread only.
 
-Its own module so that the lifecycle, which closes them, and the Connect command, which imports the
-lifecycle's registry, do not import each other.
+Its own module in the base: the lifecycle, which closes them, sits below the Connect command
+(commands/), which opens them, and never imports it.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from . import context_feed, dependencies, direct_access, settings
 from .chat import sessions as chat_sessions
 from .connect_views import close_views
 from .window_state import WindowState
-from .windows import WindowRegistry
+from .windows import WindowRegistry, running
 
 T = TypeVar("T")
 
@@ -36,40 +36,18 @@ WINDOW_POLL_MS = 1000
 # How often to look at the libraries: for missing ones to arrive, or for running ones to change.
 LIBRARY_CHECK_MS = 5000
 
-_runtime: Runtime | None = None
-_registry: WindowRegistry | None = None
-_library_problem: dependencies.Check | None = None  # what the companion waits for
+# What the commands read (the runtime, the registry, the libraries' problem) lives in `windows.running`.
 _started_with: dict[str, str | None] = {}  # the library versions the servers started with
-_upgraded: list[str] = []  # libraries changed under the running servers (they stopped)
 _installed: frozenset[str] = frozenset()  # the dist-info folders on sys.path when the servers started
 _direct_access: tuple[object, ...] | None = None  # the server settings the servers started with (settings_key)
 
 
-def registry() -> WindowRegistry | None:
-    return _registry
-
-
-def running_state(window: sublime.Window) -> WindowState | None:
-    """The window's state, or None after telling the user (status bar) that we do not run there."""
-    reg = registry()
-    state = reg.get(window) if reg is not None else None
-    if state is None:
-        sublime.status_message("Gemini Companion is not running in this window; see the console for why.")
-    return state
-
-
-def runtime() -> Runtime | None:
-    """The running loop thread; None before `plugin_loaded`, after unloading, or when libraries are missing."""
-    return _runtime
-
-
 def plugin_loaded() -> None:
-    global _runtime
     configure_logging()
     settings.settings().add_on_change(SETTINGS_LISTENER, settings_changed)
     sublime.load_settings(PREFERENCES).add_on_change(SETTINGS_LISTENER, preferences_changed)
     runtime = Runtime(editor_pid=lambda: editor_pid(sublime.executable_path()))
-    _runtime = runtime
+    running.runtime = runtime
     runtime.start()
     # Reading the libraries' metadata touches ~20 folders on disk (slow when the disk is cold): the
     # loop thread does it, and the servers start on the main thread once it has said yes.
@@ -86,7 +64,7 @@ def _after(runtime: Runtime, work: Callable[[], Coroutine[Any, Any, T]], then: C
     package was unloaded (or reloaded) meanwhile or the work failed."""
 
     def done(future: concurrent.futures.Future[T]) -> None:
-        if runtime is not _runtime or future.cancelled():
+        if runtime is not running.runtime or future.cancelled():
             return
         error = future.exception()
         if error is not None:
@@ -100,23 +78,22 @@ def _after(runtime: Runtime, work: Callable[[], Coroutine[Any, Any, T]], then: C
 def _libraries_checked(runtime: Runtime, found: dependencies.Check) -> None:
     """On the main thread: start a server for every window, or say which libraries are missing and
     look again every few seconds: once Package Control has installed them, the servers start."""
-    global _registry, _direct_access, _library_problem, _started_with, _installed
+    global _direct_access, _started_with, _installed
+    problem = running.library_problem
     if not found.ok:
-        if _library_problem is None or (_library_problem.missing, _library_problem.wrong) != (
-            found.missing,
-            found.wrong,
-        ):
+        if problem is None or (problem.missing, problem.wrong) != (found.missing, found.wrong):
             dependencies.report(found)  # once per distinct problem, not at every look
-        _library_problem = found
+        running.library_problem = found
         sublime.set_timeout(lambda: _look_again(runtime), LIBRARY_CHECK_MS)
         return
-    if _library_problem is not None:
+    if problem is not None:
         logging.getLogger(LOGGER_NAME).warning("Gemini Companion: the libraries are installed now; starting.")
-    _library_problem, _started_with = None, found.versions
+    running.library_problem, _started_with = None, found.versions
     _installed = found.installed
-    _registry = WindowRegistry(runtime, sharing_policy(), on_open=_window_opened, on_close=chat_sessions.window_closed)
+    registry = WindowRegistry(runtime, sharing_policy(), on_open=_window_opened, on_close=chat_sessions.window_closed)
+    running.registry = registry
     _direct_access = direct_access.settings_key()
-    _poll_windows(_registry)  # its first look opens every window's server
+    _poll_windows(registry)  # its first look opens every window's server
     sublime.set_timeout(lambda: _watch_libraries(runtime), LIBRARY_CHECK_MS)
 
 
@@ -130,7 +107,7 @@ def _window_opened(state: WindowState) -> None:
 def _poll_windows(registry: WindowRegistry) -> None:
     """Once a second on the main thread, until this registry is replaced (unload, reload): a server
     for each window that exists and none for a closed one, with its current folders."""
-    if registry is not _registry:
+    if registry is not running.registry:
         return
     registry.reconcile()
     registry.sync_changed_folders()
@@ -138,7 +115,7 @@ def _poll_windows(registry: WindowRegistry) -> None:
 
 
 def _look_again(runtime: Runtime) -> None:
-    if runtime is _runtime and _registry is None:
+    if runtime is running.runtime and running.registry is None:
         _after(runtime, _check_libraries, _libraries_checked)
 
 
@@ -146,7 +123,7 @@ def _watch_libraries(runtime: Runtime) -> None:
     """Package Control may upgrade a library while Sublime Text runs (its automatic upgrades, or
     Satisfy Libraries): the old modules stay imported, and anything imported later would come from
     the new files. When a version changes, stop the servers and ask for a restart."""
-    if runtime is _runtime and _registry is not None:
+    if runtime is running.runtime and running.registry is not None:
         _after(runtime, _library_versions, _libraries_now)
 
 
@@ -158,26 +135,16 @@ async def _library_versions() -> tuple[frozenset[str], dict[str, str | None] | N
 
 
 def _libraries_now(runtime: Runtime, found: tuple[frozenset[str], dict[str, str | None] | None]) -> None:
-    global _upgraded, _installed
+    global _installed
     listing, versions = found
     upgraded = doctor.upgraded_while_loaded(_started_with, versions) if versions is not None else []
     if not upgraded:
         _installed = listing  # another package's library changed: none of ours, nothing to do
         sublime.set_timeout(lambda: _watch_libraries(runtime), LIBRARY_CHECK_MS)
         return
-    _upgraded = upgraded
+    running.upgraded = upgraded
     dependencies.report_upgraded(upgraded)
     shutdown(keep_settings_listeners=True)
-
-
-def library_problem() -> dependencies.Check | None:
-    """The libraries' problem while the companion waits for them; None when it runs (or is unloaded)."""
-    return _library_problem
-
-
-def upgraded() -> list[str]:
-    """Libraries Package Control changed while the servers ran (they stopped for it): "name old → new"."""
-    return list(_upgraded)
 
 
 def plugin_unloaded() -> None:
@@ -190,9 +157,8 @@ def shutdown(api_alive: bool = True, keep_settings_listeners: bool = False) -> N
     From `on_exit` (`api_alive=False`) the API has already shut down: nothing may touch it, so only
     the servers and their files go (the editor is closing its views itself).
     """
-    global _runtime, _registry, _library_problem
-    registry, runtime = _registry, _runtime
-    _registry, _runtime, _library_problem = None, None, None
+    registry, runtime = running.registry, running.runtime
+    running.registry, running.runtime, running.library_problem = None, None, None
     if api_alive and not keep_settings_listeners:
         settings.settings().clear_on_change(SETTINGS_LISTENER)
         sublime.load_settings(PREFERENCES).clear_on_change(SETTINGS_LISTENER)
@@ -249,22 +215,23 @@ def settings_changed() -> None:
     from . import status
 
     configure_logging()
-    if _registry is not None:
-        _registry.set_policy(sharing_policy())
-        _registry.refresh_all_tools()
+    registry = running.registry
+    if registry is not None:
+        registry.set_policy(sharing_policy())
+        registry.refresh_all_tools()
         key = direct_access.settings_key()
         if key != _direct_access:
             _direct_access = key
             sublime.status_message("Gemini Companion: the server settings changed; restarting the servers")
-            _registry.restart_all()
-        for state in _registry.all():
+            registry.restart_all()
+        for state in registry.all():
             status.show(state)
 
 
 def preferences_changed() -> None:
     """Sublime's own exclude patterns may have changed: the workspace tools take them at once."""
-    if _registry is not None:
-        _registry.refresh_all_tools()
+    if running.registry is not None:
+        running.registry.refresh_all_tools()
 
 
 def remove_logging() -> None:

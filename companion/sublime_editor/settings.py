@@ -1,4 +1,4 @@
-"""Typed access to `Gemini Companion.sublime-settings`."""
+"""Typed access to `Gemini Companion.sublime-settings`, and where the package keeps its files."""
 
 from __future__ import annotations
 
@@ -14,6 +14,11 @@ T = TypeVar("T", bool, int, float, str, list, dict)
 def cache_folder() -> str:
     """The package's folder in Sublime's cache (what it keeps between runs; never synced)."""
     return os.path.join(sublime.cache_path(), "Gemini Companion")
+
+
+def syntax_path() -> str:
+    """The chat syntax in this package (its folder name is the top-level package's name)."""
+    return f"Packages/{__name__.split('.')[0]}/Gemini Companion Chat.sublime-syntax"
 
 
 def settings() -> sublime.Settings:

@@ -1,185 +1,30 @@
-"""One companion server per Sublime window, and the Editor port that shows its reviews."""
+"""One companion server per Sublime window (`WindowRegistry`; each shows its reviews through the
+Editor port of `editor.py`), and the commands' base.
+
+`running` is what the package runs now: `lifecycle` fills it in and empties it, and every command
+and listener finds a window's state through it, one way (`state_of`; `CompanionWindowCommand`)."""
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import logging
-import os
-import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass, field
 
 import sublime
+import sublime_plugin
 
 from ..core.context import SharingPolicy
-from ..core.files.textfile import to_newline
-from ..core.reviews import Review
-from ..core.write_notes import review_notes
 from ..mcp_tools.factory import tool_factory
 from ..runtime import Runtime, RuntimeStopped, WindowHandle
 from . import direct_access, settings
-from .diagnostics import diagnostics as window_diagnostics
-from .diagnostics import select_text
-from .main_thread import on_main
+from .dependencies import Check
+from .editor import SublimeEditor
 from .mcp_tools import WorkspaceSnapshot, read_settings
 from .review_ui import WindowReviews
 from .window_state import WindowState
 
 log = logging.getLogger("gemini_companion")
-SAVE_WAIT_SECONDS = 5.0  # how long a save from code may take to finish (a dialog, a slow disk)
-SAVE_LOOK_SECONDS = 0.02  # how often a save still under way is looked at
-
-# View.line_endings() -> the break its save writes ("Mac" in older builds).
-_SAVED_BREAKS = {"Unix": "\n", "Windows": "\r\n", "CR": "\r", "Mac": "\r"}
-
-
-class SublimeEditor:
-    """The Editor port for one window: reviews are shown on Sublime's main thread."""
-
-    def __init__(self, reviews: WindowReviews) -> None:
-        self.reviews = reviews
-
-    async def show_review(self, review: Review) -> None:
-        if self.reviews.detached:
-            raise RuntimeError("the window was closed")
-        # What the write changes besides the lines: a whole-file comparison, on neither the loop nor
-        # Sublime's main thread.
-        notes = await asyncio.to_thread(review_notes, review.disk, review.proposal)
-        await on_main(lambda: self.reviews.show(review, notes=notes))
-
-    async def close_review(self, review: Review) -> str:
-        if self.reviews.detached:  # its views are already closed; the main thread may be stopping us
-            return review.proposal
-        left = await on_main(lambda: self.reviews.close(review))
-        return await asyncio.to_thread(left.text)  # a whole-file comparison: not on the loop either
-
-    async def unsaved_text(self, path: str) -> str | None:
-        if self.reviews.detached:
-            return None
-
-        def read() -> str | None:
-            view = self._open_view(path)
-            if view is None or not view.is_dirty():
-                return None
-            return view.substr(sublime.Region(0, view.size()))
-
-        return await on_main(read)
-
-    async def write_through_buffer(self, path: str, text: str) -> bool | str:
-        if self.reviews.detached:
-            return False
-
-        def write() -> tuple[sublime.View, str] | None:
-            view = self._open_view(path)
-            if view is None or view.is_loading() or view.is_read_only():
-                return None  # the caller writes the file itself; Sublime reloads an unmodified view
-            wanted = to_newline(text, "\n")  # Sublime holds every break as "\n" and saves its own
-            # One undoable edit, saved with the view's own line endings and encoding.
-            view.run_command("gemini_companion_replace_text", {"text": wanted})
-            if view.substr(sublime.Region(0, view.size())) != wanted:
-                raise RuntimeError("the text could not be put into its open view")
-            # The break the save stores, read with the save: what the turn's end must find on disk.
-            newline = _SAVED_BREAKS.get(view.line_endings(), "\n")
-            view.run_command("save")
-            return view, newline
-
-        written = await on_main(write)
-        if written is None:
-            return False
-        if await self._saved(written[0]) is False:
-            raise RuntimeError("Sublime Text did not save its open view (see the editor for why)")
-        return written[1]
-
-    async def keep_unwritten(self, path: str, text: str, reason: str) -> bool:
-        def keep() -> None:
-            window = self.reviews.window if self.reviews.window.is_valid() else sublime.active_window()
-            view = window.new_file()
-            view.set_name(f"{os.path.basename(path)} (not written)")
-            syntax = sublime.find_syntax_for_file(path)
-            if syntax is not None:
-                view.assign_syntax(syntax)
-            view.settings().set("default_dir", os.path.dirname(path))  # Save As starts beside the file
-            view.run_command("append", {"characters": text, "force": True, "scroll_to_end": False})
-            # Not a scratch view: closing it asks to save, like any unsaved work.
-            window.focus_view(view)
-            message = f"Gemini Companion: could not write {os.path.basename(path)}; the accepted text is in a new tab"
-            window.status_message(message)
-            log.warning("%s. %s Save that tab once the problem is fixed.", message, reason)
-
-        if self.reviews.detached:
-            log.warning("the accepted text for %s could not be written (%s) and its window is gone", path, reason)
-            return False
-        await on_main(keep)
-        return True
-
-    async def open_file(self, path: str, start_text: str, end_text: str) -> bool:
-        if self.reviews.detached or not os.path.isfile(path):  # a stat on the loop thread, never Sublime's
-            return False
-
-        def show() -> bool:
-            window = self.reviews.window
-            if not window.is_valid():
-                return False
-            view = window.open_file(path)
-            if start_text:
-                select_text(view, start_text, end_text)
-            window.focus_view(view)
-            return True
-
-        return await on_main(show)
-
-    async def is_dirty(self, path: str) -> bool | None:
-        if self.reviews.detached:
-            return None
-
-        def dirty() -> bool | None:
-            view = self._open_view(path)
-            return None if view is None else view.is_dirty()
-
-        return await on_main(dirty)
-
-    async def save_file(self, path: str) -> bool | None:
-        if self.reviews.detached:
-            return None
-
-        def save() -> sublime.View | None:
-            view = self._open_view(path)
-            if view is not None and view.is_dirty():
-                view.run_command("save")
-            return view
-
-        view = await on_main(save)
-        return None if view is None else await self._saved(view) is True
-
-    async def _saved(self, view: sublime.View) -> bool | None:
-        """Whether the view's save has finished. Nothing documents whether `save` run from code has
-        finished when `run_command` returns (Sublime's own Ctrl+S passes `"async": true`, and LSP
-        passes it on): a view still dirty is looked at again on later main-thread turns, from this
-        loop, until SAVE_WAIT_SECONDS have passed; only then the save counts as failed. None: the
-        view was closed meanwhile."""
-        deadline = time.monotonic() + SAVE_WAIT_SECONDS
-        while True:
-            clean = await on_main(lambda: not view.is_dirty() if view.is_valid() else None)
-            if clean is not False or time.monotonic() >= deadline or self.reviews.detached:
-                return clean
-            await asyncio.sleep(SAVE_LOOK_SECONDS)
-
-    async def diagnostics(self, path: str | None) -> dict[str, list[dict[str, Any]]]:
-        if self.reviews.detached:
-            return {}
-        return await on_main(lambda: window_diagnostics(self.reviews.window, path))
-
-    def _open_view(self, path: str) -> sublime.View | None:
-        """The file's view in this window, else in another window (main thread)."""
-        window = self.reviews.window
-        windows = [window] if window.is_valid() else []
-        windows += [w for w in sublime.windows() if w != window]
-        for candidate in windows:
-            view = candidate.find_open_file(path)
-            if view is not None and view.is_valid():
-                return view
-        return None
 
 
 class WindowRegistry:
@@ -443,3 +288,76 @@ def _report_start(window_id: int, future: concurrent.futures.Future[WindowHandle
     if error is not None:
         log.error("Gemini Companion could not start the server for window %s: %s", window_id, error)
         sublime.set_timeout(lambda: sublime.status_message(f"Gemini Companion: server failed to start ({error})"))
+
+
+@dataclass
+class Running:
+    """What the package runs now. `lifecycle` fills it in (plugin_loaded, then the library check)
+    and empties it (shutdown, a library upgrade); everything else only reads it."""
+
+    runtime: Runtime | None = None  # the loop thread: None before plugin_loaded and after unloading
+    registry: WindowRegistry | None = None  # every window's server: None until the libraries are there
+    library_problem: Check | None = None  # what the companion waits for; None when it runs (or is unloaded)
+    upgraded: list[str] = field(default_factory=list)  # libraries changed under the servers (they stopped)
+
+
+running = Running()
+NOT_RUNNING = "Gemini Companion is not running in this window; see the console for why."
+
+
+def registry() -> WindowRegistry | None:
+    return running.registry
+
+
+def runtime() -> Runtime | None:
+    """The running loop thread; None before `plugin_loaded`, after unloading, or when libraries are missing."""
+    return running.runtime
+
+
+def library_problem() -> Check | None:
+    """The libraries' problem while the companion waits for them; None when it runs (or is unloaded)."""
+    return running.library_problem
+
+
+def upgraded() -> list[str]:
+    """Libraries Package Control changed while the servers ran (they stopped for it): "name old → new"."""
+    return list(running.upgraded)
+
+
+def state_of(window: sublime.Window | None) -> WindowState | None:
+    """The window's state while the companion runs there, else None (nothing said: for checks)."""
+    reg = running.registry
+    return reg.get(window) if reg is not None else None
+
+
+def running_state(window: sublime.Window | None) -> WindowState | None:
+    """The window's state, or None after telling the user (status bar) that we do not run there."""
+    state = state_of(window)
+    if state is None:
+        sublime.status_message(NOT_RUNNING)
+    return state
+
+
+class CompanionWindowCommand(sublime_plugin.WindowCommand):
+    """A command on the companion of its window: `state()` for checks, `running_state()` for a run
+    that needs the companion there (the user is told when it does not run). With `needs_server`,
+    the command is disabled (menus, palette, keys) while the companion does not run in the window."""
+
+    needs_server = False
+
+    def state(self) -> WindowState | None:
+        return state_of(self.window)
+
+    def running_state(self) -> WindowState | None:
+        return running_state(self.window)
+
+    def is_enabled(self) -> bool:
+        return not self.needs_server or self.state() is not None
+
+
+class CompanionTextCommand(sublime_plugin.TextCommand):
+    """A command on a view, acting on the companion of the view's window (`state()`: None while it
+    does not run there, or for a view in no window)."""
+
+    def state(self) -> WindowState | None:
+        return state_of(self.view.window())

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from companion.acp.agents import custom_agent
+from companion.acp.agents.agents import custom_agent
 from companion.acp.session import ChatFailed, ChatSession
 from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView
 from tests.acp.raw_agent import AGENT_ERROR, REPLY

@@ -22,7 +22,7 @@ from acp.schema import PermissionOption, ToolCallUpdate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from companion.acp.agents import AgentSpec, custom_agent
+from companion.acp.agents.agents import AgentSpec, custom_agent
 from companion.acp.session import ChatSession
 from companion.acp.view import ToolCall
 from companion.core.files.textfile import decode

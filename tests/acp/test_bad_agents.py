@@ -10,8 +10,8 @@ import sys
 import psutil
 import pytest
 
-from companion.acp import process
-from companion.acp.agents import custom_agent
+from companion.acp.agents import process
+from companion.acp.agents.agents import custom_agent
 from companion.acp.session import ChatFailed, ChatSession
 from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView
 from tests.acp.scripted_agent import FLOOD, REPLY

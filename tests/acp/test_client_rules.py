@@ -12,9 +12,9 @@ import pytest
 from acp import RequestError, tool_diff_content
 from acp.schema import ToolCallProgress
 
-from companion.acp.agents import PRESETS, agent_environment, custom_agent
-from companion.acp.edits import NotRebuildable, proposed_text
-from companion.acp.files import AgentFiles, FsRefused
+from companion.acp.agents.agents import PRESETS, agent_environment, custom_agent
+from companion.acp.review.edits import NotRebuildable, proposed_text
+from companion.acp.review.files import AgentFiles, FsRefused
 from companion.acp.session import ChatSession
 from companion.acp.view import Choice
 from companion.core.files.paths import PathPolicy

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from companion.acp.agents import custom_agent
+from companion.acp.agents.agents import custom_agent
 from companion.acp.session import ChatSession
 from companion.core.reviews import Review
 from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView, _base_env
@@ -174,7 +174,7 @@ def crlf_edit(workspace: str) -> tuple[str, list[Step], bytes]:
     return path, steps, b"one\nTWO\nthree\nfour\r\n"
 
 
-# The review keeps the file's CRLF on the lines Codex sends with LF (acp/edits.py `_with_breaks_of`);
+# The review keeps the file's CRLF on the lines Codex sends with LF (acp/review/edits.py `_with_breaks_of`);
 # Codex writes its own LF lines after the permission, and the companion, finding exactly Codex's
 # proposal on disk, writes the accepted bytes (session.py `_land_accepted`).
 

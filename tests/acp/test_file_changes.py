@@ -1,12 +1,12 @@
-"""Reading the files one tool call changes (companion/acp/file_changes.py): Codex's apply_patch
+"""Reading the files one tool call changes (companion/acp/review/file_changes.py): Codex's apply_patch
 format as its documentation shows it, a unified diff, a move; and what cannot be read is refused."""
 
 from __future__ import annotations
 
 import pytest
 
-from companion.acp.edits import NotRebuildable
-from companion.acp.file_changes import FileChange, file_changes
+from companion.acp.review.edits import NotRebuildable
+from companion.acp.review.file_changes import FileChange, file_changes
 
 CODEX = """*** Begin Patch
 *** Add File: hello.txt

@@ -18,9 +18,9 @@ from typing import Any
 import psutil
 import pytest
 
-from companion.acp import process
-from companion.acp.agents import AgentSpec
-from companion.acp.files import FsRefused
+from companion.acp.agents import process
+from companion.acp.agents.agents import AgentSpec
+from companion.acp.review.files import FsRefused
 from companion.acp.session import ChatFailed, ChatSession
 from companion.acp.view import Choice
 from companion.core.system.process_tree import ProcessTree, is_subreaper, set_subreaper
@@ -165,7 +165,7 @@ async def test_a_chat_in_a_shared_process_never_makes_it_a_subreaper(
     """Sublime's plugin host runs every plugin: as a subreaper it would adopt their orphans, which
     would stay zombies until Sublime quits. Only the headless `chat`, its own process, adopts."""
     assert not is_subreaper()
-    session, view = hostile(workspace, "deep")  # as chat_sessions.py starts it
+    session, view = hostile(workspace, "deep")  # as sublime_editor/chat/sessions.py starts it
     try:
         await session.start()
         assert await session.prompt("go") == "end_turn"

@@ -21,9 +21,11 @@ from contextlib import contextmanager
 import psutil
 import pytest
 
-from companion.acp import process, updates
-from companion.acp.agents import AgentSpec
-from companion.acp.files import AgentFiles
+from companion.acp import tool_call_tracker as tool_calls
+from companion.acp import updates
+from companion.acp.agents import process
+from companion.acp.agents.agents import AgentSpec
+from companion.acp.review.files import AgentFiles
 from companion.acp.session import ChatSession
 from companion.acp.view import ToolCall
 from tests.acp.conftest import CEILING, AsyncEditor, RecordingView
@@ -151,7 +153,7 @@ class CountingFiles(AgentFiles):
 def test_the_cap_in_total_counts_memory_not_characters() -> None:
     """Text outside Latin-1 takes 4 bytes a character: 3 calls of 1 Mi emoji are 12 MiB, over a
     10 MiB cap though only 3 Mi characters; the oldest call's content goes."""
-    calls = updates.ToolCalls(limit=10 * MB)
+    calls = tool_calls.ToolCalls(limit=10 * MB)
     for n in range(3):
         calls[f"c{n}"] = ToolCall(f"c{n}", "call", "other", "completed", output="\N{GRINNING FACE}" * MB)
     assert not calls["c0"].output, "the oldest call kept its content"

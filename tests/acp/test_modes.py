@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from companion.acp.agents import AgentSetting, AgentSpec
+from companion.acp.agents.agents import AgentSetting, AgentSpec
 from companion.acp.modes import Kind, NoAskingMode, asking_mode, kind, starting_mode
 from companion.acp.session import ChatFailed, ChatSession
 from companion.acp.view import Mode

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from companion.acp.agents import AgentSpec
+from companion.acp.agents.agents import AgentSpec
 from companion.acp.session import ChatSession
 from companion.core.reviews import Review
 from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView

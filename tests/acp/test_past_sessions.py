@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from companion.acp.agents import custom_agent
+from companion.acp.agents.agents import custom_agent
 from companion.acp.session import ChatFailed, ChatSession
 from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView
 from tests.acp.history_agent import CONTEXT, session, sessions_file

@@ -16,7 +16,7 @@ from typing import Any
 import psutil
 import pytest
 
-from companion.acp.agents import custom_agent
+from companion.acp.agents.agents import custom_agent
 from companion.acp.session import ChatFailed, ChatSession
 from tests.acp.conftest import (
     CEILING,

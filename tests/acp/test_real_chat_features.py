@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from companion.acp.agents import custom_agent
+from companion.acp.agents.agents import custom_agent
 from companion.acp.session import ChatSession
 from companion.core.reviews import Review
 from tests.acp.conftest import CEILING, AgentSetup, AsyncEditor, RecordingView, gemini_user_texts

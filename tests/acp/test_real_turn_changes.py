@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from companion.acp.agents import PRESETS, AgentSpec, custom_agent
+from companion.acp.agents.agents import PRESETS, AgentSpec, custom_agent
 from companion.acp.session import ChatSession
 from companion.core.history.change_set import FileChange
 from companion.core.history.turns import Turns

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from companion.acp import registry
-from companion.acp.registry import RegistryRefused, parse
+from companion.acp.agents import registry
+from companion.acp.agents.registry import RegistryRefused, parse
 
 ENTRY: dict[str, Any] = {
     "id": "qwen-code",

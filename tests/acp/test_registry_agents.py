@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from companion.acp.agents import custom_agent
+from companion.acp.agents.agents import custom_agent
 from companion.acp.session import ChatSession
 from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView, _base_env
 from tests.conformance.openai_standin import OpenAIStandIn, Step

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from companion.acp.agents import AgentSpec
+from companion.acp.agents.agents import AgentSpec
 from companion.acp.session import ChatSession
 from tests.acp.conftest import AsyncEditor, RecordingView
 from tests.acp.test_any_agent_edits import AGENT, bytes_of, file_with, records, script

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from companion.acp.agents import AgentSpec
-from companion.acp.files import AgentFiles
+from companion.acp.agents.agents import AgentSpec
+from companion.acp.review.files import AgentFiles
 from companion.acp.session import ChatSession
 from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView
 from tests.acp.test_any_agent_edits import AGENT, bytes_of, file_with, script

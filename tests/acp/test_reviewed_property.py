@@ -24,7 +24,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from companion.acp.agents import AgentSpec
+from companion.acp.agents.agents import AgentSpec
 from companion.acp.session import ChatSession
 from companion.core.files.textfile import decode, encode
 from companion.core.history.turns import Turns

@@ -14,9 +14,9 @@ import threading
 
 import pytest
 
-from companion.acp.agents import custom_agent
+from companion.acp.agents.agents import custom_agent
+from companion.acp.review.unchecked import UncheckedEdits
 from companion.acp.session import ChatSession
-from companion.acp.unchecked import UncheckedEdits
 from companion.headless import chat as terminal_chat
 from companion.headless import console as console_module
 from companion.headless.chat import TerminalView

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from companion.acp.tool_call_reports import ToolCallReports
+from companion.acp.tool_call_tracker import ToolCalls
 
 MB = 1024 * 1024
 
@@ -17,7 +17,7 @@ def edit(call_id: str, size: int) -> dict[str, object]:
 
 
 def test_calls_an_agent_never_ends_are_forgotten_oldest_first_within_the_bound() -> None:
-    reports = ToolCallReports(max_held_chars=20 * MB)
+    reports = ToolCalls(limit=20 * MB)
     for n in range(12):
         reports.add(edit(f"c{n}", 4 * MB))
         assert reports.held_chars <= 20 * MB
@@ -29,8 +29,18 @@ def test_calls_an_agent_never_ends_are_forgotten_oldest_first_within_the_bound()
 
 
 def test_an_ended_call_releases_what_it_held() -> None:
-    reports = ToolCallReports()
+    reports = ToolCalls()
     reports.add(edit("a", 2 * MB))
     assert reports.held_chars == 2 * MB
     reports.add({"toolCallId": "a", "status": "completed"})
     assert reports.held_chars == 0
+
+
+def test_one_call_that_alone_says_more_than_the_bound_is_bounded_too() -> None:
+    # A hostile agent never ends one call and adds a 1 MB rawInput key in each update: merged key by
+    # key, what it said would grow without end if the newest call were always kept whole.
+    reports = ToolCalls(limit=8 * MB)
+    for n in range(40):
+        reports.add({"toolCallId": "only", "status": "pending", "rawInput": {f"k{n}": "x" * MB}})
+        assert reports.held_chars <= 8 * MB
+    assert reports.get("only") is not None  # its card stays in the chat, without the content

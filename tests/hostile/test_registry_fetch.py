@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from companion.acp import registry
+from companion.acp.agents import registry
 
 x509 = pytest.importorskip("cryptography.x509", reason="the test CA is made with the cryptography package")
 from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402

@@ -385,7 +385,7 @@ async def chat_turn(config: dict[str, Any]) -> dict[str, str]:
     """One prompt to the scripted agent through ChatSession, the terminal's ChatView recording."""
     import io
 
-    from companion.acp.agents import custom_agent
+    from companion.acp.agents.agents import custom_agent
     from companion.acp.session import ChatSession  # the SDK loads here, as on the first chat
     from companion.headless.chat import TerminalView
     from companion.headless.editor import HeadlessEditor

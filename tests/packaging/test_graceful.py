@@ -45,14 +45,14 @@ control.reset()
 window = control.new_window([{workspace!r}])
 print("--- load", flush=True)
 control.load_plugin()
-lifecycle = sys.modules["Gemini Companion.companion.sublime_editor.lifecycle"]
+windows = sys.modules["Gemini Companion.companion.sublime_editor.windows"]
 # The loop thread checks the libraries; the main thread then starts the servers or says what is missing.
-checked = lambda: lifecycle.registry() is not None or lifecycle.library_problem() is not None
+checked = lambda: windows.registry() is not None or windows.library_problem() is not None
 control.pump_until(checked, 60, "the library check")
 print("--- loaded", flush=True)
-result = {{"started": lifecycle.registry() is not None}}
+result = {{"started": windows.registry() is not None}}
 if result["started"]:
-    handle = control.pump_until(lambda: lifecycle.registry().get(window), 30).handle
+    handle = control.pump_until(lambda: windows.registry().get(window), 30).handle
     control.pump_until(handle.ready.done, 60, "the server to start or fail")
     error = handle.ready.exception()
     result["start_error"] = None if error is None else f"{{type(error).__name__}}: {{error}}"
@@ -190,15 +190,16 @@ control.reset()
 window = control.new_window([{workspace!r}])
 control.load_plugin()
 lifecycle = sys.modules["Gemini Companion.companion.sublime_editor.lifecycle"]
+windows = sys.modules["Gemini Companion.companion.sublime_editor.windows"]
 lifecycle.LIBRARY_CHECK_MS = 200
 result = {{}}
 if {source!r}:
-    control.pump_until(lambda: lifecycle.library_problem() is not None, 60, "the library check")
+    control.pump_until(lambda: windows.library_problem() is not None, 60, "the library check")
     result["waiting_status"] = control.status_messages()
     for entry in os.listdir({source!r}):
         copy = shutil.copytree if os.path.isdir(os.path.join({source!r}, entry)) else shutil.copy2
         copy(os.path.join({source!r}, entry), os.path.join({lib!r}, entry))
-handle = control.pump_until(lambda: lifecycle.registry() and lifecycle.registry().get(window), 60, "a start").handle
+handle = control.pump_until(lambda: windows.registry() and windows.registry().get(window), 60, "a start").handle
 control.pump_until(handle.ready.done, 60, "the server")
 result["started_error"] = None if handle.ready.exception() is None else str(handle.ready.exception())
 result["discovery_existed"] = os.path.exists(handle.discovery_path)
@@ -210,13 +211,13 @@ if {bump!r}:
     with open(os.path.join({lib!r}, {bump!r} + "-99.0.0.dist-info", "METADATA"), "w") as handle_:
         handle_.write("\\n".join("Version: 99.0.0" if l.startswith("Version:") else l for l in text.split("\\n")))
     if {expect_stop!r}:
-        control.pump_until(lambda: lifecycle.registry() is None, 60, "the servers to stop")
+        control.pump_until(lambda: windows.registry() is None, 60, "the servers to stop")
         # Stopping returns at once (the main thread never waits for the loop thread): the loop
         # thread deletes the discovery file a moment later.
         control.pump_until(lambda: not os.path.exists(handle.discovery_path), 30, "the discovery file to go")
     else:
         control.pump(2.0)  # ten looks at 200 ms
-        result["still_running"] = lifecycle.registry() is not None and lifecycle.upgraded() == []
+        result["still_running"] = windows.registry() is not None and windows.upgraded() == []
     result["discovery_after"] = os.path.exists(handle.discovery_path)
 window.run_command("gemini_companion_status")
 find_doctor = lambda: next((v for v in window.views() if v.settings().get("gemini_companion.doctor")), None)

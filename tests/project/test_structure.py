@@ -14,9 +14,10 @@ The package, bottom up (an arrow means "may import"; every module may import its
   `__main__`), `headless/` (the front end without Sublime) and `sublime_editor/` (the only code that
   imports sublime) -> rooms, core; `headless/` and `sublime_editor/` never import each other.
 - Inside `sublime_editor/`: the base (`sublime_editor/*.py`: settings, main thread, the window
-  registry, the editor, the review UI, status, Terminus) < `changes/` < `chat/` < `terminal/` <
-  `lifecycle` (plugin_loaded/unloaded only) < `commands/` (every Command and Listener `plugin.py`
-  exports); each floor imports only its own and the floors below it.
+  registry and what runs with the commands' base `CompanionWindowCommand`, the editor, the review UI,
+  status, Terminus) < `changes/` < `chat/` < `terminal/` < `lifecycle` (plugin_loaded/unloaded only)
+  < `commands/` (every Command and Listener `plugin.py` exports, and only there); each floor imports
+  only its own and the floors below it.
 
 Every import counts, at any level of a module (a function-level or TYPE_CHECKING import is still a
 dependency), which is why a circle cannot be hidden by moving an import into a function.
@@ -206,13 +207,13 @@ def test_the_floor_check_finds_each_kind_of_violation() -> None:
         "core.b -> doctor: the core imports only the core (move the name down into it)",
         "core.files.paths -> core.reviews: core/files may not import core/model (see the floors of core/ above)",
         "core.history.turns -> core.editor: core/history may not import core/model (see the floors of core/ above)",
-        "core.history.turns -> core.server.window: core/history may not import core/server (see the floors of core/ above)",
-        "core.server.window -> core.history.turns: core/server may not import core/history (see the floors of core/ above)",
-        "core.system.processes -> core.files.paths: core/system may not import core/files (see the floors of core/ above)",
-        "headless.chat -> sublime_editor.settings: headless/ and sublime_editor/ never import each other (move the shared name into a room or the core)",
+        "core.history.turns -> core.server.window: core/history may not import core/server (see the floors of core/ above)",  # noqa: E501
+        "core.server.window -> core.history.turns: core/server may not import core/history (see the floors of core/ above)",  # noqa: E501
+        "core.system.processes -> core.files.paths: core/system may not import core/files (see the floors of core/ above)",  # noqa: E501
+        "headless.chat -> sublime_editor.settings: headless/ and sublime_editor/ never import each other (move the shared name into a room or the core)",  # noqa: E501
         "mcp_tools.tools -> cli: a room imports from above the rooms (move it down)",
-        "sublime_editor.chat.view -> sublime_editor.lifecycle: sublime_editor's chat floor imports the higher lifecycle floor (move the name down)",
-        "sublime_editor.settings -> sublime_editor.commands.chat: sublime_editor's base floor imports the higher commands floor (move the name down)",
+        "sublime_editor.chat.view -> sublime_editor.lifecycle: sublime_editor's chat floor imports the higher lifecycle floor (move the name down)",  # noqa: E501
+        "sublime_editor.settings -> sublime_editor.commands.chat: sublime_editor's base floor imports the higher commands floor (move the name down)",  # noqa: E501
     ]
 
 
@@ -224,6 +225,79 @@ def test_no_folder_of_the_package_holds_more_than_fifteen_modules() -> None:
         if count > 15:
             crowded[os.path.relpath(folder, ROOT)] = count
     assert not crowded, f"split these folders into groups of their own (see the floors above): {crowded}"
+
+
+# What Sublime runs as a command or sends events to (sublime_plugin's classes).
+SUBLIME_PLUGIN_CLASSES = {
+    "ApplicationCommand",
+    "WindowCommand",
+    "TextCommand",
+    "EventListener",
+    "ViewEventListener",
+    "TextChangeListener",
+}
+
+
+def plugin_classes() -> dict[str, tuple[str, set[str]]]:
+    """Every class of the package that derives from a sublime_plugin command or listener, directly or
+    through the package's own classes: its name -> (its module, the names of its bases)."""
+    found: dict[str, tuple[str, set[str]]] = {}
+    for module, path in modules().items():
+        with open(path, encoding="utf-8") as handle:
+            tree = ast.parse(handle.read(), path)
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                found[node.name] = (module, {_base_name(base) for base in node.bases})
+    plugin: set[str] = set()
+    while True:  # the package's classes on sublime_plugin's, level by level
+        more = {
+            name
+            for name, (_module, bases) in found.items()
+            if name not in plugin and any(b in plugin or b.startswith("sublime_plugin.") for b in bases)
+        }
+        if not more:
+            return {name: found[name] for name in sorted(plugin)}
+        plugin |= more
+
+
+def _base_name(base: ast.expr) -> str:
+    if isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name) and base.value.id == "sublime_plugin":
+        return f"sublime_plugin.{base.attr}" if base.attr in SUBLIME_PLUGIN_CLASSES else base.attr
+    return base.id if isinstance(base, ast.Name) else ast.unparse(base)
+
+
+def plugin_exports() -> set[str]:
+    """The names plugin.py exports (its `__all__`): what Sublime registers."""
+    with open(os.path.join(ROOT, "plugin.py"), encoding="utf-8") as handle:
+        tree = ast.parse(handle.read())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    raise AssertionError("plugin.py has no __all__")
+
+
+def test_every_command_and_listener_lives_in_commands() -> None:
+    # The top floor of the adapter holds what Sublime runs; the floors below hold what those call.
+    # Only the bases commands derive from (CompanionWindowCommand) live lower, and Sublime never runs those.
+    classes = plugin_classes()
+    bases = {base for _module, class_bases in classes.values() for base in class_bases}
+    misplaced = sorted(
+        f"{module}.{name}"
+        for name, (module, _bases) in classes.items()
+        if name not in bases and not module.startswith(f"{ADAPTER}.commands.")
+    )
+    assert not misplaced, f"move these Command and Listener classes into sublime_editor/commands/: {misplaced}"
+    exported = plugin_exports()
+    assert not bases & exported, f"plugin.py exports a base class (Sublime would run it): {sorted(bases & exported)}"
+    missing = sorted(name for name in classes if name not in bases and name not in exported)
+    assert not missing, f"commands and listeners plugin.py does not export (Sublime never sees them): {missing}"
+
+
+def test_the_commands_find_what_runs_in_the_base_not_in_the_boot() -> None:
+    # lifecycle starts and stops the companion (windows.running); the commands read it from the base
+    # (CompanionWindowCommand), and only the listener that stops everything at exit reaches the boot.
+    importers = sorted(m for m, targets in import_map().items() if f"{ADAPTER}.lifecycle" in targets)
+    assert importers == [f"{ADAPTER}.commands.listeners"], f"import what runs from sublime_editor.windows: {importers}"
 
 
 def pinned_runtime_libraries() -> set[str]:

@@ -17,7 +17,8 @@ JSON-RPC): `python chat_agent.py [PID_FILE]`. What it does depends on the prompt
 - anything else: echoes "echo: <prompt>".
 Modes `default` and `yolo`; slash commands /explain and /review; session/load replays one
 exchange. Every prompt (its text blocks, then one line per resource) and every load is appended
-to PROMPTS_FILE (when the environment names one), for the test to read.
+to PROMPTS_FILE (when the environment names one), for the test to read. With CHAT_AGENT_EMBED=1
+it takes embedded context (files' text inside the prompt), as Gemini CLI does.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ async def serve() -> None:
         LoadSessionResponse,
         NewSessionResponse,
         PermissionOption,
+        PromptCapabilities,
         PromptResponse,
         SessionMode,
         SessionModeState,
@@ -70,7 +72,11 @@ async def serve() -> None:
             self.cancelled = asyncio.Event()
 
         async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-            return InitializeResponse(protocol_version=1, agent_capabilities=AgentCapabilities(load_session=True))
+            embeds = os.environ.get("CHAT_AGENT_EMBED") == "1"  # takes embedded context (files' text in the prompt)
+            capabilities = AgentCapabilities(
+                load_session=True, prompt_capabilities=PromptCapabilities(embedded_context=embeds)
+            )
+            return InitializeResponse(protocol_version=1, agent_capabilities=capabilities)
 
         async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
             asyncio.get_running_loop().call_later(0, lambda: asyncio.ensure_future(self._commands("s1")))

@@ -48,10 +48,10 @@ class Companion:
 
     def load(self, startup: bool = False) -> types.ModuleType:
         self.plugin = control.load_plugin(startup=startup)
-        lifecycle = pkg("sublime_editor.lifecycle")
+        windows = pkg("sublime_editor.windows")
         # The loop thread checks the libraries first; then the main thread starts every window's server.
         control.pump_until(
-            lambda: lifecycle.registry() is not None or lifecycle.library_problem() is not None, 30, "the start"
+            lambda: windows.registry() is not None or windows.library_problem() is not None, 30, "the start"
         )
         return self.plugin
 
@@ -61,7 +61,7 @@ class Companion:
             self.plugin = None
 
     def registry(self) -> Any:
-        return pkg("sublime_editor.lifecycle").registry()
+        return pkg("sublime_editor.windows").registry()
 
     def state(self, window: sublime.Window) -> Any:
         registry = self.registry()

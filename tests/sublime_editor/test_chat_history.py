@@ -138,9 +138,7 @@ def test_delete_asks_first_and_then_the_agent_forgets_the_session(
     history_panel(companion, window)
     control.answer_dialogs(True)
     choose(pick(0, "Delete…"), "Delete…")
-    control.pump_until(
-        lambda: ("session/delete", {"sessionId": "c"}) in recorded(agent), CEILING, "the session/delete"
-    )
+    control.pump_until(lambda: ("session/delete", {"sessionId": "c"}) in recorded(agent), CEILING, "the session/delete")
     control.pump_until(lambda: any("deleted" in m for m in control.status_messages()), CEILING, "the status")
     panel = history_panel(companion, window)
     assert [item[0] for item in panel["items"]] == ["Second", "First"]

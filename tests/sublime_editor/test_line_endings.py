@@ -128,7 +128,7 @@ def test_a_text_written_through_the_open_buffer_is_saved_with_the_buffers_breaks
     writes the buffer's own line endings."""
     window = control.new_window([workspace])
     companion.load()
-    editor = pkg("sublime_editor.windows").SublimeEditor(pkg("sublime_editor.review_ui").WindowReviews(window))
+    editor = pkg("sublime_editor.editor").SublimeEditor(pkg("sublime_editor.review_ui").WindowReviews(window))
     names = itertools.count()
 
     @given(case=cases())

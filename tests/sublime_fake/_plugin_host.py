@@ -417,9 +417,28 @@ def query_completions(view: sublime.View, prefix: str, locations: list[int]) -> 
         answer = _trap("on_query_completions", listener.on_query_completions, view, prefix, locations)
         if isinstance(answer, tuple):  # (completions, flags)
             answer = answer[0]
-        if isinstance(answer, list):
+        if isinstance(answer, sublime.CompletionList):  # filled now, or later by `set_completions`
+            offered.append(answer)
+        elif isinstance(answer, list):
             offered.extend(answer)
     return offered
+
+
+def completions_shown(view: sublime.View, prefix: str, locations: list[int], timeout: float = 30.0) -> list[Any]:
+    """What the auto-complete popup shows: `query_completions`, with each CompletionList's items
+    once its `set_completions` came (the main thread runs meanwhile, as Sublime's does)."""
+    from . import control
+
+    answers = query_completions(view, prefix, locations)
+    lists = [a for a in answers if isinstance(a, sublime.CompletionList)]
+    control.pump_until(lambda: all(c._filled.is_set() for c in lists), timeout, "set_completions")
+    shown: list[Any] = []
+    for answer in answers:
+        if isinstance(answer, sublime.CompletionList):
+            shown.extend(answer.completions or [])
+        else:
+            shown.append(answer)
+    return shown
 
 
 # -- commands --
@@ -609,8 +628,16 @@ def remember_undo(buffer: _state.BufferData) -> None:
 
 def _insert(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:
     characters = str(args.get("characters", ""))
-    for region in reversed(list(view.sel())):
+    regions = list(view.sel())
+    for region in reversed(regions):
         view.replace(edit, sublime.Region(region.begin(), region.end()), characters)
+    if any(not r.empty() for r in regions):  # typing over a selection leaves a caret after the text typed
+        carets, shift = [], 0
+        for region in regions:
+            carets.append(sublime.Region(region.begin() + shift + len(characters)))
+            shift += len(characters) - region.size()
+        view.sel().clear()
+        view.sel().add_all(carets)
 
 
 def _append(view: sublime.View, edit: sublime.Edit, args: dict[str, Any]) -> None:

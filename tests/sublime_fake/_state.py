@@ -244,6 +244,9 @@ class Host:
         self.version = "4213"  # the build the stubs describe
         self.data_dir = ""
         self.edit_tokens = itertools.count(1)
+        # The symbol index (`Window.symbol_locations`): Sublime builds it from each syntax's symbol
+        # rules; the fake cannot, so a test declares what it indexed (`control.index_symbol`).
+        self.symbols: list[dict[str, Any]] = []
 
     def new_id(self) -> int:
         return next(self._ids)

@@ -623,3 +623,21 @@ def drag_to_window(view: sublime.View, window: sublime.Window) -> None:
     """The user drags `view`'s tab into `window`."""
     _main()
     sublime._move_view(view.view_id, window.window_id)
+
+
+def index_symbol(
+    name: str, path: str, row: int, col: int = 1, kind: Any = None, definition: bool = True, syntax: str = "Python"
+) -> None:
+    """Put a symbol in the index `Window.symbol_locations` reads (1-based row and column), as
+    Sublime's indexer would after reading `path` with a syntax that marks `name` a symbol."""
+    host().symbols.append(
+        {
+            "name": name,
+            "path": path,
+            "row": row,
+            "col": col,
+            "kind": kind or sublime.KIND_TYPE,
+            "type": sublime.SymbolType.DEFINITION if definition else sublime.SymbolType.REFERENCE,
+            "syntax": syntax,
+        }
+    )

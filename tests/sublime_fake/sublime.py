@@ -19,6 +19,7 @@ import json
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -138,6 +139,141 @@ class PhantomLayout(enum.IntEnum):
 LAYOUT_INLINE = PhantomLayout.INLINE
 LAYOUT_BELOW = PhantomLayout.BELOW
 LAYOUT_BLOCK = PhantomLayout.BLOCK
+
+
+class AutoCompleteFlags(enum.IntFlag):
+    NONE = 0
+    INHIBIT_WORD_COMPLETIONS = 8
+    INHIBIT_EXPLICIT_COMPLETIONS = 16
+    DYNAMIC_COMPLETIONS = 32
+    INHIBIT_REORDER = 128
+
+
+INHIBIT_WORD_COMPLETIONS = AutoCompleteFlags.INHIBIT_WORD_COMPLETIONS
+INHIBIT_EXPLICIT_COMPLETIONS = AutoCompleteFlags.INHIBIT_EXPLICIT_COMPLETIONS
+DYNAMIC_COMPLETIONS = AutoCompleteFlags.DYNAMIC_COMPLETIONS
+INHIBIT_REORDER = AutoCompleteFlags.INHIBIT_REORDER
+
+
+class CompletionItemFlags(enum.IntFlag):
+    NONE = 0
+    KEEP_PREFIX = 1
+
+
+class CompletionFormat(enum.IntEnum):
+    TEXT = 0
+    SNIPPET = 1
+    COMMAND = 2
+
+
+class KindId(enum.IntEnum):
+    AMBIGUOUS = 0
+    KEYWORD = 1
+    TYPE = 2
+    FUNCTION = 3
+    NAMESPACE = 4
+    NAVIGATION = 5
+    MARKUP = 6
+    VARIABLE = 7
+    SNIPPET = 8
+
+
+Kind = tuple  # (KindId, letter, description)
+KIND_AMBIGUOUS = (KindId.AMBIGUOUS, "", "")
+KIND_TYPE = (KindId.TYPE, "", "")
+KIND_FUNCTION = (KindId.FUNCTION, "", "")
+KIND_NAMESPACE = (KindId.NAMESPACE, "", "")
+KIND_NAVIGATION = (KindId.NAVIGATION, "", "")
+KIND_VARIABLE = (KindId.VARIABLE, "", "")
+
+
+class SymbolSource(enum.IntEnum):
+    ANY = 0
+    INDEX = 1
+    OPEN_FILES = 2
+
+
+SYMBOL_SOURCE_ANY = SymbolSource.ANY
+SYMBOL_SOURCE_INDEX = SymbolSource.INDEX
+SYMBOL_SOURCE_OPEN_FILES = SymbolSource.OPEN_FILES
+
+
+class SymbolType(enum.IntEnum):
+    ANY = 0
+    DEFINITION = 1
+    REFERENCE = 2
+
+
+SYMBOL_TYPE_ANY = SymbolType.ANY
+SYMBOL_TYPE_DEFINITION = SymbolType.DEFINITION
+SYMBOL_TYPE_REFERENCE = SymbolType.REFERENCE
+
+
+class SymbolLocation:
+    """A place the index found a symbol; `row` and `col` are 1-based (what `path_encoded_position`
+    gives `open_file` with ENCODED_POSITION)."""
+
+    def __init__(
+        self, path: str, display_name: str, row: int, col: int, syntax: str, type: SymbolType, kind: Any
+    ) -> None:
+        self.path = path
+        self.display_name = display_name
+        self.row = row
+        self.col = col
+        self.syntax = syntax
+        self.type = type
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"SymbolLocation({self.display_name!r}, {self.row}, {self.col})"
+
+    def path_encoded_position(self) -> str:
+        return f"{self.path}:{self.row}:{self.col}"
+
+
+class CompletionItem:
+    def __init__(
+        self,
+        trigger: str,
+        annotation: str = "",
+        completion: str = "",
+        completion_format: CompletionFormat = CompletionFormat.TEXT,
+        kind: Any = KIND_AMBIGUOUS,
+        details: str = "",
+        flags: CompletionItemFlags = CompletionItemFlags.NONE,
+    ) -> None:
+        self.trigger = trigger
+        self.annotation = annotation
+        self.completion = completion
+        self.completion_format = completion_format
+        self.kind = kind
+        self.details = details
+        self.flags = flags
+
+    def __eq__(self, rhs: object) -> bool:
+        return isinstance(rhs, CompletionItem) and vars(self) == vars(rhs)
+
+    def __repr__(self) -> str:
+        return f"CompletionItem({self.trigger!r}, {self.annotation!r}, {self.completion!r})"
+
+
+class CompletionList:
+    """Completions a plugin may fill later: `set_completions` "is thread-safe" (since 4184, [stubs]
+    L3083); until it is called, nothing shows. The fake's `_plugin_host.query_completions` waits for it."""
+
+    def __init__(self, completions: Any = None, flags: AutoCompleteFlags = AutoCompleteFlags.NONE) -> None:
+        self.target: int | None = None
+        self.completions = completions
+        self.flags = flags
+        self._filled = threading.Event()
+        if completions is not None:
+            self._filled.set()
+
+    def set_completions(self, completions: Any, flags: AutoCompleteFlags = AutoCompleteFlags.NONE) -> None:
+        _h().api_call("CompletionList.set_completions")  # thread-safe: no main-thread rule
+        self.completions = list(completions)
+        self.flags = flags
+        self._filled.set()
 
 
 class FileTooLargeError(FileNotFoundError):
@@ -1277,6 +1413,42 @@ class Window:
                 "placeholder": placeholder,
             }
         )
+
+    def symbol_locations(
+        self,
+        sym: str,
+        source: SymbolSource = SymbolSource.ANY,
+        type: SymbolType = SymbolType.ANY,
+        kind_id: KindId = KindId.AMBIGUOUS,
+        kind_letter: str = "",
+    ) -> list[SymbolLocation]:
+        """The index's entries named exactly `sym`: the index covers files under the window's folders
+        (SymbolSource.INDEX), the open files cover this window's views (OPEN_FILES). `kind_id`
+        AMBIGUOUS matches any kind. Any thread may call it, as every non-UI call."""
+        _h().api_call("Window.symbol_locations")
+        folders = self.folders()
+        open_paths = {v.file_name() for v in self.views()}
+        found: list[SymbolLocation] = []
+        for entry in _h().symbols:
+            path = entry["path"]
+            indexed = any(path.startswith(folder.rstrip(os.sep) + os.sep) for folder in folders)
+            reachable = {
+                SymbolSource.ANY: indexed or path in open_paths,
+                SymbolSource.INDEX: indexed,
+                SymbolSource.OPEN_FILES: path in open_paths,
+            }[SymbolSource(source)]
+            if entry["name"] != sym or not reachable:
+                continue
+            if type != SymbolType.ANY and entry["type"] != type:
+                continue
+            if kind_id != KindId.AMBIGUOUS and entry["kind"][0] != kind_id:
+                continue
+            base = next((f for f in folders if path.startswith(f.rstrip(os.sep) + os.sep)), None)
+            display = os.path.relpath(path, os.path.dirname(base)) if base else path
+            found.append(
+                SymbolLocation(path, display, entry["row"], entry["col"], entry["syntax"], entry["type"], entry["kind"])
+            )
+        return found
 
     def folders(self) -> list[str]:
         data = self._data()

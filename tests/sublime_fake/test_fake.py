@@ -606,3 +606,47 @@ def test_revert_modification_puts_back_the_reference_lines_of_the_hunk_under_the
     assert whole() == "a\nb\nc\nd\ne\n"
     view.run_command("undo")  # one undoable edit each
     assert whole() == "A\nb\nc\nd\ne\n"
+
+
+def test_typing_over_a_selection_leaves_a_caret_after_the_text_typed(host: _state.Host, tmp_path: Any) -> None:
+    """The `insert` command replaces each selection, as typing does, and the caret follows the text
+    (a committed completion replaces the word before the caret the same way)."""
+    window = control.new_window([str(tmp_path)])
+    view = window.new_file()
+    control.type_text(view, "look at @no")
+    control.select(view, sublime.Region(9, 11))
+    control.type_text(view, "notes.txt ")
+    control.type_text(view, "then")
+    assert view.substr(sublime.Region(0, view.size())) == "look at @notes.txt then"
+    assert [(r.a, r.b) for r in view.sel()] == [(23, 23)]
+
+
+def test_a_completion_list_is_filled_from_any_thread(host: _state.Host) -> None:
+    """`CompletionList.set_completions` "is thread-safe" ([stubs] L3083, since 4184): no violation."""
+    completions = sublime.CompletionList(None, sublime.INHIBIT_WORD_COMPLETIONS)
+    item = sublime.CompletionItem("@notes.txt", "file", "notes.txt")
+    thread = threading.Thread(target=lambda: completions.set_completions([item], sublime.DYNAMIC_COMPLETIONS))
+    thread.start()
+    thread.join()
+    assert completions.completions == [item] and completions.flags == sublime.DYNAMIC_COMPLETIONS
+    assert control.violations() == []
+
+
+def test_symbol_locations_finds_the_indexed_name_under_the_windows_folders_or_open(
+    host: _state.Host, tmp_path: Any
+) -> None:
+    folder, other = str(tmp_path / "project"), str(tmp_path / "other")
+    for path in (folder, other):
+        os.makedirs(path)
+    inside, outside = os.path.join(folder, "app.py"), os.path.join(other, "lib.py")
+    for path in (inside, outside):
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write("class Foo: pass\n")
+    control.index_symbol("Foo", inside, 1, 7)
+    control.index_symbol("Foo", outside, 1, 7)
+    window = control.new_window([folder])
+    (found,) = window.symbol_locations("Foo", sublime.SYMBOL_SOURCE_INDEX, sublime.SYMBOL_TYPE_DEFINITION)
+    assert (found.path, found.display_name, found.row, found.col) == (inside, "project/app.py", 1, 7)
+    assert window.symbol_locations("Fo") == []  # the exact name only
+    control.open_file(window, outside)
+    assert {loc.path for loc in window.symbol_locations("Foo")} == {inside, outside}  # ANY: and the open files

@@ -20,7 +20,7 @@ from tests.sublime_fake import _state, control, sublime
 from tests.workflow.conftest import BusyWorker, open_agent, open_cli
 
 # The modules that hold TERMINAL_WAIT_MS (as the loaded package names them).
-WAIT_MODULES = tuple(f"Gemini Companion.companion.sublime_editor.{m}" for m in ("terminal_launch", "terminal_commands"))
+WAIT_MODULES = tuple(f"Gemini Companion.companion.sublime_editor.{m}" for m in ("terminal.launch", "commands.terminal"))
 
 
 def short_waits(monkeypatch: pytest.MonkeyPatch, ms: int = 300) -> None:

@@ -2,11 +2,11 @@
 
 Refused, with one line and nothing written, when a file it would write (or delete) is no longer as
 the turn left it (`after`, the state recorded at turn end): that change is someone's later work,
-the same rule as an accepted review whose file changed meanwhile (`acp/files.py`). Files are
+the same rule as an accepted review whose file changed meanwhile (`acp/review/files.py`). Files are
 written atomically (a private temporary file renamed over), with their recorded mode; deleted files
 are recreated, added ones deleted, links restored as links. Nothing is written outside the folders:
 on POSIX every step is relative to a folder descriptor reached without following links
-(`workspace/fdpath.py`), so a folder swapped for a symbolic link meanwhile is refused, not followed.
+(`core/files/fdpath.py`), so a folder swapped for a symbolic link meanwhile is refused, not followed.
 """
 
 from __future__ import annotations

@@ -32,8 +32,8 @@ from ...core.files.textfile import to_newline
 from ...core.history.change_set import FileChange
 from ...core.history.restore import RestoreFailed, RestoreRefused
 from ...core.reviews import Outcome, Review
-from ..chat.view import syntax_path
 from ..review_ui import BANNER_HEAD, LEAVE_ALONE, CurrentText, ReviewViews, WindowReviews
+from ..settings import syntax_path
 from .sources import ApplyRefused, ChangeSource, NotReviewable, apply_text, checkpoint_text, current_text
 
 T = TypeVar("T")

@@ -11,9 +11,9 @@ from typing import Any
 
 import sublime
 
-from ...acp import registry
-from ...acp.agents import PRESETS, AgentSetting, AgentSpec, agent_environment, custom_agent
-from ...acp.registry import RegistryAgent
+from ...acp.agents import registry
+from ...acp.agents.agents import PRESETS, AgentSetting, AgentSpec, agent_environment, custom_agent
+from ...acp.agents.registry import RegistryAgent
 from .. import settings
 
 DEFAULT_AGENTS: list[Any] = [{"name": "gemini"}, {"name": "claude"}]

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import sublime
-import sublime_plugin
 
 from . import sessions as chat_sessions
 
@@ -39,21 +38,19 @@ UNDO_CARD = "undo-restore"
 PREFIX = "Gemini Companion: "
 
 
-class GeminiCompanionRestoreCheckpointCommand(sublime_plugin.WindowCommand):
+def restore_checkpoint(window: sublime.Window, chat: str, prompt: int = 0, undo: bool = False) -> None:
     """Restore the checkpoint before prompt `prompt` (1 = the chat's first) of the chat `chat` (its
-    id); with `undo`, the checkpoint taken before the chat's last restore."""
-
-    def run(self, chat: str, prompt: int = 0, undo: bool = False) -> None:
-        found = next((c for c in chat_sessions.chats(self.window) if c.id == chat), None)
-        turns: Turns | None = getattr(found, "turns", None)
-        if found is None or turns is None:
-            sublime.status_message(PREFIX + "that chat keeps no checkpoints, so there is nothing to restore.")
-            return
-        if found.busy:
-            sublime.status_message(PREFIX + "a turn is running; restore when it ends (or press Escape to cancel it).")
-            return
-        restore = Restore(self.window, turns, _open_buffers(self.window), chat=found)
-        _in_thread(lambda: restore.plan(prompt, undo), restore.planned)
+    id); with `undo`, the checkpoint taken before the chat's last restore (the command `COMMAND`)."""
+    found = next((c for c in chat_sessions.chats(window) if c.id == chat), None)
+    turns: Turns | None = getattr(found, "turns", None)
+    if found is None or turns is None:
+        sublime.status_message(PREFIX + "that chat keeps no checkpoints, so there is nothing to restore.")
+        return
+    if found.busy:
+        sublime.status_message(PREFIX + "a turn is running; restore when it ends (or press Escape to cancel it).")
+        return
+    restore = Restore(window, turns, _open_buffers(window), chat=found)
+    _in_thread(lambda: restore.plan(prompt, undo), restore.planned)
 
 
 def _open_buffers(window: sublime.Window) -> dict[str, sublime.View]:

@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import sublime
 
-from ...acp.agents import AgentSpec
+from ...acp.agents.agents import AgentSpec
 from ...acp.resources import Resource
 from ...core.context import SharingPolicy
 from ...core.files.paths import is_inside
 from ...core.history.change_set import FileChange
+from ...core.mentions import MentionRules
 from ...runtime import RuntimeStopped
 from .. import mcp_tools as workspace_tools
 from .. import status
@@ -33,6 +34,7 @@ from ..changes import tab as change_set_view
 from ..changes.sources import TurnsSource
 from ..window_state import WindowState
 from . import checkpoints as chat_checkpoints
+from . import mentions as chat_mentions
 from .history import History
 from .view import CHAT_SETTING, DIFF_SETTING, ChatPanel, StreamingChatView
 
@@ -105,13 +107,19 @@ class Chat:
             )
             return False
         resources = [*resources, *(r for mention, r in self.attached.items() if mention in text)]
+        # `@path` typed or completed: checked on the loop (disk); none while sharing is paused
+        mentioned = None if self.state.handle.context.paused else chat_mentions.rules(self.state.window, self.folders)
+        skip = tuple(self.attached)  # Send File's mentions go once
         self.attached.clear()
         self.history.add(text)
         self.busy = True
         self.panel.user_prompt(text)
         self._offer_restore()
         self._show_status()
-        self._submit(lambda: self._prompt(text, resources), lambda result, error: self._turn_done(text, result, error))
+        self._submit(
+            lambda: self._prompt(text, resources, mentioned, skip),
+            lambda result, error: self._turn_done(text, result, error),
+        )
         return True
 
     def _offer_restore(self) -> None:
@@ -265,17 +273,21 @@ class Chat:
             await self.session.start()
         return self.session.session_id
 
-    async def _prompt(self, text: str, resources: Sequence[Resource]) -> str:
+    async def _prompt(
+        self, text: str, resources: Sequence[Resource], mentioned: MentionRules | None = None, skip: Sequence[str] = ()
+    ) -> str:
         if self.session is None:
             raise RuntimeError("the chat has not started")
+        warn = lambda reason: self.port.notice(reason, "warning")  # noqa: E731
+        files = await chat_mentions.attached(mentioned, text, skip, warn)
         session, checkpoints = self.session, self.checkpoints
         if checkpoints is None:
-            return await session.prompt(text, resources)
+            return await chat_mentions.prompt(session, text, resources, files, warn)
         for note in await checkpoints.begin():  # what the user reverted since the last turn
             session.add_note(note)
         session.writes.take()  # what was written between turns belongs to no turn's agent
         try:
-            return await session.prompt(text, resources)
+            return await chat_mentions.prompt(session, text, resources, files, warn)
         finally:
             changes = await checkpoints.end(self.spec.name, *session.writes.take_turn())
             if changes is not None and not self.silent:

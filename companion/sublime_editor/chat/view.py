@@ -27,6 +27,7 @@ import sublime
 
 from ...acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, ToolDiff, Usage
 from ..review_ui import LEAVE_ALONE
+from ..settings import syntax_path
 from .text import CONTINUATION, ForeignText
 
 CHAT_SETTING = "gemini_companion.chat"  # the chat's id, on its view
@@ -42,11 +43,6 @@ HEADING_KEY = "gemini_companion.chat.headings"  # underlines the companion's hea
 HEADING_FLAGS = sublime.DRAW_NO_FILL | sublime.DRAW_NO_OUTLINE | sublime.DRAW_SOLID_UNDERLINE
 AGENT_STATUS_KEY = "gemini_companion.chat_agent_status"  # the agent's own status line (status bar)
 ICONS = {"pending": "○", "in_progress": "◐", "completed": "●", "failed": "✕", "": "○"}
-
-
-def syntax_path() -> str:
-    """The chat syntax in this package (its folder name is the top-level package's name)."""
-    return f"Packages/{__name__.split('.')[0]}/Gemini Companion Chat.sublime-syntax"
 
 
 @dataclass
@@ -76,8 +72,9 @@ class ChatPanel:
         view_settings.set(CHAT_SETTING, chat_id)
         for key, value in {**LEAVE_ALONE, "word_wrap": True, "line_numbers": False, "gutter": False}.items():
             view_settings.set(key, value)
-        # Typing "/" in the prompt opens the completions (the agent's slash commands).
-        view_settings.set("auto_complete_triggers", [{"selector": "text.gemini-companion.chat", "characters": "/"}])
+        # Typing "/" in the prompt opens the completions (the agent's slash commands), "@" the
+        # window's files, folders and symbols (chat/mentions.py).
+        view_settings.set("auto_complete_triggers", [{"selector": "text.gemini-companion.chat", "characters": "/@"}])
         self.transcript_end = 0
         self.input_start = 0
         self.cards: dict[str, Card] = {}

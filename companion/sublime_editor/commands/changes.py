@@ -1,5 +1,5 @@
-"""Palette commands and keys of the change-set tab: Review Turn Changes, Enter on a file, and the
-terminal agents' Start Checkpoint / Review Changes Since Checkpoint."""
+"""Palette commands and keys of the change-set tab: Review Turn Changes, Enter on a file, the
+terminal agents' Start Checkpoint / Review Changes Since Checkpoint, and a chat's Restore Checkpoint."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import sublime_plugin
 
 from ..changes import tab as change_set_view
 from ..chat import checkpoints as chat_checkpoints
+from ..chat import restore as chat_restore
 from ..chat import sessions as chat_sessions
-from ..lifecycle import running_state
 from ..terminal import checkpoints as terminal_checkpoints
+from ..windows import CompanionWindowCommand
 
 
 class GeminiCompanionReviewTurnChangesCommand(sublime_plugin.WindowCommand):
@@ -48,11 +49,11 @@ class GeminiCompanionChangeSetListener(sublime_plugin.EventListener):
         return found != expected if operator == sublime.QueryOperator.NOT_EQUAL else found == expected
 
 
-class GeminiCompanionStartCheckpointCommand(sublime_plugin.WindowCommand):
+class GeminiCompanionStartCheckpointCommand(CompanionWindowCommand):
     """Gemini Companion: Start Checkpoint — the window's folders now, for an agent in a terminal."""
 
     def run(self) -> None:
-        state = running_state(self.window)
+        state = self.running_state()
         if state is None:
             return
         if not self.window.folders():
@@ -61,10 +62,18 @@ class GeminiCompanionStartCheckpointCommand(sublime_plugin.WindowCommand):
         terminal_checkpoints.start(self.window, state.reviews, chat_checkpoints.config(self.window))
 
 
-class GeminiCompanionReviewCheckpointChangesCommand(sublime_plugin.WindowCommand):
+class GeminiCompanionReviewCheckpointChangesCommand(CompanionWindowCommand):
     """Gemini Companion: Review Changes Since Checkpoint — in the change-set tab."""
 
     def run(self) -> None:
-        state = running_state(self.window)
+        state = self.running_state()
         if state is not None and not terminal_checkpoints.review(self.window, state.reviews):
             sublime.status_message("Gemini Companion: no checkpoint in this window; run Start Checkpoint first")
+
+
+class GeminiCompanionRestoreCheckpointCommand(sublime_plugin.WindowCommand):
+    """Restore Checkpoint (a link on a chat's prompt): the window's folders as they were before
+    prompt `prompt` of the chat `chat`; with `undo`, as before the chat's last restore."""
+
+    def run(self, chat: str, prompt: int = 0, undo: bool = False) -> None:
+        chat_restore.restore_checkpoint(self.window, chat, prompt, undo)

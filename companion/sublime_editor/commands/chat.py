@@ -9,15 +9,15 @@ from collections.abc import Callable
 import sublime
 import sublime_plugin
 
-from ...acp import registry
-from ...acp.registry import RegistryAgent
+from ...acp.agents import registry
+from ...acp.agents.registry import RegistryAgent
 from .. import terminus as terminal
 from ..chat import agents as chat_agents
 from ..chat import memory as chat_memory
 from ..chat import past as past_chats
 from ..chat import sessions as chat_sessions
 from ..chat.agents import ChatAgent, Listed
-from ..lifecycle import running_state
+from ..windows import CompanionWindowCommand
 
 
 def choose_agent(
@@ -130,11 +130,11 @@ def _needs_folder(window: sublime.Window) -> bool:
     return True
 
 
-class GeminiCompanionNewChatCommand(sublime_plugin.WindowCommand):
+class GeminiCompanionNewChatCommand(CompanionWindowCommand):
     """Gemini Companion: New Chat — with the agent given, or chosen from the `agents` setting."""
 
     def run(self, agent: str | None = None) -> None:
-        state = running_state(self.window)
+        state = self.running_state()
         if state is None or _needs_folder(self.window):
             return
 
@@ -144,11 +144,11 @@ class GeminiCompanionNewChatCommand(sublime_plugin.WindowCommand):
         choose_agent(self.window, agent, chosen, with_registry=True)
 
 
-class GeminiCompanionContinueChatCommand(sublime_plugin.WindowCommand):
+class GeminiCompanionContinueChatCommand(CompanionWindowCommand):
     """Gemini Companion: Continue Last Chat — the agent's last session in this folder (session/load)."""
 
     def run(self, agent: str | None = None) -> None:
-        state = running_state(self.window)
+        state = self.running_state()
         if state is None or _needs_folder(self.window):
             return
         folder = self.window.folders()[0]
@@ -167,11 +167,11 @@ class GeminiCompanionContinueChatCommand(sublime_plugin.WindowCommand):
         )
 
 
-class GeminiCompanionPastChatsCommand(sublime_plugin.WindowCommand):
+class GeminiCompanionPastChatsCommand(CompanionWindowCommand):
     """Gemini Companion: Chat History… — this folder's past sessions of an agent (chat/past.py)."""
 
     def run(self, agent: str | None = None) -> None:
-        state = running_state(self.window)
+        state = self.running_state()
         if state is None or _needs_folder(self.window):
             return
         choose_agent(self.window, agent, lambda chosen: past_chats.show(state, chosen))

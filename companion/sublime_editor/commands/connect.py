@@ -26,21 +26,31 @@ import threading
 from dataclasses import dataclass, field
 
 import sublime
-import sublime_plugin
 
 from ...core.system.user_paths import expand_path
 from ...gemini_ide.discovery import node_tmpdir
 from .. import direct_access, settings
 from ..connect_views import copy_links
-from ..lifecycle import registry
 from ..review_ui import CONNECT_SETTING
+from ..windows import CompanionWindowCommand, state_of
 
 VIEW_SETTING = CONNECT_SETTING
 COPY_LINKS = "gemini_companion.connect.copy"
 TOKEN_MASK = "<token: see Copy below>"
 VIEW_NAME = "Gemini Companion: Connect Another Agent"
 CHECK_TIMEOUT_SECONDS = 30.0
-PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _package_root() -> str:
+    """The folder holding `companion/` (what PYTHONPATH needs), however deep this module sits in it."""
+    parts = __name__.split(".")
+    folder = os.path.abspath(__file__)
+    for _ in range(len(parts) - parts.index("companion")):
+        folder = os.path.dirname(folder)
+    return folder
+
+
+PACKAGE_ROOT = _package_root()
 CHECKING = "checking that it can run the bridge…"
 
 
@@ -204,8 +214,7 @@ def gather(window: sublime.Window) -> ConnectInfo:
         env=env,
         mcp_requirement=mcp_requirement(),
     )
-    reg = registry()
-    state = reg.get(window) if reg is not None else None
+    state = state_of(window)
     handle = state.handle if state is not None else None
     if handle is not None and handle.ready.done() and handle.ready.exception() is None and not handle.closed:
         info.url, info.token = handle.url, handle.token
@@ -298,12 +307,10 @@ def _render_copy_link(view: sublime.View, info: ConnectInfo) -> None:
     phantoms.update([sublime.Phantom(region, content, sublime.PhantomLayout.BLOCK, on_navigate=copy)])
 
 
-class GeminiCompanionConnectAgentCommand(sublime_plugin.WindowCommand):
+class GeminiCompanionConnectAgentCommand(CompanionWindowCommand):
     """Show how to connect Claude Desktop or Claude Code to this window's tools."""
+
+    needs_server = True
 
     def run(self) -> None:
         show(self.window)
-
-    def is_enabled(self) -> bool:
-        reg = registry()
-        return reg is not None and reg.get(self.window) is not None

@@ -11,9 +11,9 @@ import sublime
 import sublime_plugin
 
 from .. import context_feed, status
-from ..lifecycle import registry, shutdown
+from ..lifecycle import shutdown
 from ..review_ui import ROLE_SETTING
-from ..windows import WindowState
+from ..windows import registry, state_of
 
 # Commands that save the view, ours to turn into Accept on a proposal. `lsp_save` is LSP's: its key
 # binding replaces Ctrl+S / Cmd+S where a language server serves the view, runs code actions and
@@ -28,11 +28,6 @@ def _reconcile() -> None:
         reg.reconcile()
 
 
-def _state(window: sublime.Window | None) -> WindowState | None:
-    reg = registry()
-    return reg.get(window) if reg is not None else None
-
-
 class GeminiCompanionContextListener(sublime_plugin.EventListener):
     def on_activated_async(self, view: sublime.View) -> None:
         window = view.window()
@@ -40,13 +35,13 @@ class GeminiCompanionContextListener(sublime_plugin.EventListener):
         if reg is None or window is None:
             return
         reg.sync_folders(window)
-        state = reg.get(window)
+        state = state_of(window)
         if state is not None:
             status.show_later(state)  # the status bar is per view: a newly focused view needs it too
             context_feed.activate(state, view)
 
     def on_selection_modified_async(self, view: sublime.View) -> None:
-        state = _state(view.window())
+        state = state_of(view.window())
         if state is not None:
             context_feed.select(state, view)
 

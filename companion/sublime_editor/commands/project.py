@@ -5,7 +5,7 @@ from __future__ import annotations
 import sublime
 import sublime_plugin
 
-from ..lifecycle import registry
+from ..windows import registry
 
 
 class GeminiCompanionWorkspaceListener(sublime_plugin.EventListener):

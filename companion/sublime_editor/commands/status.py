@@ -7,23 +7,16 @@ import sys
 import threading
 
 import sublime
-import sublime_plugin
 
 from ... import doctor
 from ...gemini_ide.discovery import node_tmpdir, workspace_path
 from .. import status
 from .. import terminus as terminal
-from ..lifecycle import library_problem, registry, upgraded
-from ..windows import WindowState
+from ..windows import CompanionWindowCommand, WindowState, library_problem, registry, upgraded
 
 log = logging.getLogger("gemini_companion")
 
 DOCTOR_VIEW_SETTING = "gemini_companion.doctor"
-
-
-def _state(window: sublime.Window | None) -> WindowState | None:
-    reg = registry()
-    return reg.get(window) if reg is not None else None
 
 
 def gather_facts(window: sublime.Window, state: WindowState | None) -> doctor.Facts:
@@ -81,11 +74,11 @@ def gather_facts(window: sublime.Window, state: WindowState | None) -> doctor.Fa
     )
 
 
-class GeminiCompanionStatusCommand(sublime_plugin.WindowCommand):
+class GeminiCompanionStatusCommand(CompanionWindowCommand):
     """Gemini Companion: Status and Troubleshooting (a read-only report, never the token)."""
 
     def run(self) -> None:
-        window, facts = self.window, gather_facts(self.window, _state(self.window))
+        window, facts = self.window, gather_facts(self.window, self.state())
 
         def read_disk() -> None:  # library metadata and the discovery file: ~20 ms, never on the main thread
             text = doctor.report(doctor.with_disk_facts(facts))
@@ -111,11 +104,13 @@ def show_report(window: sublime.Window, text: str) -> None:
     window.focus_view(view)
 
 
-class GeminiCompanionToggleSharingCommand(sublime_plugin.WindowCommand):
+class GeminiCompanionToggleSharingCommand(CompanionWindowCommand):
     """Pause or resume sharing this window's open files and selection with Gemini CLI."""
 
+    needs_server = True
+
     def run(self) -> None:
-        state = _state(self.window)
+        state = self.state()
         if state is None:
             return
         context = state.handle.context
@@ -125,10 +120,7 @@ class GeminiCompanionToggleSharingCommand(sublime_plugin.WindowCommand):
         word = "paused: Gemini CLI sees no open files" if context.paused else "resumed"
         sublime.status_message(f"Gemini Companion: context sharing {word}.")
 
-    def is_enabled(self) -> bool:
-        return _state(self.window) is not None
-
     def description(self) -> str:
-        state = _state(self.window)
+        state = self.state()
         paused = state is not None and state.handle.context.paused
         return "Gemini Companion: Resume Context Sharing" if paused else "Gemini Companion: Pause Context Sharing"

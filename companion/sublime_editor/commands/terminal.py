@@ -21,11 +21,10 @@ from ...core.files.paths import is_inside
 from .. import settings
 from .. import terminus as terminal
 from ..chat import sessions as chat_sessions
-from ..lifecycle import registry
 from ..terminal import launch as terminal_launch
 from ..terminal.launch import POLL_MS, TERMINAL_WAIT_MS
 from ..terminus import CLAUDE, GEMINI, Agent
-from ..windows import WindowState
+from ..windows import WindowState, registry, running_state, state_of
 
 log = logging.getLogger("gemini_companion")
 
@@ -35,11 +34,6 @@ Lines = tuple[int, int]  # first and last line, 1-based, inclusive
 Mention = tuple[str, "Lines | None"]  # a path, and its lines (None: the whole file or folder)
 
 
-def _state(window: sublime.Window | None) -> WindowState | None:
-    reg = registry()
-    return reg.get(window) if reg is not None else None
-
-
 def served_agents() -> list[Agent]:
     return [agent for agent, on in ((GEMINI, settings.serves_gemini()), (CLAUDE, settings.serves_claude())) if on]
 
@@ -47,9 +41,8 @@ def served_agents() -> list[Agent]:
 def open_agent(window: sublime.Window, agent: Agent, then: Callable[[WindowState], None] | None = None) -> None:
     """Focus the window's terminal of `agent`, opening it first if needed; then run `then` once the
     agent can take it (Gemini: its terminal exists; Claude Code: it has connected)."""
-    state = _state(window)
+    state = running_state(window)
     if state is None:
-        sublime.status_message("Gemini Companion is not running in this window; see the console for why.")
         return
     if agent not in served_agents():
         setting = "gemini_cli" if agent is GEMINI else "claude_code"
@@ -180,7 +173,7 @@ def _mention_to_claude(state: WindowState, mentions: list[Mention]) -> None:
 def send(window: sublime.Window, mentions: list[Mention]) -> None:
     """Send `mentions` to the agent (terminal or chat) used last in this window; with none yet and
     several to choose from, ask."""
-    state = _state(window)
+    state = state_of(window)
     agents = served_agents()
     last = terminal.agent_named(state.last_agent) if state is not None else None
     last_chat = chat_sessions.by_target(window, state.last_agent) if state is not None else None
@@ -220,7 +213,7 @@ def _send_to(window: sublime.Window, agent: Agent, mentions: list[Mention]) -> N
 
 
 def _folder_for(window: sublime.Window, path: str) -> str | None:
-    state = _state(window)
+    state = state_of(window)
     if state is not None and state.terminal_folder:
         return state.terminal_folder
     containing = [f for f in window.folders() if is_inside(path, f)]  # Windows: case-insensitive
@@ -298,7 +291,7 @@ class GeminiCompanionTerminalFocusListener(sublime_plugin.EventListener):
         # agent's terminal can run after the user opened this one (the shared worker was late).
         window = view.window()
         agent = terminal.note_focus(view, window) if window is not None else None
-        state = _state(window)
+        state = state_of(window)
         if agent is not None and state is not None:
             state.last_agent = agent.key
         chat = chat_sessions.for_view(view)

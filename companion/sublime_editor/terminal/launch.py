@@ -22,9 +22,8 @@ from typing import Any
 import sublime
 
 from .. import terminus as terminal
-from ..lifecycle import registry
 from ..terminus import Agent
-from ..windows import WindowState
+from ..windows import WindowState, state_of
 
 TERMINAL_WAIT_MS = 10_000  # Terminus opens a terminal well within this once the worker is free
 POLL_MS = 200
@@ -81,8 +80,7 @@ def _current(pending: Opening) -> bool:
     state = pending.state
     if _openings.get((state.window.id(), pending.agent.key)) is not pending:
         return False
-    reg = registry()
-    if state.window.is_valid() and reg is not None and reg.get(state.window) is state:
+    if state.window.is_valid() and state_of(state.window) is state:
         return True
     _finish(pending)  # the window closed or its server restarted: nobody is left to tell
     return False

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.system.token_files import atomic_write_private
+from ...core.system.token_files import atomic_write_private
 
 log = logging.getLogger(__name__)
 

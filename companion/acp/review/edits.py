@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.files.textfile import dominant_newline, keep_line_endings, same_text, to_newline
+from ...core.files.textfile import dominant_newline, keep_line_endings, same_text, to_newline
 
 EDIT_KINDS = ("edit", "delete", "move")
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 
-from ..core.editor import Editor
-from ..core.files import disk_text
-from ..core.files.disk_text import DiskText
-from ..core.files.paths import PathPolicy, Resolved, WorkspaceError
-from ..core.files.reading import read_text
-from ..core.files.writing import buffer_saves, encoded_as_stored, write_bytes
+from ...core.editor import Editor
+from ...core.files import disk_text
+from ...core.files.disk_text import DiskText
+from ...core.files.paths import PathPolicy, Resolved, WorkspaceError
+from ...core.files.reading import read_text
+from ...core.files.writing import buffer_saves, encoded_as_stored, write_bytes
 from .review_gate import AcceptedEdit
 
 # A chat's agent reads whole source files (Claude's Read asks for a range, yet the whole file is

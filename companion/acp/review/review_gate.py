@@ -7,10 +7,10 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-from ..core.editor import Editor
-from ..core.files.disk_text import DiskText
-from ..core.files.textfile import same_text
-from ..core.reviews import Outcome, Review, Reviews
+from ...core.editor import Editor
+from ...core.files.disk_text import DiskText
+from ...core.files.textfile import same_text
+from ...core.reviews import Outcome, Review, Reviews
 
 log = logging.getLogger(__name__)
 

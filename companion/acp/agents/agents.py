@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..core.system.user_paths import expand_program, find_program
+from ...core.system.user_paths import expand_program, find_program
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ PRESETS: dict[str, AgentSpec] = {
 
 
 def demo_agent(python: str) -> AgentSpec:
-    """The built-in offline agent (acp/demo_agent.py), run by `python`: the headless chat's only, since
+    """The built-in offline agent (acp/agents/demo_agent.py), run by `python`: the headless chat's only, since
     the plugin host's executable is Sublime Text, not a Python."""
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "demo_agent.py")
     return AgentSpec("Demo agent", (python, script), login_hint="the demo agent needs no login")

@@ -23,8 +23,8 @@ import signal
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from ..core.system.process_tree import ProcessTree, become_subreaper, new_marker
-from ..core.system.processes import kill_one, new_group  # as ask_gemini does
+from ...core.system.process_tree import ProcessTree, become_subreaper, new_marker
+from ...core.system.processes import kill_one, new_group  # as ask_gemini does
 
 MAX_LINE_BYTES = 64 * 1024 * 1024  # Gemini sends whole file texts in a diff: generous, but bounded
 _READ_LIMIT = 1024 * 1024  # StreamReader chunk limit; longer lines are read in pieces
