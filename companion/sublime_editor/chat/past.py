@@ -115,7 +115,8 @@ def _listed(
 
 def _panel(state: WindowState, chosen: ChatAgent, offered: Offered, listing: Listing) -> None:
     sessions = listing.sessions
-    items = [_item(state, chosen, s) for s in sessions]
+    live = {c.session_id for c in chat_sessions.chats(state.window) if not c.ended and c.key == chosen.key}
+    items = [_item(chosen, s, s.session_id in live) for s in sessions]
     if listing.cut:
         items.append([_CUT, "older ones are not shown"])
 
@@ -126,9 +127,9 @@ def _panel(state: WindowState, chosen: ChatAgent, offered: Offered, listing: Lis
     state.window.show_quick_panel(items, picked, placeholder=f"Past chats with {chosen.spec.name} in this folder")
 
 
-def _item(state: WindowState, chosen: ChatAgent, past: PastSession) -> list[str]:
+def _item(chosen: ChatAgent, past: PastSession, live: bool) -> list[str]:
     details = [chosen.spec.name, when(past), past.session_id[:8]]
-    if _live(state, chosen, past) is not None:
+    if live:
         details.append("open in a tab")
     return [past.title or "(untitled)", " · ".join(d for d in details if d)]
 
