@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal, Protocol
 
 from .thread import ChatFailed
-from .view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
+from .view import Choice, Command, ConfigOption, LoginCommand, Mode, NoticeKind, PlanEntry, ToolCall, Usage
 
 MAX_SESSIONS = 2000  # a listing stops there (and says so): a panel, not an archive
 _OLDEST = datetime.min.replace(tzinfo=timezone.utc)
@@ -178,7 +178,7 @@ def when(session: PastSession, now: datetime | None = None) -> str:
 
 class Unseen:
     """The ChatView of a connection that only lists or deletes sessions: it opens none, so nothing
-    of a conversation comes; a permission asked anyway gets no answer (cancelled)."""
+    of a conversation comes; a permission, a question or a login asked anyway gets no answer."""
 
     def user_text(self, text: str) -> None: ...
     def agent_text(self, text: str) -> None: ...
@@ -198,3 +198,17 @@ class Unseen:
 
     async def choose(self, title: str, choices: list[Choice]) -> str | None:
         return None
+
+    async def pick(self, title: str, items: list[str]) -> int | None:
+        return None
+
+    async def ask_text(self, title: str, hint: str = "") -> str | None:
+        return None
+
+    async def confirm_url(self, text: str, url: str) -> bool | None:
+        return None
+
+    def open_url(self, url: str) -> None: ...
+
+    async def run_login(self, command: LoginCommand) -> bool:
+        return False

@@ -49,7 +49,7 @@ ADAPTER = "sublime_editor"
 # The floors of sublime_editor/, bottom up: each imports only its own floor and those below it.
 ADAPTER_FLOORS = ("base", "changes", "chat", "terminal", "lifecycle", "commands")
 ACP_SDK_HOME = "acp.session"
-ACP_DEMO_AGENT = "acp.demo_agent"  # the built-in demo agent: a program of its own, the SDK's agent side
+ACP_DEMO_AGENT = "acp.agents.demo_agent"  # the built-in demo agent: a program of its own, the SDK's agent side
 
 
 def modules() -> dict[str, str]:
