@@ -184,3 +184,18 @@ def test_an_agent_that_lists_none_offers_the_session_continue_last_chat_remember
     opened_chat(window, set())
     assert ("session/load", {"sessionId": "new-6", "cwd": workspace}) in recorded(agent)
     assert not [m for m, _ in recorded(agent) if m == "session/list"]
+
+
+def test_a_history_over_the_bound_shows_the_newest_2000_and_a_line_saying_so(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    agent = history_agent(tmp_path, workspace, HISTORY_AGENT_PAGE="1000")
+    many = [session(f"s{n}", workspace, f"Chat {n}", f"2026-12-0{1 + n % 5}T10:00:00Z") for n in range(2001)]
+    sessions_file(agent["env"]["HISTORY_AGENT_SESSIONS"], many)
+    window = setup(companion, workspace, [agent])
+    panel = history_panel(companion, window)
+    assert len(panel["items"]) == 2001, len(panel["items"])
+    assert panel["items"][-1][0] == "Only the 2 000 newest sessions are listed"
+    control.choose_quick_panel(2000)  # the line itself does nothing
+    control.settle()
+    assert not control.quick_panels() and not chat_views(window)
