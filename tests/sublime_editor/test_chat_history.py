@@ -10,6 +10,8 @@ import os
 import sys
 from typing import Any
 
+import pytest
+
 from tests.acp.history_agent import CONTEXT, session, sessions_file
 from tests.sublime_editor.conftest import Companion
 from tests.sublime_editor.test_chat import CEILING, chat_of, chat_views, send, setup, text, wait_turn
@@ -199,3 +201,44 @@ def test_a_history_over_the_bound_shows_the_newest_2000_and_a_line_saying_so(
     control.choose_quick_panel(2000)  # the line itself does nothing
     control.settle()
     assert not control.quick_panels() and not chat_views(window)
+
+
+@pytest.mark.conformance
+def test_real_claude_resumed_from_chat_history_after_its_tab_closed_continues_the_conversation(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    """claude-agent-acp 0.101.0 offline (the Messages API stand-in, as tests/acp runs it): the chat's
+    tab is closed (its agent stops); Chat History lists the session and Open resumes it; the next
+    prompt's model request holds the earlier turn."""
+    from tests.acp.conftest import claude_agent_program, claude_offline_env
+    from tests.conformance.claude_harness import ModelStandIn
+
+    earlier = "Please remember the code word PELICAN-7 for later."
+    with ModelStandIn("NoSuchTool", {}) as model:  # answers "Done." to every request
+        env = claude_offline_env(os.path.join(str(tmp_path), "claude"), workspace, model.url)
+        agent = {"name": "Claude", "command": claude_agent_program(), "args": [], "env": env}
+        window = setup(companion, workspace, [agent])
+        companion.ready(window)
+        assert control.run_from_palette(window, "gemini_companion_new_chat", {"agent": "Claude"})
+        first = opened_chat(window, set())
+        send(first, earlier)
+        wait_turn(first)
+        chat = chat_of(first)
+        assert control.close_tab(first)
+        control.pump_until(lambda: chat.session is None or chat.session.agent.exited.is_set(), CEILING, "the stop")
+        companion.ready(window)
+        before = len(control.quick_panels())
+        assert control.run_from_palette(window, "gemini_companion_past_chats", {"agent": "Claude"})
+        panel = control.pump_until(
+            lambda: control.quick_panels()[-1] if len(control.quick_panels()) > before else None, 90, "the panel"
+        )
+        assert len(panel["items"]) == 1 and "PELICAN-7" in panel["items"][0][0], panel["items"]
+        choose(pick(0, "Open"), "Open")
+        view = opened_chat(window, set())
+        assert "Resumed an earlier session" in text(view)
+        asked = len(model.requests)
+        send(view, "What was the code word?")
+        wait_turn(view)
+        later = [json.dumps(r) for r in model.requests[asked:] if "What was the code word?" in json.dumps(r)]
+    assert later, "the resumed chat's prompt never reached the model"
+    assert any(earlier in r for r in later), "the earlier turn did not reach the model"
