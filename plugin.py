@@ -52,6 +52,7 @@ else:
         GeminiCompanionChatOptionsCommand,
         GeminiCompanionContinueChatCommand,
         GeminiCompanionNewChatCommand,
+        GeminiCompanionPastChatsCommand,
     )
     from .companion.sublime_editor.commands.chat_view import (
         GeminiCompanionChatCopyCommand,
@@ -114,6 +115,7 @@ __all__ = [
     "GeminiCompanionNextChangeCommand",
     "GeminiCompanionOpenClaudeCommand",
     "GeminiCompanionOpenCliCommand",
+    "GeminiCompanionPastChatsCommand",
     "GeminiCompanionRejectCommand",
     "GeminiCompanionReplaceTextCommand",
     "GeminiCompanionRestoreCheckpointCommand",

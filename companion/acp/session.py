@@ -45,6 +45,8 @@ from acp.schema import (
     PermissionOption,
     ReadTextFileResponse,
     RequestPermissionResponse,
+    ResumeSessionRequest,
+    ResumeSessionResponse,
     SessionConfigOptionsCapabilities,
     ToolCallUpdate,
     WriteTextFileResponse,
@@ -64,6 +66,7 @@ from .asks import auth, elicitation
 from .folders import additional_directories, first_folder_only
 from .images import Image, ImageRefused, no_images
 from .modes import Seen, starting_mode
+from .past_sessions import Listing, Offered, PastSessions
 from .resources import Attachment, Resource, attach
 from .review.files import READ_LIMIT_BYTES, AgentFiles, FsRefused
 from .review.review_gate import ReviewGate
@@ -87,7 +90,7 @@ _PROTOCOL_ERRORS = (-32700, -32600, -32601, -32602)
 # What an agent's answer can fail with: a closed pipe, a JSON-RPC error, an answer that is not ACP.
 _AGENT_ERRORS = (ConnectionError, RequestError, ValidationError)
 T = TypeVar("T")
-Opened = TypeVar("Opened", NewSessionResponse, LoadSessionResponse)
+Opened = TypeVar("Opened", NewSessionResponse, LoadSessionResponse, ResumeSessionResponse)
 
 
 class NeedsLogin(ChatFailed):
@@ -130,6 +133,7 @@ class ChatSession:
         self.agent: process.AgentProcess | None = None
         self.session_id = ""
         self.can_load = False  # the agent's `loadSession` capability (after initialize)
+        self.past = PastSessions(spec.name, self.folders[0], Offered(), _History(self))  # after initialize
         self.embeds_resources = False  # its `promptCapabilities.embeddedContext`
         self.takes_images = False  # its `promptCapabilities.image` (images.py)
         self.takes_folders = False  # its `sessionCapabilities.additionalDirectories` (folders.py)
@@ -226,11 +230,12 @@ class ChatSession:
         session, raw = await self._logged_in("session/new", request, NewSessionResponse, login)
         await self._open(session.session_id, session, raw)
 
-    async def load(self, session_id: str, login: bool = False) -> None:
+    async def load(self, session_id: str, login: bool = False, launched: bool = False) -> None:
         """Start the agent and continue the saved session `session_id` (session/load): the agent
         replays its history to the view, then the chat goes on in a reviewing mode. ChatFailed when
         the agent cannot continue sessions (no `loadSession` capability) or does not know this one."""
-        await self._launch()
+        if not launched:
+            await self._launch()
         if not self.can_load:
             raise ChatFailed(
                 f"{self.spec.name} cannot continue a saved session (it does not offer session/load); "
@@ -245,6 +250,41 @@ class ChatSession:
         )
         session, raw = await self._logged_in("session/load", request, LoadSessionResponse, login)
         await self._open(session_id, session, raw)
+
+    async def connect(self) -> None:
+        """Start the agent and initialize, opening no session: to list or delete past sessions."""
+        await self._launch()
+
+    async def reopen(self, session_id: str, login: bool = False) -> None:
+        """Start the agent and open the past session `session_id` again: `session/resume` where the
+        agent offers it (the agent keeps the history; it is not replayed), else `session/load`."""
+        await self._launch()
+        if self.past.offered.reopen_with != "session/resume":
+            await self.load(session_id, login, launched=True)
+            return
+        request = ResumeSessionRequest(
+            cwd=self.folders[0], session_id=session_id, mcp_servers=[], field_meta=dict(self.spec.session_meta) or None
+        )
+        session, raw = await self._logged_in("session/resume", request, ResumeSessionResponse, login)
+        await self._open(session_id, session, raw)
+        self.view.notice(
+            f"Resumed an earlier session of {self.spec.name}: it remembers the conversation, which it does not "
+            "show again here.",
+            "info",
+        )
+
+    @property
+    def offered(self) -> Offered:
+        return self.past.offered
+
+    async def sessions(self, limit: int | None = None) -> Listing:
+        return await self.past.listing(limit)
+
+    async def close_session(self, session_id: str) -> None:
+        await self.past.close(session_id)
+
+    async def delete_session(self, session_id: str) -> None:
+        await self.past.delete(session_id)
 
     async def _logged_in(
         self, method: str, request: Any, answer: type[Opened], login: bool
@@ -333,6 +373,7 @@ class ChatSession:
         self.auth_methods = auth.auth_methods([m.model_dump(mode="json", by_alias=True) for m in methods])
         agent = answer.agent_capabilities
         self.can_load = bool(agent and agent.load_session)
+        self.past.offered = Offered.of(agent.model_dump(mode="json", by_alias=True) if agent else {})
         self.embeds_resources = bool(agent and agent.prompt_capabilities and agent.prompt_capabilities.embedded_context)
         mcp = agent.mcp_capabilities if agent else None
         self.transports = AgentTransports(http=bool(mcp and mcp.http), sse=bool(mcp and mcp.sse))
@@ -687,6 +728,35 @@ class _Requests:
         answer = await chat._asking_agent("session/set_config_option", request)
         data = answer.model_dump(mode="json", by_alias=True, exclude_none=True) if answer is not None else {}
         return data.get("configOptions")
+
+
+class _History:
+    """The past sessions' requests (past_sessions.HistoryRequests) over the session's SDK
+    connection, with or without an open session."""
+
+    def __init__(self, session: ChatSession) -> None:
+        self._session = session
+
+    def _conn(self) -> ClientSideConnection:
+        conn = self._session._conn
+        if conn is None:
+            raise ChatFailed("the agent has not started")
+        return conn
+
+    async def list_sessions(self, cwd: str, cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:
+        chat = self._session
+        answer = await chat._asking_agent("session/list", self._conn().list_sessions(cwd=cwd, cursor=cursor))
+        data = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return data.get("sessions", []), data.get("nextCursor")
+
+    async def close_session(self, session_id: str) -> None:
+        await self._session._asking_agent("session/close", self._conn().close_session(session_id))
+
+    async def delete_session(self, session_id: str) -> None:
+        # SDK 0.12.1 has no call for it (acp/meta.py names the method; the client connection lacks
+        # it): its own connection sends the request.
+        request = self._conn()._conn.send_request("session/delete", {"sessionId": session_id})
+        await self._session._asking_agent("session/delete", request)
 
 
 def _resource_blocks(attached: Attachment) -> list[Any]:

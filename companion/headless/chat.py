@@ -200,6 +200,7 @@ def run_chat(
     login: bool = False,
     mcp_config: str | None = None,
     editor_tools: bool = True,
+    resume: str | None = None,
 ) -> int:
     folder = os.path.realpath(workspace)
     if not os.path.isdir(folder):
@@ -231,7 +232,7 @@ def run_chat(
     try:
         view = TerminalView(policy, console=console, interactive=prompt is None)
         servers = _Servers(folder, editor_tools, user_servers)
-        code = asyncio.run(_chat(spec, folder, editor, view, prompt, checkpoints, login, servers))
+        code = asyncio.run(_chat(spec, folder, editor, view, prompt, checkpoints, login, servers, resume))
     except KeyboardInterrupt:  # before the chat's own handler was in place, or after it was removed
         _tell("Stopped.")
         code = EXIT_INTERRUPTED
@@ -280,6 +281,7 @@ async def _chat(
     checkpoints: bool,
     login: bool = False,
     servers: _Servers | None = None,
+    resume: str | None = None,
 ) -> int:
     from ..acp.session import ChatFailed, ChatSession  # the SDK loads here, on the first chat
 
@@ -290,7 +292,8 @@ async def _chat(
     interrupts = _Interrupts(session, editor, view)
     changes = TurnChanges(folder, spec.name, checkpoints, view.console)
     try:
-        starting = session.start(login=login)  # --login: the agent's login methods first
+        # --resume ID: resume, else load; --login: the agent's login methods first
+        starting = session.reopen(resume, login=login) if resume else session.start(login=login)
         await interrupts.run(waiting(view.console, starting, "waiting for the agent to start", view.heard))
         if prompt is not None:
             return await _one_turn(session, interrupts, changes, prompt)
@@ -669,7 +672,7 @@ def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
         epilog=EXIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="%(prog)s --workspace DIR [--diff-policy prompt|accept|reject] [--prompt TEXT] [--mode ID] "
-        "[--checkpoints] [--login] [--mcp-config FILE] [--no-editor-tools] "
+        "[--checkpoints] [--login] [--mcp-config FILE] [--no-editor-tools] [--sessions [--json] | --resume ID] "
         "(--agent gemini|claude|demo | -- COMMAND [ARGS...])",
     )
     chat.add_argument("--workspace", required=True, help="the folder the agent works in")
@@ -702,6 +705,9 @@ def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
         action="store_true",
         help="do not give the agent this workspace's tools (list_files, read_file, get_diagnostics) over MCP",
     )
+    chat.add_argument("--sessions", action="store_true", help="list the agent's past sessions in the folder, and exit")
+    chat.add_argument("--json", action="store_true", help="with --sessions: a JSON list (sessionId, title, updatedAt)")
+    chat.add_argument("--resume", metavar="ID", help="open the past session ID again (resume, else load) and go on")
     chat.add_argument("agent_command", nargs="*", metavar="COMMAND", help="the agent's command line, after --")
 
 
@@ -709,6 +715,8 @@ def run_chat_command(args: Any) -> int:
     command = list(args.agent_command)
     if command[:1] == ["--"]:  # older argparse keeps it for nargs="*"
         command = command[1:]
+    if args.sessions or args.json:
+        return _sessions(args, command)
     return run_chat(
         args.workspace,
         args.diff_policy,
@@ -720,4 +728,23 @@ def run_chat_command(args: Any) -> int:
         args.login,
         args.mcp_config,
         not args.no_editor_tools,
+        args.resume,
     )
+
+
+def _sessions(args: Any, command: list[str]) -> int:
+    """`--sessions [--json]`: the listing (headless/sessions.py) instead of a chat."""
+    from .sessions import print_sessions
+
+    folder = os.path.realpath(args.workspace)
+    try:
+        if not args.sessions or args.resume or args.prompt is not None:
+            raise ValueError("--json goes with --sessions, and --sessions with no --resume or --prompt")
+        if not os.path.isdir(folder):
+            raise ValueError(f"{args.workspace} is not a folder; pass --workspace with an existing folder")
+        spec = agent_spec(args.agent, command)
+    except ValueError as exc:
+        print(f"error: {exc}.", file=sys.stderr)
+        return EXIT_USAGE
+    _log_without_the_sdk()
+    return print_sessions(spec, folder, args.json)

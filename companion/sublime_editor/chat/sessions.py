@@ -69,6 +69,8 @@ class Chat:
         self.attached: dict[str, Resource] = {}  # mention in the prompt -> the file it sends
         self.images: dict[str, Image] = {}  # mention in the prompt -> the image it sends (chat/images.py)
         self.session: ChatSession | None = None  # loop thread only
+        self.session_id = ""  # the agent's session, once started (main thread: Chat History finds it)
+        self.reopen = False  # start() opens its session again as Chat History does (resume, else load)
         self.ready = False
         self.busy = False  # a turn runs
         self.ended = False  # the agent is gone (failed, stopped)
@@ -200,7 +202,8 @@ class Chat:
             self._failed(error)
             return
         self.ready = True
-        remember_session(self, str(session_id or ""))
+        self.session_id = str(session_id or "")
+        remember_session(self, self.session_id)
         self.panel.notice(f"{self.spec.name} is ready. Type below and press Enter; Escape cancels a turn.", "info")
         self._show_status()
 
@@ -288,7 +291,7 @@ class Chat:
             servers=chat_mcp.chat_servers(mcp, self.state.handle),  # the window's tools, the user's servers
         )
         if load_session_id:
-            await self.session.load(load_session_id)
+            await (self.session.reopen if self.reopen else self.session.load)(load_session_id)
         else:
             await self.session.start()
         return self.session.session_id
@@ -364,8 +367,9 @@ _chats: dict[int, list[Chat]] = {}  # the window each chat started in -> its cha
 _by_view: dict[int, Chat] = {}  # each chat's own view id -> the chat
 
 
-def open_chat(state: WindowState, key: str, spec: AgentSpec, load: str | None = None) -> Chat:
+def open_chat(state: WindowState, key: str, spec: AgentSpec, load: str | None = None, reopen: bool = False) -> Chat:
     chat = Chat(state, key, spec, list(state.window.folders()))
+    chat.reopen = reopen
     _chats.setdefault(state.window.id(), []).append(chat)
     state.last_agent = f"chat:{chat.id}"  # Send to Agent goes to the chat opened last, until another is used
     chat.panel.focus_prompt()
