@@ -49,6 +49,7 @@ else:
         GeminiCompanionChatCancelCommand,
         GeminiCompanionChatModeCommand,
         GeminiCompanionChatModelCommand,
+        GeminiCompanionChatOptionsCommand,
         GeminiCompanionContinueChatCommand,
         GeminiCompanionNewChatCommand,
     )
@@ -103,6 +104,7 @@ __all__ = [
     "GeminiCompanionChatModeCommand",
     "GeminiCompanionChatModelCommand",
     "GeminiCompanionChatNoopCommand",
+    "GeminiCompanionChatOptionsCommand",
     "GeminiCompanionChatSendCommand",
     "GeminiCompanionConnectAgentCommand",
     "GeminiCompanionContextListener",

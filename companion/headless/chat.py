@@ -41,6 +41,7 @@ from .changes import print_changes, run_command
 from .chat_tools import ChatWindow
 from .console import Console, StdinLines, off_the_loop
 from .editor import HeadlessEditor, one_line, visible
+from .questions import ConsoleQuestions
 
 if TYPE_CHECKING:
     from ..acp.session import ChatSession
@@ -55,6 +56,7 @@ _SEVERITY = (EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_REFUSED, E
 LOCAL_HELP = """The chat's own commands (not sent to the agent):
   /help          this list
   /mode [ID]     switch the agent to mode ID; without ID, list its modes
+  /config [ID VALUE]  set the agent's option ID to VALUE (on/off for a switch); without, list them
   /changes       what the last turn changed (a chat started with --checkpoints)
   /restore [N]   the files as they were before prompt N; /restore lists the points, /restore undo undoes
   //COMMAND      sends /COMMAND to the agent (its own slash commands, such as //help)
@@ -76,7 +78,7 @@ EXIT_HELP = """exit status:
   3 and 4 win over the others, and 3 over 4; a `warning:` line on stderr names the edits."""
 
 
-class TerminalView:
+class TerminalView(ConsoleQuestions):
     """The ChatView on a terminal: the reply on stdout, notices and tool calls marked apart. Its
     Console is shared with the review's questions, so the agent's output never lands under one."""
 
@@ -91,6 +93,9 @@ class TerminalView:
 
     def heard(self) -> int:
         return self._heard
+
+    def _asked(self) -> None:
+        self._heard += 1
 
     def user_text(self, text: str) -> None:
         self._say(f"\n> {visible(text)}")  # a continued session's history, replayed
@@ -124,7 +129,7 @@ class TerminalView:
         pass  # the terminal chat has no model picker
 
     def config_options(self, options: list[ConfigOption]) -> None:
-        pass  # the terminal chat has no settings menu
+        pass  # `/config` lists them
 
     def session_info(self, title: str | None) -> None:
         pass
@@ -193,6 +198,7 @@ def run_chat(
     checkpoints: bool = False,
     mcp_config: str | None = None,
     editor_tools: bool = True,
+    login: bool = False,
 ) -> int:
     folder = os.path.realpath(workspace)
     if not os.path.isdir(folder):
@@ -224,7 +230,7 @@ def run_chat(
     try:
         view = TerminalView(policy, console=console, interactive=prompt is None)
         servers = _Servers(folder, editor_tools, user_servers)
-        code = asyncio.run(_chat(spec, folder, editor, view, prompt, checkpoints, servers))
+        code = asyncio.run(_chat(spec, folder, editor, view, prompt, checkpoints, login, servers))
     except KeyboardInterrupt:  # before the chat's own handler was in place, or after it was removed
         _tell("Stopped.")
         code = EXIT_INTERRUPTED
@@ -271,6 +277,7 @@ async def _chat(
     view: TerminalView,
     prompt: str | None,
     checkpoints: bool,
+    login: bool = False,
     servers: _Servers | None = None,
 ) -> int:
     from ..acp.session import ChatFailed, ChatSession  # the SDK loads here, on the first chat
@@ -282,7 +289,8 @@ async def _chat(
     interrupts = _Interrupts(session, editor, view)
     changes = TurnChanges(folder, spec.name, checkpoints, view.console)
     try:
-        await interrupts.run(waiting(view.console, session.start(), "waiting for the agent to start", view.heard))
+        starting = session.start(login=login)  # --login: the agent's login methods first
+        await interrupts.run(waiting(view.console, starting, "waiting for the agent to start", view.heard))
         if prompt is not None:
             return await _one_turn(session, interrupts, changes, prompt)
         return await _repl(session, interrupts, changes)
@@ -426,6 +434,9 @@ async def _repl(session: ChatSession, interrupts: _Interrupts, changes: TurnChan
         if word == "/mode":
             await _switch_mode(session, line.split()[1:])
             continue
+        if word == "/config":
+            await config_command(session, line.split()[1:], console)
+            continue
         if word in ("/restore", "/changes"):
             await changes.command(line.split())
             continue
@@ -503,6 +514,33 @@ async def _switch_mode(session: ChatSession, words: list[str]) -> None:
         print(f"Modes of {visible(session.spec.name)}: {', '.join(visible(i) for i in ids) or 'none'}; type /mode ID.")
         return
     await session.set_mode(words[0])
+
+
+async def config_command(session: ChatSession, words: list[str], console: Console) -> None:
+    """`/config` lists the agent's config options; `/config ID VALUE` sets one (a bad value: one
+    line, nothing sent; the agent's refusal: one line, the chat goes on)."""
+    from ..acp.asks import config_options
+    from ..acp.session import ChatFailed
+
+    options = session.config
+    option = next((o for o in options if words and o.id == words[0]), None)
+    if len(words) != 2 or option is None:
+        listed = "".join(
+            f"  {visible(o.id)} ({visible(o.name)}): {visible(config_options.current_text(o))}"
+            f"  [{visible(config_options.values_text(o))}]\n"
+            for o in options
+        )
+        name = visible(session.spec.name)
+        said = f"Options of {name}:\n{listed}Type /config ID VALUE.\n" if options else f"{name} offers no options.\n"
+        console.say(said)
+        return
+    try:
+        await session.set_config_option(option.id, config_options.parse_value(option, words[1]))
+    except (ValueError, ChatFailed) as exc:
+        console.say(f"error: {visible(one_line(str(exc)))}\n")
+        return
+    changed = next((o for o in session.config if o.id == option.id), option)
+    console.say(f"[{visible(changed.name)}: {visible(config_options.current_text(changed))}]\n")
 
 
 class _Interrupts:
@@ -624,7 +662,8 @@ def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
         epilog=EXIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="%(prog)s --workspace DIR [--diff-policy prompt|accept|reject] [--prompt TEXT] [--mode ID] "
-        "[--checkpoints] [--mcp-config FILE] [--no-editor-tools] (--agent gemini|claude|demo | -- COMMAND [ARGS...])",
+        "[--checkpoints] [--login] [--mcp-config FILE] [--no-editor-tools] "
+        "(--agent gemini|claude|demo | -- COMMAND [ARGS...])",
     )
     chat.add_argument("--workspace", required=True, help="the folder the agent works in")
     chat.add_argument("--diff-policy", choices=policies, default="prompt", help="how permissions are answered")
@@ -651,6 +690,11 @@ def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
         action="store_true",
         help="do not give the agent this workspace's tools (list_files, read_file, get_diagnostics) over MCP",
     )
+    chat.add_argument(
+        "--login",
+        action="store_true",
+        help="offer the agent's login methods before the session starts (also offered when it says it needs one)",
+    )
     chat.add_argument("agent_command", nargs="*", metavar="COMMAND", help="the agent's command line, after --")
 
 
@@ -668,4 +712,5 @@ def run_chat_command(args: Any) -> int:
         args.checkpoints,
         args.mcp_config,
         not args.no_editor_tools,
+        args.login,
     )
