@@ -63,6 +63,13 @@ def open_chat(
     return window, handle, view
 
 
+def end_chat(view: sublime.View) -> None:
+    """Close the chat's tab and wait until its agent is stopped (not left to the unload)."""
+    chat = chat_of(view)
+    control.close_tab(view)
+    control.pump_until(lambda: chat._closing is not None and chat._closing.done(), CEILING, "the chat to end")
+
+
 def test_the_chats_agent_reads_the_build_error_and_the_unsaved_buffer_and_its_token_dies_with_the_chat(
     companion: Companion, workspace: str, tmp_path: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -127,6 +134,7 @@ def test_an_agent_without_http_gets_only_stdio_entries_and_the_bridge_works(
     assert handle.token not in json.dumps(new)  # the bridge gets the chat's token, never the window's
     (server,) = used["results"]
     assert server["calls"]["read_file"] == {"error": False, "text": "on disk\n"}, server
+    end_chat(view)
 
 
 def test_a_bad_chat_mcp_servers_setting_starts_nothing_and_names_the_entry(
@@ -149,6 +157,7 @@ def test_chat_editor_tools_false_sends_no_window_server(companion: Companion, wo
     assert "is ready" in text(view), text(view)
     assert records(record)[0]["mcpServers"] == []
     assert len(handle.chat_tokens) == 0
+    end_chat(view)
 
 
 def test_the_chats_agent_never_gets_an_excluded_file_nor_anything_while_sharing_is_paused(
@@ -174,3 +183,4 @@ def test_the_chats_agent_never_gets_an_excluded_file_nor_anything_while_sharing_
     (server,) = records(record)[-1]["results"]
     for name in ("read_file", "list_files", "get_diagnostics"):
         assert server["calls"][name]["error"] and "paused" in server["calls"][name]["text"], server
+    end_chat(view)
