@@ -21,6 +21,7 @@ REPLY_PREFIX = "## You answered:"
 class Turn:
     prompt: str
     reply: str = ""
+    number: int = 0  # the chat's prompt number (1 = its first), as its checkpoint counts it
 
 
 @dataclass
@@ -36,9 +37,11 @@ class Transcript:
     """The prompts sent in this chat's session and what the agent answered to each."""
 
     turns: list[Turn] = field(default_factory=list[Turn])
+    count: int = 0  # every prompt of the chat, rewound ones too: the numbers go on as its checkpoints do
 
     def prompted(self, text: str) -> None:
-        self.turns.append(Turn(text))
+        self.count += 1
+        self.turns.append(Turn(text, "", self.count))
 
     def replied(self, text: str) -> None:
         if self.turns:  # a replay before any prompt of ours is the agent's, not this chat's
@@ -46,17 +49,19 @@ class Transcript:
 
     def prompt_text(self, number: int) -> str:
         """The text of prompt `number` (1 = the first); ValueError saying what to do when there is none."""
-        if not 1 <= number <= len(self.turns):
+        found = next((t for t in self.turns if t.number == number), None)
+        if found is None:
+            shown = ", ".join(str(t.number) for t in self.turns) or "none"
             raise ValueError(
-                f"this conversation has no prompt {number} (it has {len(self.turns)}); "
-                "pick one of the prompts listed by /restore."
+                f"this conversation has no prompt {number} (its prompts: {shown}; an earlier rewind "
+                "left out the others); pick one of them."
             )
-        return self.turns[number - 1].prompt
+        return found.prompt
 
     def cut_before(self, number: int) -> list[Turn]:
         """Keep the turns before prompt `number`; return the whole transcript as it was (for the undo)."""
         self.prompt_text(number)
-        kept, self.turns = self.turns, [Turn(t.prompt, t.reply) for t in self.turns[: number - 1]]
+        kept, self.turns = self.turns, [Turn(t.prompt, t.reply, t.number) for t in self.turns if t.number < number]
         return kept
 
 

@@ -71,6 +71,7 @@ from .resources import Attachment, Resource, attach
 from .review.files import READ_LIMIT_BYTES, AgentFiles, FsRefused
 from .review.review_gate import ReviewGate
 from .review.unchecked import UncheckedEdits
+from .rewind import Rewound, seed_note
 from .thread import ChatFailed, ChatThread, ConfigOptions, SessionModels, SessionModes, WriteFailed, WriteRefused
 from .view import ChatView, Choice, Command, ConfigOption
 
@@ -144,6 +145,7 @@ class ChatSession:
         self._watcher: asyncio.Task[None] | None = None
         self._temp = ""  # the agent's own temporary folder (with_private_temp), removed with the chat
         self._status_shown = False  # the view shows a status from the agent's notifications
+        self.rewinds: list[Rewound] = []  # the sessions rewinds left, newest last (undo_rewind)
 
     # -- the thread's state, for the chat's callers --
 
@@ -272,6 +274,53 @@ class ChatSession:
             "show again here.",
             "info",
         )
+
+    async def rewind(self, number: int) -> str:
+        """A new session of the same agent, on the same connection, whose first prompt carries the
+        turns before prompt `number` (acp/rewind.py); returns prompt `number`'s text, to edit and
+        send again. ValueError when there is no such prompt. (`session/fork` would copy the whole
+        conversation, not the turns before prompt N, so it is not used.)"""
+        if self._conn is None:
+            raise ChatFailed("the chat has not started")
+        text = self.thread.transcript.prompt_text(number)
+        old, whole = self.session_id, self.thread.transcript.cut_before(number)
+        request = NewSessionRequest(
+            cwd=self.folders[0],
+            additional_directories=additional_directories(self.folders, self.takes_folders),
+            mcp_servers=self._mcp_servers(),
+            field_meta=dict(self.spec.session_meta) or None,
+        )
+        try:
+            session, raw = await self._logged_in("session/new", request, NewSessionResponse, False)
+        except BaseException:
+            self.thread.transcript.turns = whole  # still the old session: nothing was rewound
+            raise
+        await self._open(session.session_id, session, raw)
+        self.rewinds.append(Rewound(old, whole))
+        self.thread.take_notes()  # the old session's notes went with it
+        note = seed_note(self.thread.transcript.turns)
+        if note:
+            self.thread.add_note(note)
+        return text
+
+    async def undo_rewind(self) -> bool:
+        """Back to the session the last rewind left (`session/load`, which replays it to the view);
+        False, with a notice saying so, when the agent cannot load a session. ValueError: no rewind."""
+        if not self.rewinds:
+            raise ValueError("this chat has no rewind to undo")
+        if not self.can_load:
+            self.rewinds.pop()
+            self.view.notice(
+                f"{self.spec.name} cannot open its earlier session again (it does not offer session/load); "
+                "the chat goes on in the new session.",
+                "info",
+            )
+            return False
+        rewound = self.rewinds.pop()
+        await self.load(rewound.session_id, launched=True)
+        self.thread.take_notes()  # the transcript note was for the new session
+        self.thread.transcript.turns = rewound.turns  # after the replay, which told the view
+        return True
 
     @property
     def offered(self) -> Offered:
@@ -483,6 +532,7 @@ class ChatSession:
         if images and not self.takes_images:
             raise ImageRefused(no_images(self.spec.name))
         attached = [await attach(self.files, r, self.embeds_resources) for r in resources]
+        self.thread.transcript.prompted(text)
         blocks: list[Any] = [text_block(note) for note in self.thread.take_notes()] + [text_block(text)]
         blocks += [block for a in attached for block in _resource_blocks(a)]
         blocks += [image_block(i.data, i.mime_type, uri=i.uri) for i in images]

@@ -32,6 +32,7 @@ from .review.file_changes import FileChange, file_changes, named_paths
 from .review.files import AgentFiles, FsRefused
 from .review.review_gate import AcceptedEdit, ReviewGate, ReviewOpen
 from .review.unchecked import UncheckedEdits
+from .rewind import Transcript
 from .tool_call_tracker import ToolCalls
 from .view import ChatView, Choice, Command, ConfigOption, Mode
 
@@ -181,6 +182,7 @@ class ChatThread:
         self._agent_bytes: dict[tuple[str, str], bytes] = {}
         self.seen = Seen()  # what the agent did with edits in each mode: names are only hints (modes.py)
         self._notes: list[str] = []  # told to the agent with the next prompt
+        self.transcript = Transcript()  # the prompts and replies, for a rewind (rewind.py)
         self._calls = ToolCalls()  # by id: all the agent said about each, to decide on, and its card
         self.modes: SessionModes | None = None
         self.models: SessionModels | None = None
@@ -562,6 +564,7 @@ class ChatThread:
         if meta.get("kind") == "informational":  # reference acp.md §3: not the model's text
             self.view.notice(text, "agent")
         elif what == "agent_message_chunk":
+            self.transcript.replied(text)
             self.view.agent_text(text)
         elif what == "user_message_chunk":
             if not updates.hidden_context(text):  # Gemini's own context turn, replayed: never typed

@@ -36,27 +36,29 @@ def print_changes(found: Sequence[FileChange]) -> None:
 
 async def run_command(
     turns: Turns, words: Sequence[str], ask: Ask, interactive: bool, texts: Sequence[str] = ()
-) -> None:
+) -> bool:
     """`/changes` or `/restore ...`; every failure is one `error:` line saying what to do. `texts`:
-    this chat's prompts, in order, shown beside their restore points."""
+    this chat's prompts, in order, shown beside their restore points. True when a restore wrote
+    the files (or found them as they were)."""
     from ..core.history.turns import NoTurn, RestoreFailed, RestoreRefused
 
     try:
         if words[0] == "/changes":
             print_changes(await asyncio.to_thread(turns.change_set, True))
-        else:
-            await _restore(turns, words[1:], ask, interactive, texts)
+            return False
+        return await _restore(turns, words[1:], ask, interactive, texts)
     except (NoTurn, RestoreRefused, RestoreFailed, OSError, ValueError) as exc:
         print(f"error: {one_line(str(exc))}", flush=True)
+        return False
 
 
-async def _restore(turns: Turns, args: Sequence[str], ask: Ask, interactive: bool, texts: Sequence[str]) -> None:
+async def _restore(turns: Turns, args: Sequence[str], ask: Ask, interactive: bool, texts: Sequence[str]) -> bool:
     points = await asyncio.to_thread(turns.points)
     names = _names(points)
     if not args:
         listed = "".join(f"\n  {_listed(p, names, texts)}" for p in points)
         print(f"\n[restore points]{listed or NO_POINTS}\n{USAGE}.", flush=True)
-        return
+        return False
     point = _chosen(turns, points, args)
     name = names.get(point.id, point.label)
     plan = await asyncio.to_thread(turns.plan, point)
@@ -64,15 +66,16 @@ async def _restore(turns: Turns, args: Sequence[str], ask: Ask, interactive: boo
     print(f"\n[restore to {name}: {len(plan.changes)} file(s) change]{lines}", flush=True)
     if not plan.changes:
         print(f"Nothing to restore: the files are as they were {_when(name)}.", flush=True)
-        return
+        return True
     take = await _choices(plan, ask, interactive, name)
     if take is None:
-        return
+        return False
     await asyncio.to_thread(turns.apply, plan, take)
     kept = [c.path for c in plan.conflicts if c.path not in take]
     mine = f"; kept yours: {', '.join(visible(p) for p in kept)}" if kept else ""
     undo = f"undo {sum(1 for p in points if _is_undo(p)) + 1}"
     print(f"Restored {name}{mine}. /restore undo brings the files back ({undo}).", flush=True)
+    return True
 
 
 NO_POINTS = "\n  none yet: a prompt's checkpoint comes with it"

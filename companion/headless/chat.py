@@ -43,6 +43,7 @@ from .chat_tools import ChatWindow
 from .console import Console, StdinLines, off_the_loop
 from .editor import HeadlessEditor, one_line, visible
 from .questions import ConsoleQuestions
+from .rewind import rewind
 
 if TYPE_CHECKING:
     from ..acp.session import ChatSession
@@ -60,6 +61,7 @@ LOCAL_HELP = """The chat's own commands (not sent to the agent):
   /config [ID VALUE]  set the agent's option ID to VALUE (on/off for a switch); without, list them
   /changes       what the last turn changed (a chat started with --checkpoints)
   /restore [N]   the files as they were before prompt N; /restore lists the points, /restore undo undoes
+  /rewind N      the files and the conversation as they were before prompt N; /rewind undo undoes
   //COMMAND      sends /COMMAND to the agent (its own slash commands, such as //help)
 Any other line is a prompt for the agent. Ctrl-C cancels a turn (and a review's question with it);
 at the `>` prompt it clears the line, and a second one ends the chat; Ctrl-D ends it too.
@@ -397,6 +399,15 @@ class TurnChanges:
             return
         await run_command(self.turns, words, self.console.ask, sys.stdin.isatty(), self.texts)
 
+    async def rewind(self, session: ChatSession, words: list[str]) -> None:
+        """`/rewind N` or `/rewind undo` between turns (headless/rewind.py)."""
+        if self.turns is None or self.off:
+            print("error: this chat keeps no checkpoints; start it with --checkpoints to rewind.")
+            return
+        turns = self.turns
+        ask, interactive = self.console.ask, sys.stdin.isatty()
+        await rewind(session, words[1:], lambda w: run_command(turns, w, ask, interactive, self.texts))
+
     async def _run(self, call: Callable[..., T], *args: Any) -> T | None:
         if self.off:
             return None
@@ -445,6 +456,9 @@ async def _repl(session: ChatSession, interrupts: _Interrupts, changes: TurnChan
             continue
         if word in ("/restore", "/changes"):
             await changes.command(line.split())
+            continue
+        if word == "/rewind":
+            await changes.rewind(session, line.split())
             continue
         if word.startswith("//"):  # the agent's own slash command, such as //help
             line = line.lstrip()[1:]

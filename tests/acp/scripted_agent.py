@@ -16,7 +16,10 @@ $SCRIPTED_AGENT_FS_WRITES, else through a permission request with the diff, then
 fs/write_text_file once allowed), `checkpoint` (a turn writes reviewed.txt as `modes` does in a
 mode that asks, then outside.txt on disk with no tool call at all, as a shell command would; each
 prompt's blocks go to $SCRIPTED_AGENT_RECORD when it is set; with $SCRIPTED_AGENT_GATE, a FIFO, a
-turn first says "At the gate." and waits until the test writes a line to it).
+turn first says "At the gate." and waits until the test writes a line to it; with
+$SCRIPTED_AGENT_SESSIONS, a file, it offers session/load, numbers its sessions s1, s2, …, answers
+each prompt "Done: TEXT" and appends each session/new, session/load and prompt (its session id and
+its text blocks) to that file as a JSON line).
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ async def serve(behaviour: str) -> None:
     from acp.schema import (
         AgentCapabilities,
         InitializeResponse,
+        LoadSessionResponse,
         NewSessionResponse,
         PermissionOption,
         PromptCapabilities,
@@ -88,11 +92,27 @@ async def serve(behaviour: str) -> None:
         def on_connect(self, conn: Any) -> None:
             self.conn = conn
 
+        sessions = 0
+        prompts = 0
+
         async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
             prompts = PromptCapabilities(embedded_context=behaviour == "embed")
+            load = bool(os.environ.get("SCRIPTED_AGENT_SESSIONS"))
             return InitializeResponse(
-                protocol_version=1, agent_capabilities=AgentCapabilities(prompt_capabilities=prompts)
+                protocol_version=1,
+                agent_capabilities=AgentCapabilities(prompt_capabilities=prompts, load_session=load),
             )
+
+        def _log(self, method: str, session_id: str, texts: list[str] | None = None) -> None:
+            if os.environ.get("SCRIPTED_AGENT_SESSIONS"):
+                with open(os.environ["SCRIPTED_AGENT_SESSIONS"], "a", encoding="utf-8") as handle:
+                    handle.write(json.dumps({"method": method, "sessionId": session_id, "texts": texts}) + "\n")
+
+        async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
+            self.cwd = cwd
+            self._log("session/load", session_id)
+            await self.conn.session_update(session_id, update_agent_message(text_block(f"(replay of {session_id})")))
+            return LoadSessionResponse()
 
         async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
             self.cwd = cwd
@@ -106,7 +126,9 @@ async def serve(behaviour: str) -> None:
                 return NewSessionResponse.model_validate(
                     {"sessionId": "s1", "modes": MODES, "configOptions": [CONFIG_OPTION]}
                 )
-            return NewSessionResponse(session_id="s1")
+            self.sessions += 1
+            self._log("session/new", f"s{self.sessions}")
+            return NewSessionResponse(session_id=f"s{self.sessions}")
 
         async def set_session_mode(self, mode_id: str, session_id: str, **kwargs: Any) -> SetSessionModeResponse:
             self.mode = mode_id
@@ -126,6 +148,7 @@ async def serve(behaviour: str) -> None:
                 with open(os.environ["SCRIPTED_AGENT_RECORD"], "a", encoding="utf-8") as handle:
                     blocks = [b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in prompt]
                     handle.write(json.dumps(blocks) + "\n")
+            self._log("session/prompt", session_id, [getattr(b, "text", "") for b in prompt])
             if behaviour == "every-update":
                 for update in EVERY_UPDATE:
                     notification = SessionNotification.model_validate({"sessionId": session_id, "update": update})
@@ -138,8 +161,13 @@ async def serve(behaviour: str) -> None:
                     await asyncio.to_thread(_pass_gate, os.environ["SCRIPTED_AGENT_GATE"])
                 self.mode = "ask"  # reviewed.txt through a permission and fs/write_text_file
                 await self._edit(session_id, os.path.join(self.cwd, "reviewed.txt"))
+                self.prompts += 1
+                numbered = f"written at prompt {self.prompts}\n" if os.environ.get("SCRIPTED_AGENT_SESSIONS") else ""
                 with open(os.path.join(self.cwd, "outside.txt"), "w", encoding="utf-8") as handle:
-                    handle.write("written with no tool call\n")  # as a shell command would
+                    handle.write(numbered or "written with no tool call\n")  # as a shell command would
+                if os.environ.get("SCRIPTED_AGENT_SESSIONS"):
+                    said = getattr(prompt[-1], "text", "")
+                    await self.conn.session_update(session_id, update_agent_message(text_block(f"Done: {said}")))
             elif behaviour == "stream":
                 await self._stream(session_id, int(os.environ.get("SCRIPTED_AGENT_CHUNKS", "100")))
             else:

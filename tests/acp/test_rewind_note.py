@@ -41,6 +41,8 @@ def test_the_transcript_cut_before_prompt_n_keeps_the_earlier_turns_and_gives_ba
     assert transcript.prompt_text(2) == "prompt 2"
     whole = transcript.cut_before(2)
     assert [t.prompt for t in whole] == ["prompt 1", "prompt 2", "prompt 3"]
-    assert transcript.turns == [Turn("prompt 1", "reply 1")]
-    with pytest.raises(ValueError, match="no prompt 5"):
-        transcript.prompt_text(5)
+    assert transcript.turns == [Turn("prompt 1", "reply 1", 1)]
+    transcript.prompted("prompt 4")  # the chat's numbers go on, as its checkpoints' do
+    assert transcript.prompt_text(4) == "prompt 4"
+    with pytest.raises(ValueError, match=r"no prompt 2 \(its prompts: 1, 4"):
+        transcript.prompt_text(2)
