@@ -17,7 +17,7 @@ JSON-RPC): `python chat_agent.py [PID_FILE]`. What it does depends on the prompt
 - anything else: echoes "echo: <prompt>".
 Modes `default` and `yolo`; slash commands /explain and /review; session/load replays one
 exchange. Every prompt (its text blocks, then one line per resource) and every load is appended
-to PROMPTS_FILE (when the environment names one), for the test to read. With CHAT_AGENT_EMBED=1
+to PROMPTS_FILE (when the environment names one; with CHAT_AGENT_SESSION_IDS=1 each after "[sN] ", its session), for the test to read. With CHAT_AGENT_EMBED=1
 it takes embedded context (files' text inside the prompt), as Gemini CLI does.
 """
 
@@ -79,9 +79,11 @@ async def serve() -> None:
             return InitializeResponse(protocol_version=1, agent_capabilities=capabilities)
 
         async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
-            asyncio.get_running_loop().call_later(0, lambda: asyncio.ensure_future(self._commands("s1")))
+            self.sessions = getattr(self, "sessions", 0) + 1  # s1, s2, … (a rewind opens another)
+            session_id = f"s{self.sessions}"
+            asyncio.get_running_loop().call_later(0, lambda: asyncio.ensure_future(self._commands(session_id)))
             return NewSessionResponse(
-                session_id="s1", modes=SessionModeState(current_mode_id=self.mode, available_modes=modes)
+                session_id=session_id, modes=SessionModeState(current_mode_id=self.mode, available_modes=modes)
             )
 
         async def _commands(self, session_id: str) -> None:
@@ -104,7 +106,8 @@ async def serve() -> None:
         async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
             texts = [getattr(block, "text", "") for block in prompt if getattr(block, "type", "") == "text"]
             files = [_resource(block) for block in prompt if getattr(block, "type", "") != "text"]
-            self._record("\n".join(texts + files))
+            shown = f"[{session_id}] " if os.environ.get("CHAT_AGENT_SESSION_IDS") else ""  # which session heard it
+            self._record(shown + "\n".join(texts + files))
             words = texts[-1].strip().split(" ", 2)
             say = lambda text: self.conn.session_update(session_id, update_agent_message(text_block(text)))  # noqa: E731
             if words[0] == "stream":

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import sublime
 
+from . import rewind as chat_rewind
 from . import sessions as chat_sessions
 
 if TYPE_CHECKING:
@@ -38,9 +39,12 @@ UNDO_CARD = "undo-restore"
 PREFIX = "Gemini Companion: "
 
 
-def restore_checkpoint(window: sublime.Window, chat: str, prompt: int = 0, undo: bool = False) -> None:
+def restore_checkpoint(
+    window: sublime.Window, chat: str, prompt: int = 0, undo: bool = False, rewind: bool = False
+) -> None:
     """Restore the checkpoint before prompt `prompt` (1 = the chat's first) of the chat `chat` (its
-    id); with `undo`, the checkpoint taken before the chat's last restore (the command `COMMAND`)."""
+    id); with `undo`, the checkpoint taken before the chat's last restore (the command `COMMAND`).
+    With `rewind`, the conversation follows the files (rewind.py): Rewind to Here, Undo rewind."""
     found = next((c for c in chat_sessions.chats(window) if c.id == chat), None)
     turns: Turns | None = getattr(found, "turns", None)
     if found is None or turns is None:
@@ -49,7 +53,8 @@ def restore_checkpoint(window: sublime.Window, chat: str, prompt: int = 0, undo:
     if found.busy:
         sublime.status_message(PREFIX + "a turn is running; restore when it ends (or press Escape to cancel it).")
         return
-    restore = Restore(window, turns, _open_buffers(window), chat=found)
+    back = (-1 if undo else prompt) if rewind else 0
+    restore = Restore(window, turns, _open_buffers(window), chat=found, rewind=back)
     _in_thread(lambda: restore.plan(prompt, undo), restore.planned)
 
 
@@ -76,6 +81,7 @@ class Restore:
     take: list[str] = field(default_factory=list[str])
     tab: sublime.View | None = None
     chat: chat_sessions.Chat | None = None  # where "Undo restore" goes
+    rewind: int = 0  # Rewind to Here: the prompt the conversation goes back to (-1: Undo rewind)
 
     def __post_init__(self) -> None:
         for name, view in self.views.items():
@@ -106,6 +112,7 @@ class Restore:
         self.tab = _show_plan(self.window, plan)
         if not plan.changes:
             sublime.status_message(PREFIX + f"nothing to restore: the files are as they were before {plan.label}.")
+            self._then_the_conversation()
             return
         self._ask(plan, 0)
 
@@ -183,6 +190,16 @@ class Restore:
         self._offer_undo(undo)
         if self.tab is not None and self.tab.is_valid():
             _set_text(self.tab, _text_of(self.tab) + f"\n**{message}.**\n")
+        self._then_the_conversation()
+
+    def _then_the_conversation(self) -> None:
+        """Rewind to Here and Undo rewind: the files are done; the chat's session follows."""
+        if self.chat is None or not self.rewind:
+            return
+        if self.rewind > 0:
+            chat_rewind.rewound_files(self.chat, self.rewind)
+        else:
+            chat_rewind.undone_files(self.chat)
 
     def _offer_undo(self, undo: Point) -> None:
         """ "Undo restore" at the end of the chat (the command needs the chat's id, which nobody types);
@@ -190,11 +207,13 @@ class Restore:
         chat = self.chat
         if chat is None or chat.ended or not chat.panel.view.is_valid():
             return
-        args = {"chat": chat.id, "undo": True}
+        args = {"chat": chat.id, "undo": True, "rewind": self.rewind > 0}
         window = self.window
         chat.panel.remove_card(UNDO_CARD)
         label = html.escape(undo.label)
-        link = f'<a href="undo">Undo restore</a> <span class="dim">(restores checkpoint \'{label}\')</span>'
+        what = "Undo rewind" if self.rewind > 0 else "Undo restore"
+        more = " and the conversation before the rewind" if self.rewind > 0 else ""
+        link = f'<a href="undo">{what}</a> <span class="dim">(restores checkpoint \'{label}\'{more})</span>'
         chat.panel.card(UNDO_CARD, link, {"undo": lambda: window.run_command(COMMAND, args)})
 
     def _cancelled(self) -> None:

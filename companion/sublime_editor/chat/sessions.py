@@ -135,9 +135,11 @@ class Chat:
             return
         self.prompts_sent += 1
         args = {"chat": self.id, "prompt": self.prompts_sent}
-        restore = lambda: self.state.window.run_command("gemini_companion_restore_checkpoint", args)  # noqa: E731
-        link = '<a href="restore">Restore checkpoint</a>'
-        self.panel.card(f"restore-{self.prompts_sent}", link, {"restore": restore})
+        run = self.state.window.run_command
+        restore = lambda: run("gemini_companion_restore_checkpoint", args)  # noqa: E731
+        rewind = lambda: run("gemini_companion_restore_checkpoint", {**args, "rewind": True})  # noqa: E731
+        link = '<a href="restore">Restore checkpoint</a> · <a href="rewind">Rewind to Here</a>'
+        self.panel.card(f"restore-{self.prompts_sent}", link, {"restore": restore, "rewind": rewind})
 
     def attach(self, mention: str, resource: Resource) -> None:
         """Send to Agent: the file goes with the next prompt as long as its mention stays in it."""

@@ -73,7 +73,8 @@ class GeminiCompanionReviewCheckpointChangesCommand(CompanionWindowCommand):
 
 class GeminiCompanionRestoreCheckpointCommand(sublime_plugin.WindowCommand):
     """Restore Checkpoint (a link on a chat's prompt): the window's folders as they were before
-    prompt `prompt` of the chat `chat`; with `undo`, as before the chat's last restore."""
+    prompt `prompt` of the chat `chat`; with `undo`, as before the chat's last restore; with
+    `rewind`, the conversation too (Rewind to Here, Undo rewind: chat/rewind.py)."""
 
-    def run(self, chat: str, prompt: int = 0, undo: bool = False) -> None:
-        chat_restore.restore_checkpoint(self.window, chat, prompt, undo)
+    def run(self, chat: str, prompt: int = 0, undo: bool = False, rewind: bool = False) -> None:
+        chat_restore.restore_checkpoint(self.window, chat, prompt, undo, rewind)
