@@ -17,7 +17,8 @@ JSON-RPC): `python chat_agent.py [PID_FILE]`. What it does depends on the prompt
 - anything else: echoes "echo: <prompt>".
 Modes `default` and `yolo`; slash commands /explain and /review; session/load replays one
 exchange. Every prompt (its text blocks, then one line per resource) and every load is appended
-to PROMPTS_FILE (when the environment names one; with CHAT_AGENT_SESSION_IDS=1 each after "[sN] ", its session), for the test to read. With CHAT_AGENT_EMBED=1
+to PROMPTS_FILE (when the environment names one; with CHAT_AGENT_SESSION_IDS=1 each after
+"[sN] ", its session), for the test to read. With CHAT_AGENT_EMBED=1
 it takes embedded context (files' text inside the prompt), as Gemini CLI does.
 """
 

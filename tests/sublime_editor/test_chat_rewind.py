@@ -6,7 +6,6 @@ earlier session (session/load)."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from tests.sublime_editor.conftest import Companion, write
