@@ -17,9 +17,10 @@ fs/write_text_file once allowed), `checkpoint` (a turn writes reviewed.txt as `m
 mode that asks, then outside.txt on disk with no tool call at all, as a shell command would; each
 prompt's blocks go to $SCRIPTED_AGENT_RECORD when it is set; with $SCRIPTED_AGENT_GATE, a FIFO, a
 turn first says "At the gate." and waits until the test writes a line to it; with
-$SCRIPTED_AGENT_SESSIONS, a file, it offers session/load, numbers its sessions s1, s2, …, answers
-each prompt "Done: TEXT" and appends each session/new, session/load and prompt (its session id and
-its text blocks) to that file as a JSON line).
+$SCRIPTED_AGENT_SESSIONS, a file, it offers session/load (not with $SCRIPTED_AGENT_NO_LOAD),
+numbers its sessions s1, s2, …, answers each prompt "Done: TEXT", writes outside.txt as "written at
+prompt N" and appends each session/new, session/load and prompt (its session id and its text
+blocks) to that file as a JSON line).
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ async def serve(behaviour: str) -> None:
 
         async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
             prompts = PromptCapabilities(embedded_context=behaviour == "embed")
-            load = bool(os.environ.get("SCRIPTED_AGENT_SESSIONS"))
+            load = bool(os.environ.get("SCRIPTED_AGENT_SESSIONS")) and not os.environ.get("SCRIPTED_AGENT_NO_LOAD")
             return InitializeResponse(
                 protocol_version=1,
                 agent_capabilities=AgentCapabilities(prompt_capabilities=prompts, load_session=load),

@@ -25,10 +25,14 @@ def read(path: str) -> str:
         return handle.read()
 
 
-def chat(workspace: str, tmp: str, lines: str) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
+def chat(
+    workspace: str, tmp: str, lines: str, load: bool = True
+) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
     log = os.path.join(tmp, "sessions.jsonl")
     env = {**os.environ, "PYTHONPATH": ROOT, "GEMINI_COMPANION_CACHE": os.path.join(tmp, "cache")}
     env["SCRIPTED_AGENT_SESSIONS"] = log
+    if not load:
+        env["SCRIPTED_AGENT_NO_LOAD"] = "1"
     argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace, "--diff-policy", "accept"]
     argv += ["--checkpoints", "--", sys.executable, AGENT, "checkpoint"]
     result = subprocess.run(argv, cwd=ROOT, env=env, input=lines, capture_output=True, text=True, timeout=CEILING)
@@ -61,6 +65,7 @@ def test_rewind_restores_the_files_seeds_a_new_session_with_the_bounded_transcri
     assert "[… 2 earlier turns cut]" in note
     assert third in note and "Done: " + third in note  # the newest turn before prompt 4, prompt and reply
     assert "Edit the files" not in note and "Second" not in note and "Fourth" not in note
+    assert "(replay of s1)" not in note  # the undo's replay is not a turn of the transcript
     # The files: before prompt 4 (the agent's third turn wrote outside.txt) after each rewind; the
     # undo brought back the fourth turn's text, and "Fourth again" (the agent's fifth prompt) wrote last.
     assert "[restore to prompt 4: 1 file(s) change]" in out
@@ -78,3 +83,23 @@ def test_rewind_to_a_prompt_the_chat_never_had_changes_nothing(workspace: str, t
     assert "error: there is no rewind to undo in this chat" in result.stdout
     assert [e["method"] for e in log] == ["session/new", "session/prompt"]
     assert read(outside) == "written at prompt 1\n"
+
+
+def test_undo_of_a_rewind_with_an_agent_that_cannot_load_brings_back_the_files_and_says_so(
+    workspace: str, tmp_path: object
+) -> None:
+    outside = os.path.join(workspace, "outside.txt")
+    write(os.path.join(workspace, "reviewed.txt"), "before\n")
+    write(outside, "before\n")
+    result, log = chat(workspace, str(tmp_path), "Edit the files\nSecond\n/rewind 2\n/rewind undo\nThird\n", False)
+    assert result.returncode == 0, result.stderr
+    assert "cannot open its earlier session again (no session/load): the chat goes on in the new session." in (
+        result.stdout
+    )
+    assert [(e["method"], e["sessionId"]) for e in log if e["method"] != "session/prompt"] == [
+        ("session/new", "s1"),
+        ("session/new", "s2"),
+    ]
+    third = [e for e in log if e["method"] == "session/prompt"][-1]
+    assert third["sessionId"] == "s2" and "Edit the files" in third["texts"][0]  # the note still goes
+    assert read(outside) == "written at prompt 3\n"
