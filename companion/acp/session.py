@@ -50,6 +50,7 @@ from ..core.reviews import Reviews
 from .agents import process
 from .agents.agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
 from .modes import Seen, starting_mode
+from .prompt_queue import TurnGate, queues_prompts
 from .resources import Attachment, Resource, attach
 from .review.files import READ_LIMIT_BYTES, AgentFiles, FsRefused
 from .review.review_gate import ReviewGate
@@ -112,6 +113,7 @@ class ChatSession:
         self._watcher: asyncio.Task[None] | None = None
         self._temp = ""  # the agent's own temporary folder (with_private_temp), removed with the chat
         self._status_shown = False  # the view shows a status from the agent's notifications
+        self.turn_gate = TurnGate()  # one prompt at a time, unless the agent queues them (prompt_queue.py)
 
     # -- the thread's state, for the chat's callers --
 
@@ -253,6 +255,12 @@ class ChatSession:
         agent = answer.agent_capabilities
         self.can_load = bool(agent and agent.load_session)
         self.embeds_resources = bool(agent and agent.prompt_capabilities and agent.prompt_capabilities.embedded_context)
+        self.turn_gate.queues = queues_prompts(agent.model_dump(by_alias=True) if agent else None)
+
+    @property
+    def queues_prompts(self) -> bool:
+        """The agent takes a prompt during a turn and answers it after (prompt_queue.py)."""
+        return self.turn_gate.queues
 
     async def _open(self, session_id: str, session: Any, raw: dict[str, Any]) -> None:
         self.session_id = session_id
@@ -333,12 +341,16 @@ class ChatSession:
         outside the workspace raises ResourceRefused and nothing is sent."""
         if self._conn is None:
             raise ChatFailed("the chat has not started")
+        async with self.turn_gate.turn():  # never a 2nd prompt during a turn unless the agent queues
+            return await self._prompt(self._conn, text, resources)
+
+    async def _prompt(self, conn: ClientSideConnection, text: str, resources: Sequence[Resource]) -> str:
         attached = [await attach(self.files, r, self.embeds_resources) for r in resources]
         blocks: list[Any] = [text_block(note) for note in self.thread.take_notes()] + [text_block(text)]
         blocks += [block for a in attached for block in _resource_blocks(a)]
         try:
             with self.agent.turn() if self.agent else contextlib.nullcontext():  # its tree is tracked meanwhile
-                response = await self._conn.prompt(self.session_id, blocks)
+                response = await conn.prompt(self.session_id, blocks)
         except _AGENT_ERRORS as exc:
             raise ChatFailed(await self._failure(exc, "the prompt")) from None
         finally:

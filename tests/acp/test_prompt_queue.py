@@ -1,0 +1,111 @@
+"""A prompt sent during a turn (issue #41), against `queue_agent.py` (the SDK's agent side, a real
+subprocess): an agent that does not advertise prompt queueing (Gemini CLI cancels the running turn
+on a second prompt) never gets a second prompt while a turn runs; one that advertises it
+(claude-agent-acp's `_meta.claudeCode.promptQueueing`) gets it at once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from typing import Any
+
+import pytest
+
+from companion.acp.agents.agents import AgentSpec
+from companion.acp.prompt_queue import PromptQueue, queues_prompts
+from companion.acp.session import ChatSession
+from tests.acp.conftest import AsyncEditor, RecordingView
+
+pytestmark = pytest.mark.anyio
+
+AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "queue_agent.py")
+
+
+def _session(workspace: str, record: str, view: RecordingView, queueing: bool) -> ChatSession:
+    argv = (sys.executable, AGENT, record, *(["queueing"] if queueing else []))
+    return ChatSession(AgentSpec("Queue", argv), [workspace], AsyncEditor(), view, env=dict(os.environ))
+
+
+def _events(record: str) -> list[dict[str, Any]]:
+    with open(record, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle]
+
+
+async def _yield_to_other_tasks() -> None:
+    """Let a prompt task just created run up to its first wait (its request written, or the gate)."""
+    for _ in range(10):
+        await asyncio.sleep(0)
+
+
+async def test_an_agent_without_queueing_gets_the_second_prompt_only_after_the_first_turn(
+    workspace: str, tmp_path: Any
+) -> None:
+    record = str(tmp_path / "record.jsonl")
+    view = RecordingView()
+    session = _session(workspace, record, view, queueing=False)
+    try:
+        await session.start()
+        assert not session.queues_prompts
+        first = asyncio.ensure_future(session.prompt("hold"))
+        await view.calls.until(lambda: "holding\n" in view.text, "the first turn")
+        second = asyncio.ensure_future(session.prompt("second"))
+        await _yield_to_other_tasks()
+        await session.set_mode("release")  # a round trip: a prompt written before it has arrived
+        assert await first == "end_turn"  # not cancelled by the second prompt, as Gemini CLI would
+        assert await second == "end_turn"
+    finally:
+        await session.close()
+    events = [(e["event"], e["text"]) for e in _events(record)]
+    assert events == [
+        ("received", "hold"),
+        ("mode", "release"),
+        ("ended", "hold"),
+        ("received", "second"),
+        ("ended", "second"),
+    ]
+    assert max(e["running"] for e in _events(record)) == 1  # never two prompts at once
+
+
+async def test_an_agent_that_queues_prompts_gets_the_second_prompt_at_once(workspace: str, tmp_path: Any) -> None:
+    record = str(tmp_path / "record.jsonl")
+    view = RecordingView()
+    session = _session(workspace, record, view, queueing=True)
+    try:
+        await session.start()
+        assert session.queues_prompts
+        first = asyncio.ensure_future(session.prompt("hold"))
+        await view.calls.until(lambda: "holding\n" in view.text, "the first turn")
+        second = asyncio.ensure_future(session.prompt("second"))
+        await view.calls.until(lambda: "queued: second\n" in view.text, "the second prompt, queued by the agent")
+        await session.set_mode("release")
+        assert await first == "end_turn"
+        assert await second == "end_turn"
+    finally:
+        await session.close()
+    events = [(e["event"], e["text"], e["running"]) for e in _events(record)]
+    assert ("received", "second", 2) in events  # it reached the agent during the first turn
+    assert [e[1] for e in events if e[0] == "ended"] == ["hold", "second"]  # answered in order
+
+
+def test_prompt_queueing_is_read_only_from_claude_codes_meta_flag() -> None:
+    assert queues_prompts({"_meta": {"claudeCode": {"promptQueueing": True}}})
+    for capabilities in (
+        None,
+        {},
+        {"_meta": None},
+        {"_meta": {"claudeCode": {"promptQueueing": "yes"}}},  # only a real true
+        {"_meta": {"claudeCode": ["promptQueueing"]}},
+        {"promptQueueing": True},  # not a standard field
+    ):
+        assert not queues_prompts(capabilities)
+
+
+def test_the_queue_sends_oldest_first_and_up_takes_the_newest_back() -> None:
+    queue: PromptQueue[int] = PromptQueue()
+    for n, text in enumerate(("one", "two", "three")):
+        queue.add(text, n)
+    assert queue.take_last() == ("three", 2)
+    assert queue.next() == ("one", 0)
+    assert queue.lines() == ["two"]
