@@ -39,6 +39,8 @@ from . import mentions
 from .changes import print_changes, run_command
 from .console import Console, StdinLines, off_the_loop
 from .editor import HeadlessEditor, one_line, visible
+from .queued import COMMANDS as QUEUE_COMMANDS
+from .queued import QueuedLines
 
 if TYPE_CHECKING:
     from ..acp.session import ChatSession
@@ -55,6 +57,7 @@ LOCAL_HELP = """The chat's own commands (not sent to the agent):
   /mode [ID]     switch the agent to mode ID; without ID, list its modes
   /changes       what the last turn changed (a chat started with --checkpoints)
   /restore [N]   the files as they were before prompt N; /restore lists the points, /restore undo undoes
+  /queue         the prompts typed during the turn, sent when it ends; /unqueue drops the last
   //COMMAND      sends /COMMAND to the agent (its own slash commands, such as //help)
 Any other line is a prompt for the agent. Ctrl-C cancels a turn (and a review's question with it);
 at the `>` prompt it clears the line, and a second one ends the chat; Ctrl-D ends it too.
@@ -207,9 +210,14 @@ def run_chat(
     _log_without_the_sdk()
     lines = StdinLines(sys.stdin)  # the one reader of stdin: prompts and every question's answer
     console = Console(sys.stdout, lines=lines)  # the review's questions and the agent's output, one terminal
-    # A line typed during a turn is never a later question's answer (see StdinLines); say where it goes.
-    ahead = "kept for the > prompt after this turn" if prompt is None else "not an answer; --prompt takes no more"
-    lines.typed_ahead = lambda text: console.say(f"[typed ahead, {ahead}: {visible(text)}]\n")
+    # A line typed during a turn is never a later question's answer (see StdinLines): a prompt queued
+    # for after the turn (queued.py), or with --prompt, said to go nowhere.
+    if prompt is None:
+        lines.typed_ahead = QueuedLines(lines, console).typed_ahead
+    else:
+        lines.typed_ahead = lambda text: console.say(
+            f"[typed ahead, not an answer; --prompt takes no more: {visible(text)}]\n"
+        )
     editor = HeadlessEditor(policy, console=console)
     editor.closed_by = "the agent withdrew it"
     try:
@@ -388,6 +396,9 @@ async def _repl(session: ChatSession, interrupts: _Interrupts, changes: TurnChan
             continue
         if word in ("/restore", "/changes"):
             await changes.command(line.split())
+            continue
+        if word in QUEUE_COMMANDS:  # at `>`: the lines typed ahead not sent yet
+            QueuedLines(interrupts.lines, console).command(word)
             continue
         if word.startswith("//"):  # the agent's own slash command, such as //help
             line = line.lstrip()[1:]

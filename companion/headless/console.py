@@ -285,6 +285,16 @@ class StdinLines:
         with self._changed:
             return len(self._lines)
 
+    def waiting(self) -> list[str]:
+        """The lines typed and not taken yet, oldest first (the prompts queued during a turn)."""
+        with self._changed:
+            return [text for _, text in self._lines]
+
+    def drop_last(self) -> str | None:
+        """The newest line not taken yet, taken out (None when there is none)."""
+        with self._changed:
+            return self._lines.pop()[1] if self._lines else None
+
     def _first(self, since: int) -> tuple[int, str] | None:
         return next((line for line in self._lines if line[0] >= since), None)
 
