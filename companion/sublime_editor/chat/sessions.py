@@ -33,6 +33,7 @@ from .. import terminus as terminal
 from ..changes import tab as change_set_view
 from ..changes.sources import TurnsSource
 from ..window_state import WindowState
+from . import attention
 from . import checkpoints as chat_checkpoints
 from . import mentions as chat_mentions
 from .history import History
@@ -263,6 +264,7 @@ class Chat:
 
     def _failed(self, error: BaseException) -> None:
         self.ended = True
+        attention.answered(self.id, None)  # its agent is gone: nothing waits for an answer
         self.ready = False
         self.panel.notice(_reason(error), "warning")
         self.close()
@@ -465,6 +467,7 @@ def view_closed(view: sublime.View) -> None:
     settings of a view already closed are not to be read."""
     chat = _by_view.pop(view.id(), None)
     if chat is not None:
+        attention.answered(chat.id, None)  # nothing waits in a closed chat
         chat.close()
         group = _chats.get(chat.state.window.id(), [])
         if chat in group:

@@ -28,6 +28,7 @@ import sublime
 from ...acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, ToolDiff, Usage
 from ..review_ui import LEAVE_ALONE
 from ..settings import syntax_path
+from . import attention
 from .text import CONTINUATION, ForeignText
 
 CHAT_SETTING = "gemini_companion.chat"  # the chat's id, on its view
@@ -309,16 +310,19 @@ class ChatPanel:
         options = " · ".join(f'<a href="option-{i}">{html.escape(o.name)}</a>' for i, o in enumerate(choices))
         self.card(key, f"<b>{html.escape(self.agent_name)}</b> asks: {html.escape(title)}<br>{options}", links)
         self.replying = False
+        attention.asked(self.view, self.chat_id, key, self.agent_name)  # unseen: the status bar says so
 
     def _chose(self, key: str, option: Choice, answer: Callable[[str | None], None]) -> None:
         card = self.cards.get(key)
         if card is None or not card.links:
             return  # answered already, or withdrawn
         self.card(key, f"{card.html.split('<br>')[0]}<br>→ {html.escape(option.name)}")
+        attention.answered(self.chat_id, key)
         answer(option.option_id)
 
     def choice_withdrawn(self, key: str) -> None:
         card = self.cards.get(key)
+        attention.answered(self.chat_id, key)
         if card is not None and card.links:
             self.card(key, f"{card.html.split('<br>')[0]}<br>(no answer needed any more)")
 
