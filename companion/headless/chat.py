@@ -155,7 +155,7 @@ class TerminalView:
         withdrawn = threading.Event()  # a question cancelled before its turn is never asked
         while True:
             try:
-                answer = await off_the_loop(self.console.ask, context, question, withdrawn)
+                answer = await off_the_loop(self.console.ask, context, question, withdrawn, True)
             except EOFError:
                 return None
             except asyncio.CancelledError:  # the turn was cancelled: the agent no longer asks
@@ -192,6 +192,7 @@ def run_chat(
     command: Sequence[str],
     mode: str | None = None,
     checkpoints: bool = False,
+    bell: bool = False,
 ) -> int:
     folder = os.path.realpath(workspace)
     if not os.path.isdir(folder):
@@ -210,6 +211,7 @@ def run_chat(
     _log_without_the_sdk()
     lines = StdinLines(sys.stdin)  # the one reader of stdin: prompts and every question's answer
     console = Console(sys.stdout, lines=lines)  # the review's questions and the agent's output, one terminal
+    console.bell = bell
     # A line typed during a turn is never a later question's answer (see StdinLines): a prompt queued
     # for after the turn (queued.py), or with --prompt, said to go nowhere.
     if prompt is None:
@@ -595,7 +597,7 @@ def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
         epilog=EXIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="%(prog)s --workspace DIR [--diff-policy prompt|accept|reject] [--prompt TEXT] [--mode ID] "
-        "[--checkpoints] (--agent gemini|claude|demo | -- COMMAND [ARGS...])",
+        "[--checkpoints] [--bell] (--agent gemini|claude|demo | -- COMMAND [ARGS...])",
     )
     chat.add_argument("--workspace", required=True, help="the folder the agent works in")
     chat.add_argument("--diff-policy", choices=policies, default="prompt", help="how permissions are answered")
@@ -612,6 +614,11 @@ def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
         help="a checkpoint of the folder before each prompt: print what each turn changed, and let "
         "`changes` revert a file or restore the folder",
     )
+    chat.add_argument(
+        "--bell",
+        action="store_true",
+        help="ring the terminal's bell (BEL) before each question the agent waits on: a permission, a review",
+    )
     chat.add_argument("agent_command", nargs="*", metavar="COMMAND", help="the agent's command line, after --")
 
 
@@ -619,4 +626,6 @@ def run_chat_command(args: Any) -> int:
     command = list(args.agent_command)
     if command[:1] == ["--"]:  # older argparse keeps it for nargs="*"
         command = command[1:]
-    return run_chat(args.workspace, args.diff_policy, args.prompt, args.agent, command, args.mode, args.checkpoints)
+    return run_chat(
+        args.workspace, args.diff_policy, args.prompt, args.agent, command, args.mode, args.checkpoints, args.bell
+    )

@@ -316,3 +316,29 @@ def test_lines_typed_during_a_turn_are_queued_listed_dropped_and_sent_after_it(w
     finally:
         terminal.close()
     assert prompts(record) == [["Edit"], ["first"]], terminal.screen
+
+
+@pytest.mark.parametrize("bell", [True, False])
+def test_bell_rings_before_a_question_the_agent_waits_on_only_when_asked_for(
+    workspace: str, record: str, bell: bool
+) -> None:
+    """Issue #41: `--bell` puts a BEL before the review's question (the agent waits for the user,
+    who may look elsewhere); without it the terminal gets none."""
+    with open(os.path.join(workspace, "reviewed.txt"), "w", encoding="utf-8") as handle:
+        handle.write("before\n")
+    flags = ["--bell"] if bell else []
+    argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace, *flags, "--", sys.executable, AGENT]
+    env = {**os.environ, "PYTHONPATH": ROOT, "SCRIPTED_AGENT_RECORD": record, "TERM": "dumb"}
+    terminal = Terminal([*argv, "checkpoint"], env)
+    try:
+        terminal.expect("> ")
+        terminal.type(b"Edit\n")
+        before = terminal.expect("[y]es / [n]o: ")
+        assert ("\a" in before) is bell, repr(before)
+        assert before.count("\a") <= 1
+        terminal.type(b"n\n")
+        terminal.expect("> ")
+        terminal.type(CTRL_D)
+        assert terminal.wait() == 0, terminal.screen
+    finally:
+        terminal.close()
