@@ -22,7 +22,7 @@ from ..core.files import disk_text
 from ..core.files.disk_text import DiskText
 from ..core.files.textfile import dominant_newline, keep_line_endings, to_newline
 from ..core.reviews import Review
-from . import settings
+from . import attention, settings
 
 if TYPE_CHECKING:
     from sublime_types import WindowLayout
@@ -32,6 +32,7 @@ REVIEW_SETTING = "gemini_companion.review"
 CONNECT_SETTING = "gemini_companion.connect"
 ROLE_SETTING = "gemini_companion.role"
 BANNER_KEY = "gemini_companion.banner"
+REVIEW = "review"  # what waits in the status bar (attention.py): a review, by its id
 # Per-view settings that make other packages leave our views alone. LSP attaches (and runs its
 # on-save code actions and formatting) only on views it deems regular, and a view with `repl` set is
 # not (sublimelsp/LSP @ 7ffc721 `plugin/documents.py` is_regular_view L115–133); its formatting on
@@ -205,6 +206,8 @@ class WindowReviews:
         self._render_banner(entry)
         if settings.get("focus_review", True):
             self.window.focus_view(entry.proposal)
+        name = os.path.basename(review.file_path) or review.file_path
+        attention.asked(entry.proposal, REVIEW, str(review.id), f"a review of {name} waits for you")
 
     def close(self, review: Review) -> LeftText:
         """Close the review's views without a decision; returns the proposal's current text (its
@@ -439,6 +442,7 @@ class WindowReviews:
             return
         entry.closing = True
         self.open.pop(entry.review.id, None)
+        attention.answered(REVIEW, str(entry.review.id))
         for view in entry.views():
             if view.is_valid():
                 view.close()

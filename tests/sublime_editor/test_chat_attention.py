@@ -61,3 +61,26 @@ def test_a_permission_in_the_chat_the_user_looks_at_adds_nothing_to_the_status_b
     control.click_link(view, "option-0", card["key"])
     wait_turn(view)
     assert chat_of(view).busy is False
+
+
+def test_a_review_shown_in_a_window_in_the_background_shows_there_until_decided(
+    companion: Companion, workspace: str
+) -> None:
+    window = setup(companion, workspace)
+    view = start_chat(companion, window)
+    target = write(workspace, "hello.txt", "old\n")
+    send(view, f"edit {target} new")
+    elsewhere = control.new_window([workspace])
+    control.focus_window(elsewhere)  # the user went to another window before the review opened
+    proposal = control.pump_until(
+        lambda: next((v for v in window.views() if v.settings().get("gemini_companion.role") == "proposal"), None),
+        CEILING,
+        "the review",
+    )
+    words = "Gemini Companion: a review of hello.txt waits for you"
+    assert [v.get_status(KEY) for v in window.views()] == [words] * len(window.views())
+    assert all(v.get_status(KEY) == "" for v in elsewhere.views())
+    control.focus(proposal)
+    control.click_link(proposal, "accept", "gemini_companion.banner")
+    wait_turn(view)
+    assert [v.get_status(KEY) for v in window.views()] == [""] * len(window.views())

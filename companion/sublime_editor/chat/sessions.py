@@ -27,13 +27,12 @@ from ...core.files.paths import is_inside
 from ...core.history.change_set import FileChange
 from ...core.mentions import MentionRules
 from ...runtime import RuntimeStopped
+from .. import attention, status
 from .. import mcp_tools as workspace_tools
-from .. import status
 from .. import terminus as terminal
 from ..changes import tab as change_set_view
 from ..changes.sources import TurnsSource
 from ..window_state import WindowState
-from . import attention
 from . import checkpoints as chat_checkpoints
 from . import mentions as chat_mentions
 from .history import History

@@ -37,9 +37,10 @@ from ...acp.view import (
     ToolDiff,
     Usage,
 )
+from .. import attention
 from ..review_ui import LEAVE_ALONE
 from ..settings import syntax_path
-from . import asking, attention
+from . import asking
 from .text import CONTINUATION, ForeignText
 
 CHAT_SETTING = "gemini_companion.chat"  # the chat's id, on its view
@@ -321,7 +322,8 @@ class ChatPanel:
         options = " · ".join(f'<a href="option-{i}">{html.escape(o.name)}</a>' for i, o in enumerate(choices))
         self.card(key, f"<b>{html.escape(self.agent_name)}</b> asks: {html.escape(title)}<br>{options}", links)
         self.replying = False
-        attention.asked(self.view, self.chat_id, key, self.agent_name)  # unseen: the status bar says so
+        waits = f"{self.agent_name} waits for you (permission)"
+        attention.asked(self.view, self.chat_id, key, waits)  # unseen: the status bar says so
 
     def _chose(self, key: str, option: Choice, answer: Callable[[str | None], None]) -> None:
         card = self.cards.get(key)

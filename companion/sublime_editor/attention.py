@@ -1,6 +1,7 @@
-"""A chat that waits for the user where they do not look (issue #41): a permission card asked
+"""What waits for the user where they do not look (issue #41): a chat's permission card asked
 while the chat's view is not the active view of its window, or its window is not the active one,
-names the agent in the status bar of every view of the window until it is answered (or withdrawn).
+or a review shown so (`focus_review` off, a window in the background), is named in the status bar
+of every view of the window until it is answered, withdrawn or closed.
 
 Sublime Text's API (build 4213, sublime-text-stubs) has no bell and no way to flash a tab or ask
 the window manager for attention: the status bar is what a package can do. Main thread."""
@@ -11,7 +12,7 @@ import sublime
 
 STATUS_KEY = "gemini_companion.attention"
 
-# window id -> (chat id, card key) -> the words for it
+# window id -> (owner: a chat's id or "review", key) -> the words for it
 _waiting: dict[int, dict[tuple[str, str], str]] = {}
 
 
@@ -24,19 +25,19 @@ def is_seen(view: sublime.View) -> bool:
     return sublime.active_window().id() == window.id() and active is not None and active.id() == view.id()
 
 
-def asked(view: sublime.View, chat_id: str, key: str, agent: str, what: str = "permission") -> None:
-    """A card waits for an answer in `view` (the chat's own view)."""
+def asked(view: sublime.View, owner: str, key: str, words: str) -> None:
+    """Something waits for an answer in `view` (a chat's own view, a review's proposal)."""
     window = view.window()
     if window is None or is_seen(view):
         return
-    _waiting.setdefault(window.id(), {})[(chat_id, key)] = f"{agent} waits for you ({what})"
+    _waiting.setdefault(window.id(), {})[(owner, key)] = words
     _show(window)
 
 
-def answered(chat_id: str, key: str | None) -> None:
-    """The card was answered or withdrawn (or the chat closed: `key` None drops all of the chat's)."""
+def answered(owner: str, key: str | None) -> None:
+    """It was answered or withdrawn (or its chat closed: `key` None drops all of the owner's)."""
     for window_id, waiting in list(_waiting.items()):
-        for found in [k for k in waiting if k[0] == chat_id and k[1] in (key, None)]:
+        for found in [k for k in waiting if k[0] == owner and (key is None or k[1] == key)]:
             del waiting[found]
             _show(sublime.Window(window_id))
         if not waiting:
