@@ -27,8 +27,8 @@ from ...core.files.paths import is_inside
 from ...core.history.change_set import FileChange
 from ...core.mentions import MentionRules
 from ...runtime import RuntimeStopped
-from .. import attention, status
 from .. import mcp_tools as workspace_tools
+from .. import review_ui, status
 from .. import terminus as terminal
 from ..changes import tab as change_set_view
 from ..changes.sources import TurnsSource
@@ -267,7 +267,7 @@ class Chat:
 
     def _failed(self, error: BaseException) -> None:
         self.ended = True
-        attention.answered(self.id, None)  # its agent is gone: nothing waits for an answer
+        review_ui.attention_answered(self.id, None)  # its agent is gone: nothing waits for an answer
         self.ready = False
         self.panel.notice(_reason(error), "warning")
         self.close()
@@ -475,7 +475,7 @@ def view_closed(view: sublime.View) -> None:
     settings of a view already closed are not to be read."""
     chat = _by_view.pop(view.id(), None)
     if chat is not None:
-        attention.answered(chat.id, None)  # nothing waits in a closed chat
+        review_ui.attention_answered(chat.id, None)  # nothing waits in a closed chat
         chat.close()
         group = _chats.get(chat.state.window.id(), [])
         if chat in group:
