@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from companion.acp.agents.agents import AgentSpec
+from companion.acp.agents.agents import AgentSpec, custom_agent
 from companion.acp.prompt_queue import PromptQueue, queues_prompts
 from companion.acp.session import ChatSession
-from tests.acp.conftest import AsyncEditor, RecordingView
+from tests.acp.conftest import CEILING, AsyncEditor, RecordingView, model_messages_text
 
 pytestmark = pytest.mark.anyio
 
@@ -109,3 +109,32 @@ def test_the_queue_sends_oldest_first_and_up_takes_the_newest_back() -> None:
     assert queue.take_last() == ("three", 2)
     assert queue.next() == ("one", 0)
     assert queue.lines() == ["two"]
+
+
+async def test_real_claude_agent_acp_takes_a_prompt_during_its_turn_and_answers_both_in_order(
+    claude_factory: Any, workspace: str
+) -> None:
+    """claude-agent-acp 0.101.0 offline (the Messages API stand-in): it advertises prompt queueing,
+    so the 2nd prompt goes at once while the 1st turn waits on its review; both end `end_turn`, and
+    the model hears the 2nd prompt after the 1st (research 40/41 §4)."""
+    path = os.path.join(workspace, "new.txt")
+    setup = claude_factory("Write", {"file_path": path, "content": "hello\n"})
+    editor, view = AsyncEditor(), RecordingView()
+    session = ChatSession(custom_agent(setup.command), [workspace], editor, view, env=setup.env)
+    try:
+        await session.start()
+        assert session.queues_prompts
+        first = asyncio.ensure_future(session.prompt("PROMPT-A: please write the file."))
+        review = await editor.shown_review()
+        second = asyncio.ensure_future(session.prompt("PROMPT-B: and then say done."))
+        await _yield_to_other_tasks()
+        assert session.turn_gate.running == 2  # sent at once: the agent queues it itself
+        review.accept(review.proposal)
+        assert await asyncio.wait_for(first, CEILING) == "end_turn"
+        assert await asyncio.wait_for(second, CEILING) == "end_turn"
+    finally:
+        await session.close()
+    told = model_messages_text(setup.model)
+    assert any("PROMPT-B" in text for text in told), told
+    with open(path, encoding="utf-8") as handle:
+        assert handle.read() == "hello\n"
