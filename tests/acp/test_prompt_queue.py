@@ -16,7 +16,15 @@ import pytest
 from companion.acp.agents.agents import AgentSpec, custom_agent
 from companion.acp.prompt_queue import PromptQueue, queues_prompts
 from companion.acp.session import ChatSession
-from tests.acp.conftest import CEILING, AsyncEditor, RecordingView, model_messages_text
+from tests.acp.conftest import (
+    CEILING,
+    AgentSetup,
+    AsyncEditor,
+    RecordingView,
+    gemini_user_texts,
+    model_messages_text,
+)
+from tests.conformance.harness import write_file_call
 
 pytestmark = pytest.mark.anyio
 
@@ -111,6 +119,7 @@ def test_the_queue_sends_oldest_first_and_up_takes_the_newest_back() -> None:
     assert queue.lines() == ["two"]
 
 
+@pytest.mark.conformance
 async def test_real_claude_agent_acp_takes_a_prompt_during_its_turn_and_answers_both_in_order(
     claude_factory: Any, workspace: str
 ) -> None:
@@ -138,3 +147,31 @@ async def test_real_claude_agent_acp_takes_a_prompt_during_its_turn_and_answers_
     assert any("PROMPT-B" in text for text in told), told
     with open(path, encoding="utf-8") as handle:
         assert handle.read() == "hello\n"
+
+
+@pytest.mark.conformance
+async def test_real_gemini_cli_never_gets_a_prompt_during_its_turn_so_the_turn_is_not_cancelled(
+    gemini: AgentSetup, workspace: str
+) -> None:
+    """Gemini CLI 0.61.0 offline (recorded model turns): it advertises no prompt queueing and would
+    cancel its running turn on a 2nd prompt (research 40/41 §4); the 2nd prompt waits until the 1st
+    turn, held on its review, has ended, and both end `end_turn`."""
+    path = os.path.join(workspace, "new.txt")
+    gemini.record_turns([write_file_call(path, "hello\n")], [{"text": "Done."}], [{"text": "Second done."}])
+    editor, view = AsyncEditor(), RecordingView()
+    session = ChatSession(custom_agent(gemini.command), [workspace], editor, view, env=gemini.env)
+    try:
+        await session.start()
+        assert not session.queues_prompts
+        first = asyncio.ensure_future(session.prompt("PROMPT-A: please write the file."))
+        review = await editor.shown_review()
+        second = asyncio.ensure_future(session.prompt("PROMPT-B: and then say done."))
+        await _yield_to_other_tasks()
+        assert session.turn_gate.running == 1  # the 2nd waits in the gate, not at the agent
+        review.accept(review.proposal)
+        assert await asyncio.wait_for(first, CEILING) == "end_turn"  # not `cancelled`
+        assert await asyncio.wait_for(second, CEILING) == "end_turn"
+    finally:
+        await session.close()
+    told = gemini_user_texts(gemini.home)
+    assert any("PROMPT-A" in t for t in told) and any("PROMPT-B" in t for t in told), told
