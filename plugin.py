@@ -53,6 +53,7 @@ else:
         GeminiCompanionChatOptionsCommand,
         GeminiCompanionContinueChatCommand,
         GeminiCompanionNewChatCommand,
+        GeminiCompanionPastChatsCommand,
     )
     from .companion.sublime_editor.commands.chat_view import (
         GeminiCompanionChatCopyCommand,
@@ -64,6 +65,7 @@ else:
         GeminiCompanionChatSendCommand,
     )
     from .companion.sublime_editor.commands.connect import GeminiCompanionConnectAgentCommand
+    from .companion.sublime_editor.commands.images import GeminiCompanionSendImageFileCommand
     from .companion.sublime_editor.commands.listeners import (
         GeminiCompanionContextListener,
         GeminiCompanionReviewListener,
@@ -115,6 +117,7 @@ __all__ = [
     "GeminiCompanionNextChangeCommand",
     "GeminiCompanionOpenClaudeCommand",
     "GeminiCompanionOpenCliCommand",
+    "GeminiCompanionPastChatsCommand",
     "GeminiCompanionRejectCommand",
     "GeminiCompanionReplaceTextCommand",
     "GeminiCompanionRestoreCheckpointCommand",
@@ -123,6 +126,7 @@ __all__ = [
     "GeminiCompanionReviewTurnChangesCommand",
     "GeminiCompanionSaveReviewCommand",
     "GeminiCompanionSendFileCommand",
+    "GeminiCompanionSendImageFileCommand",
     "GeminiCompanionSendPathsCommand",
     "GeminiCompanionSendSelectionCommand",
     "GeminiCompanionStartCheckpointCommand",

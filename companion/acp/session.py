@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
-from acp import RequestError, embedded_text_resource, resource_block, resource_link_block, text_block
+from acp import RequestError, embedded_text_resource, image_block, resource_block, resource_link_block, text_block
 from acp.client.connection import ClientSideConnection
 from acp.interfaces import Client
 from acp.schema import (
@@ -45,6 +45,8 @@ from acp.schema import (
     PermissionOption,
     ReadTextFileResponse,
     RequestPermissionResponse,
+    ResumeSessionRequest,
+    ResumeSessionResponse,
     SessionConfigOptionsCapabilities,
     ToolCallUpdate,
     WriteTextFileResponse,
@@ -57,10 +59,14 @@ from ..core.editor import Editor
 from ..core.files.paths import PathPolicy
 from ..core.history.turn_writes import TurnWrites
 from ..core.reviews import Reviews
+from ..core.server.chat_servers import AgentTransports, ChatServers
 from .agents import process
 from .agents.agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
 from .asks import auth, elicitation
+from .folders import additional_directories, first_folder_only
+from .images import Image, ImageRefused, no_images
 from .modes import Seen, starting_mode
+from .past_sessions import Listing, Offered, PastSessions
 from .prompt_queue import TurnGate, queues_prompts
 from .resources import Attachment, Resource, attach
 from .review.files import READ_LIMIT_BYTES, AgentFiles, FsRefused
@@ -85,7 +91,7 @@ _PROTOCOL_ERRORS = (-32700, -32600, -32601, -32602)
 # What an agent's answer can fail with: a closed pipe, a JSON-RPC error, an answer that is not ACP.
 _AGENT_ERRORS = (ConnectionError, RequestError, ValidationError)
 T = TypeVar("T")
-Opened = TypeVar("Opened", NewSessionResponse, LoadSessionResponse)
+Opened = TypeVar("Opened", NewSessionResponse, LoadSessionResponse, ResumeSessionResponse)
 
 
 class NeedsLogin(ChatFailed):
@@ -112,8 +118,10 @@ class ChatSession:
         reviews: Reviews | None = None,
         read_limit_bytes: int | None = None,
         subreaper: bool = False,
+        servers: ChatServers | None = None,
     ) -> None:
         self.spec = spec
+        self.servers = servers or ChatServers()  # the window's tools (a token of the chat's own) and the user's
         self.folders = [os.path.abspath(f) for f in folders]
         self.view = view
         self.env = agent_environment({**(os.environ if env is None else env), **spec.env})
@@ -126,8 +134,12 @@ class ChatSession:
         self.agent: process.AgentProcess | None = None
         self.session_id = ""
         self.can_load = False  # the agent's `loadSession` capability (after initialize)
+        self.past = PastSessions(spec.name, self.folders[0], Offered(), _History(self))  # after initialize
         self.embeds_resources = False  # its `promptCapabilities.embeddedContext`
+        self.takes_images = False  # its `promptCapabilities.image` (images.py)
+        self.takes_folders = False  # its `sessionCapabilities.additionalDirectories` (folders.py)
         self.auth_methods: list[auth.AuthMethod] = []  # its `authMethods` (acp/asks/auth.py)
+        self.transports = AgentTransports()  # its `mcpCapabilities`: which MCP servers it can be given
         self._conn: ClientSideConnection | None = None
         self._asking: set[asyncio.Task[Any]] = set()
         self._watcher: asyncio.Task[None] | None = None
@@ -213,25 +225,68 @@ class ChatSession:
         await self._launch()
         assert self._conn is not None
         meta = dict(self.spec.session_meta) or None
-        request = NewSessionRequest(cwd=self.folders[0], mcp_servers=[], field_meta=meta)
+        more = additional_directories(self.folders, self.takes_folders)
+        request = NewSessionRequest(
+            cwd=self.folders[0], additional_directories=more, mcp_servers=self._mcp_servers(), field_meta=meta
+        )
         session, raw = await self._logged_in("session/new", request, NewSessionResponse, login)
         await self._open(session.session_id, session, raw)
 
-    async def load(self, session_id: str, login: bool = False) -> None:
+    async def load(self, session_id: str, login: bool = False, launched: bool = False) -> None:
         """Start the agent and continue the saved session `session_id` (session/load): the agent
         replays its history to the view, then the chat goes on in a reviewing mode. ChatFailed when
         the agent cannot continue sessions (no `loadSession` capability) or does not know this one."""
-        await self._launch()
+        if not launched:
+            await self._launch()
         if not self.can_load:
             raise ChatFailed(
                 f"{self.spec.name} cannot continue a saved session (it does not offer session/load); "
                 "start a new chat instead."
             )
         request = LoadSessionRequest(
-            cwd=self.folders[0], session_id=session_id, mcp_servers=[], field_meta=dict(self.spec.session_meta) or None
+            cwd=self.folders[0],
+            additional_directories=additional_directories(self.folders, self.takes_folders),
+            session_id=session_id,
+            mcp_servers=self._mcp_servers(),
+            field_meta=dict(self.spec.session_meta) or None,
         )
         session, raw = await self._logged_in("session/load", request, LoadSessionResponse, login)
         await self._open(session_id, session, raw)
+
+    async def connect(self) -> None:
+        """Start the agent and initialize, opening no session: to list or delete past sessions."""
+        await self._launch()
+
+    async def reopen(self, session_id: str, login: bool = False) -> None:
+        """Start the agent and open the past session `session_id` again: `session/resume` where the
+        agent offers it (the agent keeps the history; it is not replayed), else `session/load`."""
+        await self._launch()
+        if self.past.offered.reopen_with != "session/resume":
+            await self.load(session_id, login, launched=True)
+            return
+        request = ResumeSessionRequest(
+            cwd=self.folders[0], session_id=session_id, mcp_servers=[], field_meta=dict(self.spec.session_meta) or None
+        )
+        session, raw = await self._logged_in("session/resume", request, ResumeSessionResponse, login)
+        await self._open(session_id, session, raw)
+        self.view.notice(
+            f"Resumed an earlier session of {self.spec.name}: it remembers the conversation, which it does not "
+            "show again here.",
+            "info",
+        )
+
+    @property
+    def offered(self) -> Offered:
+        return self.past.offered
+
+    async def sessions(self, limit: int | None = None) -> Listing:
+        return await self.past.listing(limit)
+
+    async def close_session(self, session_id: str) -> None:
+        await self.past.close(session_id)
+
+    async def delete_session(self, session_id: str) -> None:
+        await self.past.delete(session_id)
 
     async def _logged_in(
         self, method: str, request: Any, answer: type[Opened], login: bool
@@ -320,13 +375,29 @@ class ChatSession:
         self.auth_methods = auth.auth_methods([m.model_dump(mode="json", by_alias=True) for m in methods])
         agent = answer.agent_capabilities
         self.can_load = bool(agent and agent.load_session)
+        self.past.offered = Offered.of(agent.model_dump(mode="json", by_alias=True) if agent else {})
         self.embeds_resources = bool(agent and agent.prompt_capabilities and agent.prompt_capabilities.embedded_context)
         self.turn_gate.queues = queues_prompts(agent.model_dump(by_alias=True) if agent else None)
+        mcp = agent.mcp_capabilities if agent else None
+        self.transports = AgentTransports(http=bool(mcp and mcp.http), sse=bool(mcp and mcp.sse))
+        self.takes_images = bool(agent and agent.prompt_capabilities and agent.prompt_capabilities.image)
+        sessions = agent.session_capabilities if agent else None
+        self.takes_folders = bool(sessions and sessions.additional_directories is not None)
+        notice = first_folder_only(self.spec.name, self.folders, self.takes_folders)
+        if notice:
+            self.view.notice(notice, "info")
 
     @property
     def queues_prompts(self) -> bool:
         """The agent takes a prompt during a turn and answers it after (prompt_queue.py)."""
         return self.turn_gate.queues
+
+    def _mcp_servers(self) -> list[Any]:
+        """`mcpServers` for session/new or session/load (core/server/chat_servers.py); what was skipped, told once."""
+        entries, notices = self.servers.entries(self.transports)
+        for notice in notices:
+            self.view.notice(notice, "info")
+        return entries
 
     async def _open(self, session_id: str, session: Any, raw: dict[str, Any]) -> None:
         self.session_id = session_id
@@ -381,6 +452,7 @@ class ChatSession:
 
     async def close(self) -> None:
         """End the chat: close open reviews, the connection, and the agent with all it started."""
+        self.servers.end()  # its token for the window's tools answers 401 from now on
         for task in list(self._asking):
             task.cancel()
         await self.gate.close_all()
@@ -409,19 +481,23 @@ class ChatSession:
 
     # -- prompts --
 
-    async def prompt(self, text: str, resources: Sequence[Resource] = ()) -> str:
+    async def prompt(self, text: str, resources: Sequence[Resource] = (), images: Sequence[Image] = ()) -> str:
         """Send one prompt with workspace files attached (embedded when the agent takes embedded
-        context, else as links) and wait for the turn to end; returns the stop reason. A file
-        outside the workspace raises ResourceRefused and nothing is sent."""
+        context, else as links) and images (read and checked by images.py) and wait for the turn to
+        end; returns the stop reason. A file outside the workspace raises ResourceRefused, an image
+        for an agent that takes none ImageRefused; nothing is sent then."""
         if self._conn is None:
             raise ChatFailed("the chat has not started")
+        if images and not self.takes_images:
+            raise ImageRefused(no_images(self.spec.name))
         async with self.turn_gate.turn():  # never a 2nd prompt during a turn unless the agent queues
-            return await self._prompt(text, resources)
+            return await self._prompt(text, resources, images)
 
-    async def _prompt(self, text: str, resources: Sequence[Resource]) -> str:
+    async def _prompt(self, text: str, resources: Sequence[Resource], images: Sequence[Image]) -> str:
         attached = [await attach(self.files, r, self.embeds_resources) for r in resources]
         blocks: list[Any] = [text_block(note) for note in self.thread.take_notes()] + [text_block(text)]
         blocks += [block for a in attached for block in _resource_blocks(a)]
+        blocks += [image_block(i.data, i.mime_type, uri=i.uri) for i in images]
         try:
             try:
                 response = await self._prompt_turn(blocks)
@@ -664,6 +740,35 @@ class _Requests:
         answer = await chat._asking_agent("session/set_config_option", request)
         data = answer.model_dump(mode="json", by_alias=True, exclude_none=True) if answer is not None else {}
         return data.get("configOptions")
+
+
+class _History:
+    """The past sessions' requests (past_sessions.HistoryRequests) over the session's SDK
+    connection, with or without an open session."""
+
+    def __init__(self, session: ChatSession) -> None:
+        self._session = session
+
+    def _conn(self) -> ClientSideConnection:
+        conn = self._session._conn
+        if conn is None:
+            raise ChatFailed("the agent has not started")
+        return conn
+
+    async def list_sessions(self, cwd: str, cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:
+        chat = self._session
+        answer = await chat._asking_agent("session/list", self._conn().list_sessions(cwd=cwd, cursor=cursor))
+        data = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return data.get("sessions", []), data.get("nextCursor")
+
+    async def close_session(self, session_id: str) -> None:
+        await self._session._asking_agent("session/close", self._conn().close_session(session_id))
+
+    async def delete_session(self, session_id: str) -> None:
+        # SDK 0.12.1 has no call for it (acp/meta.py names the method; the client connection lacks
+        # it): its own connection sends the request.
+        request = self._conn()._conn.send_request("session/delete", {"sessionId": session_id})
+        await self._session._asking_agent("session/delete", request)
 
 
 def _resource_blocks(attached: Attachment) -> list[Any]:

@@ -32,11 +32,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from ..acp.agents.agents import PRESETS, AgentSpec, custom_agent, demo_agent
+from ..acp.images import ImageRefused, named_like_image
 from ..acp.review.unchecked import UncheckedEdits
 from ..acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
+from ..core.server.chat_servers import ChatServers, McpConfigError, UserServer, read_config
 from ..core.system.processes import STOP_SIGNALS
-from . import mentions
+from . import images, mentions
 from .changes import print_changes, run_command
+from .chat_tools import ChatWindow
 from .console import Console, StdinLines, off_the_loop
 from .editor import HeadlessEditor, one_line, visible
 from .questions import ConsoleQuestions
@@ -198,6 +201,9 @@ def run_chat(
     mode: str | None = None,
     checkpoints: bool = False,
     login: bool = False,
+    mcp_config: str | None = None,
+    editor_tools: bool = True,
+    resume: str | None = None,
     bell: bool = False,
 ) -> int:
     folder = os.path.realpath(workspace)
@@ -214,6 +220,11 @@ def run_chat(
         return EXIT_USAGE
     if mode:
         spec = replace(spec, mode=mode.strip())
+    try:  # before anything starts: a bad file starts nothing and sends nothing
+        user_servers = read_config(mcp_config) if mcp_config is not None else []
+    except McpConfigError as exc:
+        print(f"error: {exc}; nothing was started.", file=sys.stderr)
+        return EXIT_USAGE
     _log_without_the_sdk()
     lines = StdinLines(sys.stdin)  # the one reader of stdin: prompts and every question's answer
     console = Console(sys.stdout, lines=lines)  # the review's questions and the agent's output, one terminal
@@ -230,7 +241,8 @@ def run_chat(
     editor.closed_by = "the agent withdrew it"
     try:
         view = TerminalView(policy, console=console, interactive=prompt is None)
-        code = asyncio.run(_chat(spec, folder, editor, view, prompt, checkpoints, login))
+        servers = _Servers(folder, editor_tools, user_servers)
+        code = asyncio.run(_chat(spec, folder, editor, view, prompt, checkpoints, login, servers, resume))
     except KeyboardInterrupt:  # before the chat's own handler was in place, or after it was removed
         _tell("Stopped.")
         code = EXIT_INTERRUPTED
@@ -278,20 +290,25 @@ async def _chat(
     prompt: str | None,
     checkpoints: bool,
     login: bool = False,
+    servers: _Servers | None = None,
+    resume: str | None = None,
 ) -> int:
     from ..acp.session import ChatFailed, ChatSession  # the SDK loads here, on the first chat
 
+    servers = servers or _Servers(folder, False, [])
+    chat_servers = await servers.open()
     # This command is a process of its own: it may adopt the agent's orphans (process_tree.py).
-    session = ChatSession(spec, [folder], editor, view, subreaper=True)
+    session = ChatSession(spec, [folder], editor, view, subreaper=True, servers=chat_servers)
     interrupts = _Interrupts(session, editor, view)
     changes = TurnChanges(folder, spec.name, checkpoints, view.console)
     try:
-        starting = session.start(login=login)  # --login: the agent's login methods first
+        # --resume ID: resume, else load; --login: the agent's login methods first
+        starting = session.reopen(resume, login=login) if resume else session.start(login=login)
         await interrupts.run(waiting(view.console, starting, "waiting for the agent to start", view.heard))
         if prompt is not None:
             return await _one_turn(session, interrupts, changes, prompt)
         return await _repl(session, interrupts, changes)
-    except ChatFailed as exc:
+    except (ChatFailed, ImageRefused) as exc:
         view.console.end_line()
         _tell(f"error: {one_line(str(exc))}")
         return _checked(session, EXIT_FAILED)
@@ -308,8 +325,30 @@ async def _chat(
         finally:
             view.console.abandon()  # a question still on the terminal (a restore's) needs no answer
             interrupts.remove()
+            await servers.close()
             if changes.turns is not None:
                 changes.turns.close()
+
+
+class _Servers:
+    """The chat's MCP servers: its window's tools (an in-process server, chat_tools.py) and the user's."""
+
+    def __init__(self, folder: str, editor_tools: bool, user: list[UserServer]) -> None:
+        self.window = ChatWindow(folder) if editor_tools else None
+        self.user = user
+
+    async def open(self) -> ChatServers:
+        tools = None
+        if self.window is not None:
+            try:
+                tools = await asyncio.to_thread(self.window.open)
+            except Exception as exc:
+                _tell(f"warning: the agent gets no editor tools: the window server did not start ({exc!r}).")
+        return ChatServers(tools, self.user)
+
+    async def close(self) -> None:
+        if self.window is not None:
+            await asyncio.to_thread(self.window.close)
 
 
 def _tell(text: str) -> None:
@@ -340,15 +379,17 @@ class TurnChanges:
 
     async def turn(self, session: ChatSession, interrupts: _Interrupts, text: str) -> str:
         resources = await mentions.attached(session.folders, text)  # `@path`: the file goes with it
+        resources = [r for r in resources if not named_like_image(r.path)]  # an image goes as one:
+        pictures = await images.attached(session, text)  # `@shot.png` (ImageRefused: nothing is sent)
         if self.turns is None:
-            return await interrupts.turn(mentions.prompt(session, text, resources))
+            return await interrupts.turn(mentions.prompt(session, text, resources, pictures))
         if await waiting(self.console, self._run(self.turns.begin), self._scanned) is not None:
             self.texts.append(text)  # shown beside its restore point
         for note in await self._run(self.turns.take_notes) or []:  # what the user reverted since
             session.add_note(note)
         session.writes.take()  # what was written between turns belongs to no turn's agent
         try:
-            return await interrupts.turn(mentions.prompt(session, text, resources))
+            return await interrupts.turn(mentions.prompt(session, text, resources, pictures))
         finally:
             found = await self._run(self.turns.end, self.agent, *session.writes.take_turn())
             if found is not None:
@@ -420,7 +461,11 @@ async def _repl(session: ChatSession, interrupts: _Interrupts, changes: TurnChan
             continue
         if word.startswith("//"):  # the agent's own slash command, such as //help
             line = line.lstrip()[1:]
-        stop = await changes.turn(session, interrupts, line)
+        try:
+            stop = await changes.turn(session, interrupts, line)
+        except ImageRefused as exc:  # one line; the chat goes on
+            console.say(f"[notice] {visible(str(exc))}\n")
+            continue
         console.end_line()
         if stop != "end_turn":
             console.say(f"[{one_line(stop)}]\n")
@@ -632,15 +677,16 @@ class _Interrupts:
 
 def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
     """The `chat` sub-command: `chat --workspace DIR [--diff-policy prompt|accept|reject]
-    [--prompt TEXT] [--mode ID] [--checkpoints] -- COMMAND [ARGS...]`, or `--agent gemini|claude` instead of
-    the command."""
+    [--prompt TEXT] [--mode ID] [--checkpoints] [--mcp-config FILE] [--no-editor-tools] -- COMMAND [ARGS...]`,
+    or `--agent gemini|claude` instead of the command."""
     chat = commands.add_parser(
         "chat",
         help="chat with an ACP agent in the terminal, every edit through a review",
         epilog=EXIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="%(prog)s --workspace DIR [--diff-policy prompt|accept|reject] [--prompt TEXT] [--mode ID] "
-        "[--checkpoints] [--login] [--bell] (--agent gemini|claude|demo | -- COMMAND [ARGS...])",
+        "[--checkpoints] [--login] [--mcp-config FILE] [--no-editor-tools] [--sessions [--json] | --resume ID] "
+        "[--bell] (--agent gemini|claude|demo | -- COMMAND [ARGS...])",
     )
     chat.add_argument("--workspace", required=True, help="the folder the agent works in")
     chat.add_argument("--diff-policy", choices=policies, default="prompt", help="how permissions are answered")
@@ -663,6 +709,19 @@ def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
         help="offer the agent's login methods before the session starts (also offered when it says it needs one)",
     )
     chat.add_argument(
+        "--mcp-config",
+        metavar="FILE",
+        help='your own MCP servers for the agent, in the {"mcpServers": {...}} format of Claude and Gemini CLI',
+    )
+    chat.add_argument(
+        "--no-editor-tools",
+        action="store_true",
+        help="do not give the agent this workspace's tools (list_files, read_file, get_diagnostics) over MCP",
+    )
+    chat.add_argument("--sessions", action="store_true", help="list the agent's past sessions in the folder, and exit")
+    chat.add_argument("--json", action="store_true", help="with --sessions: a JSON list (sessionId, title, updatedAt)")
+    chat.add_argument("--resume", metavar="ID", help="open the past session ID again (resume, else load) and go on")
+    chat.add_argument(
         "--bell",
         action="store_true",
         help="ring the terminal's bell (BEL) before each question the agent waits on: a permission, a review",
@@ -674,6 +733,8 @@ def run_chat_command(args: Any) -> int:
     command = list(args.agent_command)
     if command[:1] == ["--"]:  # older argparse keeps it for nargs="*"
         command = command[1:]
+    if args.sessions or args.json:
+        return _sessions(args, command)
     return run_chat(
         args.workspace,
         args.diff_policy,
@@ -683,5 +744,26 @@ def run_chat_command(args: Any) -> int:
         args.mode,
         args.checkpoints,
         args.login,
+        args.mcp_config,
+        not args.no_editor_tools,
+        args.resume,
         args.bell,
     )
+
+
+def _sessions(args: Any, command: list[str]) -> int:
+    """`--sessions [--json]`: the listing (headless/sessions.py) instead of a chat."""
+    from .sessions import print_sessions
+
+    folder = os.path.realpath(args.workspace)
+    try:
+        if not args.sessions or args.resume or args.prompt is not None:
+            raise ValueError("--json goes with --sessions, and --sessions with no --resume or --prompt")
+        if not os.path.isdir(folder):
+            raise ValueError(f"{args.workspace} is not a folder; pass --workspace with an existing folder")
+        spec = agent_spec(args.agent, command)
+    except ValueError as exc:
+        print(f"error: {exc}.", file=sys.stderr)
+        return EXIT_USAGE
+    _log_without_the_sdk()
+    return print_sessions(spec, folder, args.json)

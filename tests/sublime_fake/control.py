@@ -602,6 +602,17 @@ def opened_urls() -> list[str]:
     return list(_state.host().opened_urls)
 
 
+def open_image(window: sublime.Window, path: str) -> sublime.Sheet:
+    """An image opened (or dropped on the window): Sublime shows it in an ImageSheet, with no view."""
+    current = _main()
+    data = current.windows[window.window_id]
+    sheet = _state.SheetData(current.new_id(), data.id, None, kind="image", name=os.path.abspath(path))
+    current.sheets[sheet.id] = sheet
+    data.groups[data.active_group].append(sheet.id)
+    sublime._focus_sheet(data, sheet.id)
+    return sublime.ImageSheet(sheet.id)
+
+
 def reference_document(view: sublime.View) -> str | None:
     """What the view's incremental diff compares against (not readable through the API)."""
     data = _state.host().views.get(view.view_id)

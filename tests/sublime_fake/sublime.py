@@ -1015,7 +1015,10 @@ class Sheet:
 
     def file_name(self) -> str | None:
         view = self.view()
-        return view.file_name() if view is not None else None
+        if view is not None:
+            return view.file_name()
+        data = self._data()
+        return data.name if data is not None and data.kind == "image" else None  # an image's file
 
     def is_semi_transient(self) -> bool:
         return False
@@ -1053,6 +1056,10 @@ class TextSheet(Sheet):
     pass
 
 
+class ImageSheet(Sheet):
+    """An image opened in a tab (File › Open, or a file dropped on the window): no view, its file name."""
+
+
 class HtmlSheet(Sheet):
     def set_contents(self, contents: str) -> None:
         _h().ui_call("HtmlSheet.set_contents")
@@ -1063,7 +1070,8 @@ class HtmlSheet(Sheet):
 
 def _sheet(sheet_id: int) -> Sheet:
     data = _h().sheets.get(sheet_id)
-    return HtmlSheet(sheet_id) if data is not None and data.kind == "html" else TextSheet(sheet_id)
+    kind = data.kind if data is not None else "text"
+    return HtmlSheet(sheet_id) if kind == "html" else ImageSheet(sheet_id) if kind == "image" else TextSheet(sheet_id)
 
 
 # -- windows --

@@ -8,14 +8,15 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+from ...acp.images import Image
 from ...acp.prompt_queue import PromptQueue
 from ...acp.resources import Resource
 from .view import ChatPanel
 
 CARD = "queued"
-# What goes with a queued prompt: the files given with it, and the mentions Send to Agent put in
-# the prompt (mention -> its file), as they were when it was sent.
-Extra = tuple[Sequence[Resource], dict[str, Resource]]
+# What goes with a queued prompt: the files given with it, and the mentions Send to Agent and Send
+# Image File put in the prompt (mention -> its file, its image), as they were when it was sent.
+Extra = tuple[Sequence[Resource], dict[str, Resource], dict[str, Image]]
 
 
 class QueuedPrompts:

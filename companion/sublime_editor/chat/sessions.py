@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import sublime
 
 from ...acp.agents.agents import AgentSpec
+from ...acp.images import Image, mentioned_images, named_like_image
 from ...acp.resources import Resource
 from ...core.context import SharingPolicy
 from ...core.files.paths import is_inside
@@ -34,6 +35,7 @@ from ..changes import tab as change_set_view
 from ..changes.sources import TurnsSource
 from ..window_state import WindowState
 from . import checkpoints as chat_checkpoints
+from . import mcp as chat_mcp
 from . import mentions as chat_mentions
 from .history import History
 from .queued import QueuedPrompts
@@ -66,7 +68,10 @@ class Chat:
         self.port = StreamingChatView(self.panel, on_state=self._state_changed)
         self.history = History()
         self.attached: dict[str, Resource] = {}  # mention in the prompt -> the file it sends
+        self.images: dict[str, Image] = {}  # mention in the prompt -> the image it sends (chat/images.py)
         self.session: ChatSession | None = None  # loop thread only
+        self.session_id = ""  # the agent's session, once started (main thread: Chat History finds it)
+        self.reopen = False  # start() opens its session again as Chat History does (resume, else load)
         self.ready = False
         self.busy = False  # a turn runs
         self.running = 0  # prompts the agent is answering (more than 1 only where it queues them)
@@ -93,7 +98,8 @@ class Chat:
         self.panel.notice(f"Starting {self.spec.name} in {self.folders[0]}…", "info")
         read_limit = workspace_tools.read_limit_bytes("chat_read_file_limit_kb")  # on the main thread
         config = chat_checkpoints.read_config(self.state.window)
-        self._submit(lambda: self._start(load_session_id, read_limit, config), self._started)
+        mcp = chat_mcp.read_settings()
+        self._submit(lambda: self._start(load_session_id, read_limit, config, mcp), self._started)
 
     def send(self, text: str, resources: Sequence[Resource] = ()) -> bool:
         """Send the prompt (with workspace files attached); False (and the text stays where the
@@ -107,22 +113,29 @@ class Chat:
             sublime.status_message(f"{self.spec.name} is still starting: your prompt stays; send it when it is ready.")
             return False
         attached, self.attached = self.attached, {}  # Send File's mentions go once
+        images, self.images = self.images, {}  # and Send Image File's
         self.history.add(text)
         if self.busy and not self.agent_queues:  # never a 2nd prompt during a turn (prompt_queue.py)
-            self.queued.add(text, (tuple(resources), attached))
+            self.queued.add(text, (tuple(resources), attached, images))
             return True
-        self._dispatch(text, resources, attached, checkpoint=not self.busy)
+        self._dispatch(text, resources, attached, images, checkpoint=not self.busy)
         return True
 
     def _dispatch(
-        self, text: str, resources: Sequence[Resource], attached: dict[str, Resource], checkpoint: bool = True
+        self,
+        text: str,
+        resources: Sequence[Resource],
+        attached: dict[str, Resource],
+        named_images: dict[str, Image],
+        checkpoint: bool = True,
     ) -> None:
         """The prompt to the agent; `checkpoint` False: one the agent queues behind a running turn
         (its checkpoint would be taken while that turn still edits), so it offers no restore."""
         resources = [*resources, *(r for mention, r in attached.items() if mention in text)]
+        images = [image for mention, image in named_images.items() if mention in text]
         # `@path` typed or completed: checked on the loop (disk); none while sharing is paused
         mentioned = None if self.state.handle.context.paused else chat_mentions.rules(self.state.window, self.folders)
-        skip = tuple(attached)
+        skip = (*attached, *named_images)  # Send File's and Send Image File's mentions go once
         self.running += 1
         self.busy = True
         self._cancelled = False
@@ -131,7 +144,7 @@ class Chat:
             self._offer_restore()
         self._show_status()
         self._submit(
-            lambda: self._prompt(text, resources, mentioned, skip, checkpoint),
+            lambda: self._prompt(text, resources, mentioned, skip, images, checkpoint),
             lambda result, error: self._turn_done(text, result, error),
         )
 
@@ -140,8 +153,9 @@ class Chat:
         found = self.queued.take_last()
         if found is None:
             return False
-        text, (_, attached) = found
+        text, (_, attached, images) = found
         self.attached.update(attached)
+        self.images.update(images)
         self.panel.set_prompt(text)
         return True
 
@@ -157,9 +171,10 @@ class Chat:
         """The turn failed or the user cancelled it: the queued prompts go back into the prompt,
         before what is typed there, rather than to the agent (nothing typed is lost)."""
         texts = []
-        for text, (_, attached) in self.queued.take_all():
+        for text, (_, attached, images) in self.queued.take_all():
             texts.append(text)
             self.attached.update(attached)
+            self.images.update(images)
         if texts:
             typed = self.panel.prompt_text().strip()
             self.panel.set_prompt("\n\n".join([*texts, *([typed] if typed else [])]))
@@ -240,7 +255,8 @@ class Chat:
             return
         self.ready = True
         self.agent_queues = self.session is not None and self.session.queues_prompts
-        remember_session(self, str(session_id or ""))
+        self.session_id = str(session_id or "")
+        remember_session(self, self.session_id)
         self.panel.notice(f"{self.spec.name} is ready. Type below and press Enter; Escape cancels a turn.", "info")
         self._show_status()
 
@@ -257,8 +273,8 @@ class Chat:
         elif not self.busy:
             found = self.queued.next()  # the turn has ended: the oldest queued prompt goes now
             if found is not None:
-                queued, (resources, attached) = found
-                self._dispatch(queued, resources, attached)
+                queued, (resources, attached, images) = found
+                self._dispatch(queued, resources, attached, images)
         self._show_status()
 
     def _answered(self, _result: Any, error: BaseException | None) -> None:
@@ -309,9 +325,16 @@ class Chat:
     # -- loop thread --
 
     async def _start(
-        self, load_session_id: str | None, read_limit: int | None, config: chat_checkpoints.CheckpointConfig | None
+        self,
+        load_session_id: str | None,
+        read_limit: int | None,
+        config: chat_checkpoints.CheckpointConfig | None,
+        mcp: chat_mcp.ChatMcpSettings,
     ) -> str:
-        from ...acp.session import ChatSession  # the SDK loads here, on the first chat
+        from ...acp.session import ChatFailed, ChatSession  # the SDK loads here, on the first chat
+
+        if mcp.problem:  # nothing starts, nothing is sent
+            raise ChatFailed(mcp.problem)
 
         if config is not None:  # its first checkpoint overlaps the agent's start
             self.checkpoints = chat_checkpoints.ChatCheckpoints(
@@ -322,10 +345,16 @@ class Chat:
         server = self.state.handle.server  # read on the loop, its thread
         reviews = server.reviews if server is not None else None  # one file, one review, whoever asks
         self.session = ChatSession(
-            self.spec, self.folders, self.state.handle.editor, self.port, reviews=reviews, read_limit_bytes=read_limit
+            self.spec,
+            self.folders,
+            self.state.handle.editor,
+            self.port,
+            reviews=reviews,
+            read_limit_bytes=read_limit,
+            servers=chat_mcp.chat_servers(mcp, self.state.handle),  # the window's tools, the user's servers
         )
         if load_session_id:
-            await self.session.load(load_session_id)
+            await (self.session.reopen if self.reopen else self.session.load)(load_session_id)
         else:
             await self.session.start()
         return self.session.session_id
@@ -336,20 +365,26 @@ class Chat:
         resources: Sequence[Resource],
         mentioned: MentionRules | None = None,
         skip: Sequence[str] = (),
+        images: Sequence[Image] = (),
         checkpoint: bool = True,
     ) -> str:
         if self.session is None:
             raise RuntimeError("the chat has not started")
         warn = lambda reason: self.port.notice(reason, "warning")  # noqa: E731
-        files = await chat_mentions.attached(mentioned, text, skip, warn)
+        files = [f for f in await chat_mentions.attached(mentioned, text, skip, warn) if not named_like_image(f.path)]
+        if mentioned is not None:  # a typed `@shot.png` goes as an image; a refused one is a warning
+            typed, refused = await mentioned_images(self.session, text, mentioned.sharing.exclude, skip)
+            images = [*images, *typed]
+            for reason in refused:
+                warn(f"{reason} The prompt went without it.")
         session, checkpoints = self.session, self.checkpoints
         if checkpoints is None or not checkpoint:
-            return await chat_mentions.prompt(session, text, resources, files, warn)
+            return await chat_mentions.prompt(session, text, resources, files, warn, images)
         for note in await checkpoints.begin():  # what the user reverted since the last turn
             session.add_note(note)
         session.writes.take()  # what was written between turns belongs to no turn's agent
         try:
-            return await chat_mentions.prompt(session, text, resources, files, warn)
+            return await chat_mentions.prompt(session, text, resources, files, warn, images)
         finally:
             changes = await checkpoints.end(self.spec.name, *session.writes.take_turn())
             if changes is not None and not self.silent:
@@ -380,7 +415,7 @@ class Chat:
 
 def _reason(error: BaseException) -> str:
     """The one-line reason ChatFailed carries; anything else is ours, with what to do."""
-    if type(error).__name__ in ("ChatFailed", "ResourceRefused"):  # companion.acp's one-line reasons
+    if type(error).__name__ in ("ChatFailed", "ResourceRefused", "ImageRefused"):  # companion.acp's one-line reasons
         return str(error)
     if isinstance(error, RuntimeStopped):
         return "Gemini Companion has stopped (the package was disabled or reloaded): start a new chat."
@@ -396,8 +431,9 @@ _chats: dict[int, list[Chat]] = {}  # the window each chat started in -> its cha
 _by_view: dict[int, Chat] = {}  # each chat's own view id -> the chat
 
 
-def open_chat(state: WindowState, key: str, spec: AgentSpec, load: str | None = None) -> Chat:
+def open_chat(state: WindowState, key: str, spec: AgentSpec, load: str | None = None, reopen: bool = False) -> Chat:
     chat = Chat(state, key, spec, list(state.window.folders()))
+    chat.reopen = reopen
     _chats.setdefault(state.window.id(), []).append(chat)
     state.last_agent = f"chat:{chat.id}"  # Send to Agent goes to the chat opened last, until another is used
     chat.panel.focus_prompt()

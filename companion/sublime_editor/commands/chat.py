@@ -1,5 +1,5 @@
-"""Palette commands of the chat: New Chat, Continue Last Chat, Cancel, Switch Mode, Switch Model,
-Chat Options…"""
+"""Palette commands of the chat: New Chat, Continue Last Chat, Chat History, Cancel, Switch Mode,
+Switch Model, Chat Options…"""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from ...acp.view import ConfigOption
 from .. import terminus as terminal
 from ..chat import agents as chat_agents
 from ..chat import memory as chat_memory
+from ..chat import past as past_chats
 from ..chat import sessions as chat_sessions
 from ..chat.agents import ChatAgent, Listed
 from ..windows import CompanionWindowCommand
@@ -166,6 +167,16 @@ class GeminiCompanionContinueChatCommand(CompanionWindowCommand):
         choose_agent(
             self.window, agent, lambda a: chat_memory.recall_later(folder, a.key, lambda found: recalled(a, found))
         )
+
+
+class GeminiCompanionPastChatsCommand(CompanionWindowCommand):
+    """Gemini Companion: Chat History… — this folder's past sessions of an agent (chat/past.py)."""
+
+    def run(self, agent: str | None = None) -> None:
+        state = self.running_state()
+        if state is None or _needs_folder(self.window):
+            return
+        choose_agent(self.window, agent, lambda chosen: past_chats.show(state, chosen))
 
 
 class GeminiCompanionChatCancelCommand(sublime_plugin.WindowCommand):
