@@ -47,6 +47,7 @@ else:
     )
     from .companion.sublime_editor.commands.chat import (
         GeminiCompanionChatCancelCommand,
+        GeminiCompanionChatCancelQueuedCommand,
         GeminiCompanionChatModeCommand,
         GeminiCompanionChatModelCommand,
         GeminiCompanionChatOptionsCommand,
@@ -97,6 +98,7 @@ __all__ = [
     "GeminiCompanionChangeSetListener",
     "GeminiCompanionChangeSetOpenCommand",
     "GeminiCompanionChatCancelCommand",
+    "GeminiCompanionChatCancelQueuedCommand",
     "GeminiCompanionChatCopyCommand",
     "GeminiCompanionChatEraseCommand",
     "GeminiCompanionChatHistoryCommand",

@@ -67,6 +67,7 @@ from .folders import additional_directories, first_folder_only
 from .images import Image, ImageRefused, no_images
 from .modes import Seen, starting_mode
 from .past_sessions import Listing, Offered, PastSessions
+from .prompt_queue import TurnGate, queues_prompts
 from .resources import Attachment, Resource, attach
 from .review.files import READ_LIMIT_BYTES, AgentFiles, FsRefused
 from .review.review_gate import ReviewGate
@@ -146,6 +147,7 @@ class ChatSession:
         self._temp = ""  # the agent's own temporary folder (with_private_temp), removed with the chat
         self._status_shown = False  # the view shows a status from the agent's notifications
         self.rewinds: list[Rewound] = []  # the sessions rewinds left, newest last (undo_rewind)
+        self.turn_gate = TurnGate()  # one prompt at a time, unless the agent queues them (prompt_queue.py)
 
     # -- the thread's state, for the chat's callers --
 
@@ -424,6 +426,7 @@ class ChatSession:
         self.can_load = bool(agent and agent.load_session)
         self.past.offered = Offered.of(agent.model_dump(mode="json", by_alias=True) if agent else {})
         self.embeds_resources = bool(agent and agent.prompt_capabilities and agent.prompt_capabilities.embedded_context)
+        self.turn_gate.queues = queues_prompts(agent.model_dump(by_alias=True) if agent else None)
         mcp = agent.mcp_capabilities if agent else None
         self.transports = AgentTransports(http=bool(mcp and mcp.http), sse=bool(mcp and mcp.sse))
         self.takes_images = bool(agent and agent.prompt_capabilities and agent.prompt_capabilities.image)
@@ -432,6 +435,11 @@ class ChatSession:
         notice = first_folder_only(self.spec.name, self.folders, self.takes_folders)
         if notice:
             self.view.notice(notice, "info")
+
+    @property
+    def queues_prompts(self) -> bool:
+        """The agent takes a prompt during a turn and answers it after (prompt_queue.py)."""
+        return self.turn_gate.queues
 
     def _mcp_servers(self) -> list[Any]:
         """`mcpServers` for session/new or session/load (core/server/chat_servers.py); what was skipped, told once."""
@@ -531,6 +539,10 @@ class ChatSession:
             raise ChatFailed("the chat has not started")
         if images and not self.takes_images:
             raise ImageRefused(no_images(self.spec.name))
+        async with self.turn_gate.turn():  # never a 2nd prompt during a turn unless the agent queues
+            return await self._prompt(text, resources, images)
+
+    async def _prompt(self, text: str, resources: Sequence[Resource], images: Sequence[Image]) -> str:
         attached = [await attach(self.files, r, self.embeds_resources) for r in resources]
         self.thread.transcript.prompted(text)
         blocks: list[Any] = [text_block(note) for note in self.thread.take_notes()] + [text_block(text)]

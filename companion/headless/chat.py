@@ -43,6 +43,8 @@ from .chat_tools import ChatWindow
 from .console import Console, StdinLines, off_the_loop
 from .editor import HeadlessEditor, one_line, visible
 from .questions import ConsoleQuestions
+from .queued import COMMANDS as QUEUE_COMMANDS
+from .queued import QueuedLines
 from .rewind import rewind
 
 if TYPE_CHECKING:
@@ -62,6 +64,7 @@ LOCAL_HELP = """The chat's own commands (not sent to the agent):
   /changes       what the last turn changed (a chat started with --checkpoints)
   /restore [N]   the files as they were before prompt N; /restore lists the points, /restore undo undoes
   /rewind N      the files and the conversation as they were before prompt N; /rewind undo undoes
+  /queue         the prompts typed during the turn, sent when it ends; /unqueue drops the last
   //COMMAND      sends /COMMAND to the agent (its own slash commands, such as //help)
 Any other line is a prompt for the agent. Ctrl-C cancels a turn (and a review's question with it);
 at the `>` prompt it clears the line, and a second one ends the chat; Ctrl-D ends it too.
@@ -162,7 +165,7 @@ class TerminalView(ConsoleQuestions):
         withdrawn = threading.Event()  # a question cancelled before its turn is never asked
         while True:
             try:
-                answer = await off_the_loop(self.console.ask, context, question, withdrawn)
+                answer = await off_the_loop(self.console.ask, context, question, withdrawn, True)
             except EOFError:
                 return None
             except asyncio.CancelledError:  # the turn was cancelled: the agent no longer asks
@@ -203,6 +206,7 @@ def run_chat(
     mcp_config: str | None = None,
     editor_tools: bool = True,
     resume: str | None = None,
+    bell: bool = False,
 ) -> int:
     folder = os.path.realpath(workspace)
     if not os.path.isdir(folder):
@@ -226,9 +230,15 @@ def run_chat(
     _log_without_the_sdk()
     lines = StdinLines(sys.stdin)  # the one reader of stdin: prompts and every question's answer
     console = Console(sys.stdout, lines=lines)  # the review's questions and the agent's output, one terminal
-    # A line typed during a turn is never a later question's answer (see StdinLines); say where it goes.
-    ahead = "kept for the > prompt after this turn" if prompt is None else "not an answer; --prompt takes no more"
-    lines.typed_ahead = lambda text: console.say(f"[typed ahead, {ahead}: {visible(text)}]\n")
+    console.bell = bell
+    # A line typed during a turn is never a later question's answer (see StdinLines): a prompt queued
+    # for after the turn (queued.py), or with --prompt, said to go nowhere.
+    if prompt is None:
+        lines.typed_ahead = QueuedLines(lines, console).typed_ahead
+    else:
+        lines.typed_ahead = lambda text: console.say(
+            f"[typed ahead, not an answer; --prompt takes no more: {visible(text)}]\n"
+        )
     editor = HeadlessEditor(policy, console=console)
     editor.closed_by = "the agent withdrew it"
     try:
@@ -460,6 +470,9 @@ async def _repl(session: ChatSession, interrupts: _Interrupts, changes: TurnChan
         if word == "/rewind":
             await changes.rewind(session, line.split())
             continue
+        if word in QUEUE_COMMANDS:  # at `>`: the lines typed ahead not sent yet
+            QueuedLines(interrupts.lines, console).command(word)
+            continue
         if word.startswith("//"):  # the agent's own slash command, such as //help
             line = line.lstrip()[1:]
         try:
@@ -687,7 +700,7 @@ def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="%(prog)s --workspace DIR [--diff-policy prompt|accept|reject] [--prompt TEXT] [--mode ID] "
         "[--checkpoints] [--login] [--mcp-config FILE] [--no-editor-tools] [--sessions [--json] | --resume ID] "
-        "(--agent gemini|claude|demo | -- COMMAND [ARGS...])",
+        "[--bell] (--agent gemini|claude|demo | -- COMMAND [ARGS...])",
     )
     chat.add_argument("--workspace", required=True, help="the folder the agent works in")
     chat.add_argument("--diff-policy", choices=policies, default="prompt", help="how permissions are answered")
@@ -722,6 +735,11 @@ def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
     chat.add_argument("--sessions", action="store_true", help="list the agent's past sessions in the folder, and exit")
     chat.add_argument("--json", action="store_true", help="with --sessions: a JSON list (sessionId, title, updatedAt)")
     chat.add_argument("--resume", metavar="ID", help="open the past session ID again (resume, else load) and go on")
+    chat.add_argument(
+        "--bell",
+        action="store_true",
+        help="ring the terminal's bell (BEL) before each question the agent waits on: a permission, a review",
+    )
     chat.add_argument("agent_command", nargs="*", metavar="COMMAND", help="the agent's command line, after --")
 
 
@@ -743,6 +761,7 @@ def run_chat_command(args: Any) -> int:
         args.mcp_config,
         not args.no_editor_tools,
         args.resume,
+        args.bell,
     )
 
 

@@ -50,6 +50,7 @@ class Console:
         self.clock = clock
         isatty = getattr(out, "isatty", None)
         self.rewrites = bool(isatty and isatty())  # a terminal: the status line is rewritten in place
+        self.bell = False  # `chat --bell`: a BEL before a question the agent waits on (a terminal only)
         self._lock = threading.Lock()  # the state below and every write
         self._one_question = threading.Lock()  # one question on the terminal at a time
         self._question: tuple[str, str] | None = None  # (context, question) waiting for its answer
@@ -92,17 +93,21 @@ class Console:
             else:
                 self._erase_status()
 
-    def ask(self, context: str, question: str, withdrawn: threading.Event | None = None) -> str:
+    def ask(self, context: str, question: str, withdrawn: threading.Event | None = None, waits: bool = False) -> str:
         """Show `context` (unless it is already the last thing above) and `question`, read one line
         (blocks: never call it on the event loop). Output meanwhile is printed after the answer.
         EOFError when input has ended; Withdrawn (an EOFError) when `withdrawn` was set before the
         question's turn, or (reading from `lines`) when it is withdrawn while it waits. `withdrawn` is
-        also the question's identity for `withdraw`: two questions may read alike ("Choose 1-2:")."""
+        also the question's identity for `withdraw`: two questions may read alike ("Choose 1-2:").
+        `waits`: the agent waits on the answer (a permission, a review): with `bell`, the terminal's
+        bell rings first, so a user looking elsewhere hears it."""
         with self._one_question:
             if withdrawn is not None and withdrawn.is_set():
                 raise Withdrawn("the question was withdrawn before it was asked")
             with self._lock:
                 self._erase_status()
+                if waits and self.bell and self.rewrites:
+                    self._write("\a")
                 if context and (context != self._shown_context or self._printed_since_context):
                     self._write(context)
                 self._shown_context, self._printed_since_context = context, False
@@ -284,6 +289,16 @@ class StdinLines:
         """Lines typed and not taken yet."""
         with self._changed:
             return len(self._lines)
+
+    def waiting(self) -> list[str]:
+        """The lines typed and not taken yet, oldest first (the prompts queued during a turn)."""
+        with self._changed:
+            return [text for _, text in self._lines]
+
+    def drop_last(self) -> str | None:
+        """The newest line not taken yet, taken out (None when there is none)."""
+        with self._changed:
+            return self._lines.pop()[1] if self._lines else None
 
     def _first(self, since: int) -> tuple[int, str] | None:
         return next((line for line in self._lines if line[0] >= since), None)

@@ -137,7 +137,7 @@ class HeadlessEditor:
             with self._changed:
                 self._asking = (review, token)
             try:  # the diff is shown again when something was printed under it meanwhile
-                answer = self.console.ask(diff, question, token).strip().lower()
+                answer = self.console.ask(diff, question, token, True).strip().lower()
             except Withdrawn:
                 continue  # closed meanwhile: close_review said so
             except EOFError:

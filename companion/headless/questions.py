@@ -33,7 +33,7 @@ class ConsoleQuestions:
         self._asked()
         withdrawn = threading.Event()
         try:
-            return await off_the_loop(self.console.ask, context, question, withdrawn)
+            return await off_the_loop(self.console.ask, context, question, withdrawn, True)  # the agent waits
         except EOFError:
             return None
         except asyncio.CancelledError:  # the chat closes, or the turn was cancelled

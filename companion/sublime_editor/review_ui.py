@@ -32,6 +32,8 @@ REVIEW_SETTING = "gemini_companion.review"
 CONNECT_SETTING = "gemini_companion.connect"
 ROLE_SETTING = "gemini_companion.role"
 BANNER_KEY = "gemini_companion.banner"
+REVIEW = "review"  # what waits in the status bar (attention, below): a review, by its id
+ATTENTION_KEY = "gemini_companion.attention"  # the status key of what waits for the user unseen
 # Per-view settings that make other packages leave our views alone. LSP attaches (and runs its
 # on-save code actions and formatting) only on views it deems regular, and a view with `repl` set is
 # not (sublimelsp/LSP @ 7ffc721 `plugin/documents.py` is_regular_view L115–133); its formatting on
@@ -205,6 +207,8 @@ class WindowReviews:
         self._render_banner(entry)
         if settings.get("focus_review", True):
             self.window.focus_view(entry.proposal)
+        name = os.path.basename(review.file_path) or review.file_path
+        attention_asked(entry.proposal, REVIEW, str(review.id), f"a review of {name} waits for you")
 
     def close(self, review: Review) -> LeftText:
         """Close the review's views without a decision; returns the proposal's current text (its
@@ -439,6 +443,7 @@ class WindowReviews:
             return
         entry.closing = True
         self.open.pop(entry.review.id, None)
+        attention_answered(REVIEW, str(entry.review.id))
         for view in entry.views():
             if view.is_valid():
                 view.close()
@@ -514,3 +519,54 @@ def _always_link(review: Review) -> str:
         return ""
     name = html.escape(review.allow_always)
     return f'<a href="accept-always" title="Accept; later edits in this chat are not reviewed">{name}</a> · '
+
+
+# -- attention (issue #41): a chat's permission card asked while the chat's view is not the active
+# view of its window, or its window not the active one, or a review shown so (`focus_review` off, a
+# window in the background), is named in the status bar of every view of the window until it is
+# answered, withdrawn or closed. Sublime Text's API (build 4213, sublime-text-stubs) has no bell
+# and no way to flash a tab or ask the window manager for attention: the status bar is what a
+# package can do. Here, beside the reviews, since chat/ (the permission cards) is above them.
+
+# window id -> (owner: a chat's id or "review", key) -> the words for it
+_waiting: dict[int, dict[tuple[str, str], str]] = {}
+
+
+def is_seen(view: sublime.View) -> bool:
+    """The view is the active view of the active window: the user sees its card."""
+    window = view.window()
+    if window is None:
+        return False
+    active = window.active_view()
+    return sublime.active_window().id() == window.id() and active is not None and active.id() == view.id()
+
+
+def attention_asked(view: sublime.View, owner: str, key: str, words: str) -> None:
+    """Something waits for an answer in `view` (a chat's own view, a review's proposal)."""
+    window = view.window()
+    if window is None or is_seen(view):
+        return
+    _waiting.setdefault(window.id(), {})[(owner, key)] = words
+    _show_attention(window)
+
+
+def attention_answered(owner: str, key: str | None) -> None:
+    """It was answered or withdrawn (or its chat closed: `key` None drops all of the owner's)."""
+    for window_id, waiting in list(_waiting.items()):
+        for found in [k for k in waiting if k[0] == owner and (key is None or k[1] == key)]:
+            del waiting[found]
+            _show_attention(sublime.Window(window_id))
+        if not waiting:
+            del _waiting[window_id]
+
+
+def _show_attention(window: sublime.Window) -> None:
+    if not window.is_valid():
+        return
+    words = list(dict.fromkeys(_waiting.get(window.id(), {}).values()))  # each once, in order
+    text = "Gemini Companion: " + "; ".join(words) if words else ""
+    for view in window.views():
+        if text:
+            view.set_status(ATTENTION_KEY, text)
+        else:
+            view.erase_status(ATTENTION_KEY)

@@ -254,7 +254,7 @@ def test_a_line_typed_during_a_turn_is_a_prompt_for_after_it_never_a_later_quest
         terminal.type(b"Edit\n")
         terminal.expect("At the gate.")
         terminal.type(b"typed ahead\n")  # the agent is still working: no question yet
-        terminal.expect("[typed ahead, kept for the > prompt after this turn: typed ahead]")
+        terminal.expect("[queued: typed ahead — sent when the turn ends; /queue lists, /unqueue drops the last]")
         with open(gate, "w", encoding="utf-8") as opened:
             opened.write("go\n")
         terminal.expect("[y]es / [n]o: ")
@@ -273,3 +273,72 @@ def test_a_line_typed_during_a_turn_is_a_prompt_for_after_it_never_a_later_quest
     assert prompts(record) == [["Edit"], ["typed ahead"]], terminal.screen
     with open(os.path.join(workspace, "reviewed.txt"), encoding="utf-8") as handle:
         assert handle.read() == "after\n"  # the first review was answered y by the line typed for it
+
+
+def test_lines_typed_during_a_turn_are_queued_listed_dropped_and_sent_after_it(workspace: str, record: str) -> None:
+    """Issue #41: each line typed while the agent works is said to be queued; /queue lists them,
+    /unqueue drops the newest; the rest reach the agent one by one after the turn, never during it."""
+    with open(os.path.join(workspace, "reviewed.txt"), "w", encoding="utf-8") as handle:
+        handle.write("before\n")
+    gate = os.path.join(os.path.dirname(record), "gate")
+    os.mkfifo(gate)
+    argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace, "--", sys.executable, AGENT]
+    env = {**os.environ, "PYTHONPATH": ROOT, "SCRIPTED_AGENT_RECORD": record, "TERM": "dumb"}
+    terminal = Terminal([*argv, "checkpoint"], {**env, "SCRIPTED_AGENT_GATE": gate})
+    try:
+        terminal.expect("> ")
+        terminal.type(b"Edit\n")
+        terminal.expect("At the gate.")
+        terminal.type(b"first\n")
+        terminal.expect("[queued: first — sent when the turn ends")
+        terminal.type(b"second\n")
+        terminal.expect("[queued: second — ")
+        terminal.type(b"/queue\n")
+        terminal.expect("  1) first\n  2) second\n")
+        terminal.type(b"/unqueue\n")
+        terminal.expect("[unqueued: second]")
+        assert prompts(record) == [["Edit"]]  # nothing went to the agent during its turn
+        with open(gate, "w", encoding="utf-8") as opened:
+            opened.write("go\n")
+        terminal.expect("[y]es / [n]o: ")
+        terminal.type(b"y\n")
+        terminal.expect("> first\n")  # sent once the turn has ended
+        terminal.expect("At the gate.")
+        with open(gate, "w", encoding="utf-8") as opened:
+            opened.write("go\n")
+        terminal.expect("[y]es / [n]o: ")
+        terminal.type(b"n\n")
+        terminal.expect("> ")
+        terminal.type(b"/queue\n")
+        terminal.expect("[nothing is queued]")
+        terminal.type(CTRL_D)
+        assert terminal.wait() == 0, terminal.screen
+    finally:
+        terminal.close()
+    assert prompts(record) == [["Edit"], ["first"]], terminal.screen
+
+
+@pytest.mark.parametrize("bell", [True, False])
+def test_bell_rings_before_a_question_the_agent_waits_on_only_when_asked_for(
+    workspace: str, record: str, bell: bool
+) -> None:
+    """Issue #41: `--bell` puts a BEL before the review's question (the agent waits for the user,
+    who may look elsewhere); without it the terminal gets none."""
+    with open(os.path.join(workspace, "reviewed.txt"), "w", encoding="utf-8") as handle:
+        handle.write("before\n")
+    flags = ["--bell"] if bell else []
+    argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace, *flags, "--", sys.executable, AGENT]
+    env = {**os.environ, "PYTHONPATH": ROOT, "SCRIPTED_AGENT_RECORD": record, "TERM": "dumb"}
+    terminal = Terminal([*argv, "checkpoint"], env)
+    try:
+        terminal.expect("> ")
+        terminal.type(b"Edit\n")
+        before = terminal.expect("[y]es / [n]o: ")
+        assert ("\a" in before) is bell, repr(before)
+        assert before.count("\a") <= 1
+        terminal.type(b"n\n")
+        terminal.expect("> ")
+        terminal.type(CTRL_D)
+        assert terminal.wait() == 0, terminal.screen
+    finally:
+        terminal.close()

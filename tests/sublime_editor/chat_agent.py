@@ -19,7 +19,9 @@ Modes `default` and `yolo`; slash commands /explain and /review; session/load re
 exchange. Every prompt (its text blocks, then one line per resource) and every load is appended
 to PROMPTS_FILE (when the environment names one; with CHAT_AGENT_SESSION_IDS=1 each after
 "[sN] ", its session), for the test to read. With CHAT_AGENT_EMBED=1
-it takes embedded context (files' text inside the prompt), as Gemini CLI does.
+it takes embedded context (files' text inside the prompt), as Gemini CLI does; with
+CHAT_AGENT_QUEUEING=1 it advertises `_meta.claudeCode.promptQueueing` (and, as the SDK's agent side
+does, answers a prompt sent during a turn at once, beside the running one).
 """
 
 from __future__ import annotations
@@ -74,8 +76,11 @@ async def serve() -> None:
 
         async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
             embeds = os.environ.get("CHAT_AGENT_EMBED") == "1"  # takes embedded context (files' text in the prompt)
+            # CHAT_AGENT_QUEUEING=1: it queues prompts sent during a turn, as claude-agent-acp says it does
+            queues = os.environ.get("CHAT_AGENT_QUEUEING") == "1"
+            queueing = {"claudeCode": {"promptQueueing": True}} if queues else None
             capabilities = AgentCapabilities(
-                load_session=True, prompt_capabilities=PromptCapabilities(embedded_context=embeds)
+                load_session=True, prompt_capabilities=PromptCapabilities(embedded_context=embeds), field_meta=queueing
             )
             return InitializeResponse(protocol_version=1, agent_capabilities=capabilities)
 

@@ -429,20 +429,6 @@ def test_a_reply_is_shown_in_batches_of_at_most_32_kib_per_main_thread_tick(
     assert text(view).count(chunk) == 100
 
 
-def test_a_prompt_sent_while_the_agent_answers_stays_in_the_view(companion: Companion, workspace: str) -> None:
-    window = setup(companion, workspace)
-    view = start_chat(companion, window)
-    send(view, "wait")
-    control.type_text(view, "next question")
-    control.press_keys(view, "enter")
-    chat = chat_of(view)
-    assert chat.panel.prompt_text() == "next question"
-    assert any("your prompt stays" in m for m in control.status_messages())
-    control.press_keys(view, "escape")
-    wait_turn(view)
-    assert chat.panel.prompt_text() == "next question"
-
-
 def test_a_flood_of_updates_reaches_the_view_whole(companion: Companion, workspace: str) -> None:
     from tests.acp import scripted_agent
 

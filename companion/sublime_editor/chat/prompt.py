@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 PROMPT_CONTEXT = "gemini_companion.chat_prompt"  # a caret in a chat's prompt
 TURN_CONTEXT = "gemini_companion.chat_turn"  # a chat view whose agent is answering
+QUEUED_CONTEXT = "gemini_companion.chat_queued"  # a chat view with a prompt queued (queued.py)
 FIRST_LINE_CONTEXT = "gemini_companion.chat_prompt_first_line"  # the caret on the prompt's first line
 LAST_LINE_CONTEXT = "gemini_companion.chat_prompt_last_line"  # the caret on the prompt's last line
 # Commands that change the text at the carets: in the transcript they would edit the companion's
@@ -57,13 +58,15 @@ def _chat(view: sublime.View) -> chat_sessions.Chat | None:
 
 def query_context(view: sublime.View, key: str, operator: int, operand: object) -> bool | None:
     """The prompt's key binding contexts (None: the key is not ours)."""
-    if key not in (PROMPT_CONTEXT, TURN_CONTEXT, FIRST_LINE_CONTEXT, LAST_LINE_CONTEXT):
+    if key not in (PROMPT_CONTEXT, TURN_CONTEXT, QUEUED_CONTEXT, FIRST_LINE_CONTEXT, LAST_LINE_CONTEXT):
         return None
     chat = _chat(view)
     if chat is None:
         value = False
     elif key == TURN_CONTEXT:
         value = chat.busy
+    elif key == QUEUED_CONTEXT:
+        value = len(chat.queued) > 0
     elif key == PROMPT_CONTEXT:
         value = chat.panel.in_prompt()
     else:

@@ -29,7 +29,7 @@ from ...core.history.change_set import FileChange
 from ...core.mentions import MentionRules
 from ...runtime import RuntimeStopped
 from .. import mcp_tools as workspace_tools
-from .. import status
+from .. import review_ui, status
 from .. import terminus as terminal
 from ..changes import tab as change_set_view
 from ..changes.sources import TurnsSource
@@ -38,6 +38,7 @@ from . import checkpoints as chat_checkpoints
 from . import mcp as chat_mcp
 from . import mentions as chat_mentions
 from .history import History
+from .queued import QueuedPrompts
 from .view import CHAT_SETTING, DIFF_SETTING, ChatPanel, StreamingChatView
 
 if TYPE_CHECKING:
@@ -73,6 +74,10 @@ class Chat:
         self.reopen = False  # start() opens its session again as Chat History does (resume, else load)
         self.ready = False
         self.busy = False  # a turn runs
+        self.running = 0  # prompts the agent is answering (more than 1 only where it queues them)
+        self.agent_queues = False  # it advertises prompt queueing: a prompt goes to it during a turn
+        self.queued = QueuedPrompts(self.panel)  # else the prompts sent during a turn wait here
+        self._cancelled = False  # the user cancelled the turn: the queued prompts go back to the prompt
         self.ended = False  # the agent is gone (failed, stopped)
         self._closing: concurrent.futures.Future[None] | None = None
         self.silent = False  # set at exit: nothing more is shown
@@ -104,29 +109,75 @@ class Chat:
         if self.ended:
             sublime.status_message(f"{self.spec.name} has stopped in this chat: start a new chat.")
             return False
-        if not self.ready or self.busy:
-            sublime.status_message(
-                f"{self.spec.name} is {'still starting' if not self.ready else 'answering'}: "
-                "your prompt stays; send it when the turn ends, or press Escape to cancel the turn."
-            )
+        if not self.ready:
+            sublime.status_message(f"{self.spec.name} is still starting: your prompt stays; send it when it is ready.")
             return False
-        resources = [*resources, *(r for mention, r in self.attached.items() if mention in text)]
-        images = [image for mention, image in self.images.items() if mention in text]
+        attached, self.attached = self.attached, {}  # Send File's mentions go once
+        images, self.images = self.images, {}  # and Send Image File's
+        self.history.add(text)
+        if self.busy and not self.agent_queues:  # never a 2nd prompt during a turn (prompt_queue.py)
+            self.queued.add(text, (tuple(resources), attached, images))
+            return True
+        self._dispatch(text, resources, attached, images, checkpoint=not self.busy)
+        return True
+
+    def _dispatch(
+        self,
+        text: str,
+        resources: Sequence[Resource],
+        attached: dict[str, Resource],
+        named_images: dict[str, Image],
+        checkpoint: bool = True,
+    ) -> None:
+        """The prompt to the agent; `checkpoint` False: one the agent queues behind a running turn
+        (its checkpoint would be taken while that turn still edits), so it offers no restore."""
+        resources = [*resources, *(r for mention, r in attached.items() if mention in text)]
+        images = [image for mention, image in named_images.items() if mention in text]
         # `@path` typed or completed: checked on the loop (disk); none while sharing is paused
         mentioned = None if self.state.handle.context.paused else chat_mentions.rules(self.state.window, self.folders)
-        skip = (*self.attached, *self.images)  # Send File's and Send Image File's mentions go once
-        self.attached.clear()
-        self.images.clear()
-        self.history.add(text)
+        skip = (*attached, *named_images)  # Send File's and Send Image File's mentions go once
+        self.running += 1
         self.busy = True
+        self._cancelled = False
         self.panel.user_prompt(text)
-        self._offer_restore()
+        if checkpoint:
+            self._offer_restore()
         self._show_status()
         self._submit(
-            lambda: self._prompt(text, resources, mentioned, skip, images),
+            lambda: self._prompt(text, resources, mentioned, skip, images, checkpoint),
             lambda result, error: self._turn_done(text, result, error),
         )
+
+    def edit_queued(self) -> bool:
+        """Up in the empty prompt: the last queued prompt back in it, out of the queue."""
+        found = self.queued.take_last()
+        if found is None:
+            return False
+        text, (_, attached, images) = found
+        self.attached.update(attached)
+        self.images.update(images)
+        self.panel.set_prompt(text)
         return True
+
+    def cancel_queued(self) -> bool:
+        """Cancel Queued Prompt (Escape while one waits): the last one is dropped (Up in the history
+        still has it)."""
+        found = self.queued.take_last()
+        if found is not None:
+            sublime.status_message(f"Gemini Companion: queued prompt cancelled (Up brings it back): {found[0][:60]}")
+        return found is not None
+
+    def _unqueue_all(self) -> None:
+        """The turn failed or the user cancelled it: the queued prompts go back into the prompt,
+        before what is typed there, rather than to the agent (nothing typed is lost)."""
+        texts = []
+        for text, (_, attached, images) in self.queued.take_all():
+            texts.append(text)
+            self.attached.update(attached)
+            self.images.update(images)
+        if texts:
+            typed = self.panel.prompt_text().strip()
+            self.panel.set_prompt("\n\n".join([*texts, *([typed] if typed else [])]))
 
     def _offer_restore(self) -> None:
         """ "Restore checkpoint" under the prompt just sent: the workspace as it was before it. The
@@ -149,6 +200,7 @@ class Chat:
 
     def cancel(self) -> None:
         if self.busy:
+            self._cancelled = True
             self._submit(self._cancel, lambda _r, _e: None)
 
     def set_mode(self, mode_id: str) -> None:
@@ -204,17 +256,27 @@ class Chat:
             self._failed(error)
             return
         self.ready = True
+        self.agent_queues = self.session is not None and self.session.queues_prompts
         self.session_id = str(session_id or "")
         remember_session(self, self.session_id)
         self.panel.notice(f"{self.spec.name} is ready. Type below and press Enter; Escape cancels a turn.", "info")
         self._show_status()
 
     def _turn_done(self, text: str, _reason: Any, error: BaseException | None) -> None:
-        self.busy = False
+        self.running = max(0, self.running - 1)
+        self.busy = self.running > 0
         if error is not None:
             self._failed(error)
             if not self.panel.prompt_text().strip():  # what the user sent stays theirs to send again
                 self.panel.set_prompt(text)
+            self._unqueue_all()
+        elif self._cancelled and not self.busy:
+            self._unqueue_all()
+        elif not self.busy:
+            found = self.queued.next()  # the turn has ended: the oldest queued prompt goes now
+            if found is not None:
+                queued, (resources, attached, images) = found
+                self._dispatch(queued, resources, attached, images)
         self._show_status()
 
     def _answered(self, _result: Any, error: BaseException | None) -> None:
@@ -223,6 +285,7 @@ class Chat:
 
     def _failed(self, error: BaseException) -> None:
         self.ended = True
+        review_ui.attention_answered(self.id, None)  # its agent is gone: nothing waits for an answer
         self.ready = False
         self.panel.notice(_reason(error), "warning")
         self.close()
@@ -305,6 +368,7 @@ class Chat:
         mentioned: MentionRules | None = None,
         skip: Sequence[str] = (),
         images: Sequence[Image] = (),
+        checkpoint: bool = True,
     ) -> str:
         if self.session is None:
             raise RuntimeError("the chat has not started")
@@ -316,7 +380,7 @@ class Chat:
             for reason in refused:
                 warn(f"{reason} The prompt went without it.")
         session, checkpoints = self.session, self.checkpoints
-        if checkpoints is None:
+        if checkpoints is None or not checkpoint:
             return await chat_mentions.prompt(session, text, resources, files, warn, images)
         for note in await checkpoints.begin():  # what the user reverted since the last turn
             session.add_note(note)
@@ -449,6 +513,7 @@ def view_closed(view: sublime.View) -> None:
     settings of a view already closed are not to be read."""
     chat = _by_view.pop(view.id(), None)
     if chat is not None:
+        review_ui.attention_answered(chat.id, None)  # nothing waits in a closed chat
         chat.close()
         group = _chats.get(chat.state.window.id(), [])
         if chat in group:

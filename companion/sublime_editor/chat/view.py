@@ -37,6 +37,7 @@ from ...acp.view import (
     ToolDiff,
     Usage,
 )
+from .. import review_ui
 from ..review_ui import LEAVE_ALONE
 from ..settings import syntax_path
 from . import asking
@@ -321,16 +322,20 @@ class ChatPanel:
         options = " · ".join(f'<a href="option-{i}">{html.escape(o.name)}</a>' for i, o in enumerate(choices))
         self.card(key, f"<b>{html.escape(self.agent_name)}</b> asks: {html.escape(title)}<br>{options}", links)
         self.replying = False
+        waits = f"{self.agent_name} waits for you (permission)"
+        review_ui.attention_asked(self.view, self.chat_id, key, waits)  # unseen: the status bar says so
 
     def _chose(self, key: str, option: Choice, answer: Callable[[str | None], None]) -> None:
         card = self.cards.get(key)
         if card is None or not card.links:
             return  # answered already, or withdrawn
         self.card(key, f"{card.html.split('<br>')[0]}<br>→ {html.escape(option.name)}")
+        review_ui.attention_answered(self.chat_id, key)
         answer(option.option_id)
 
     def choice_withdrawn(self, key: str) -> None:
         card = self.cards.get(key)
+        review_ui.attention_answered(self.chat_id, key)
         if card is not None and card.links:
             self.card(key, f"{card.html.split('<br>')[0]}<br>(no answer needed any more)")
 

@@ -192,6 +192,19 @@ class GeminiCompanionChatCancelCommand(sublime_plugin.WindowCommand):
         return chat is not None and chat.busy
 
 
+class GeminiCompanionChatCancelQueuedCommand(sublime_plugin.WindowCommand):
+    """Gemini Companion: Cancel Queued Prompt (Escape in a chat while one waits): the last one."""
+
+    def run(self) -> None:
+        chat = chat_sessions.target(self.window)
+        if chat is not None:
+            chat.cancel_queued()
+
+    def is_enabled(self) -> bool:
+        chat = chat_sessions.target(self.window)
+        return chat is not None and len(chat.queued) > 0
+
+
 class GeminiCompanionChatModeCommand(sublime_plugin.WindowCommand):
     """Gemini Companion: Switch Chat Mode — the agent's own modes; with `mode` (and the `chat` id,
     as the "applied without review" card's link gives them) straight to that mode."""

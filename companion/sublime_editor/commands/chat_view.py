@@ -94,11 +94,14 @@ class GeminiCompanionChatSendCommand(sublime_plugin.TextCommand):
 
 
 class GeminiCompanionChatHistoryCommand(sublime_plugin.TextCommand):
-    """Up/down on the prompt's first/last line: the earlier/later prompts."""
+    """Up/down on the prompt's first/last line: the earlier/later prompts; Up in the empty prompt
+    while a prompt is queued: that prompt, to edit (it leaves the queue)."""
 
     def run(self, edit: sublime.Edit, forward: bool = False) -> None:
         chat = chat_sessions.for_view(self.view)
         if chat is None:
+            return
+        if not forward and not chat.panel.prompt_text().strip() and chat.edit_queued():
             return
         text = chat.history.forward() if forward else chat.history.back(chat.panel.prompt_text())
         if text is not None:
