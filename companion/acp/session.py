@@ -50,6 +50,7 @@ from ..core.reviews import Reviews
 from .agents import process
 from .agents.agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
 from .modes import Seen, starting_mode
+from .reasons import queues_prompts
 from .resources import Attachment, Resource, attach
 from .review.files import READ_LIMIT_BYTES, AgentFiles, FsRefused
 from .review.review_gate import ReviewGate
@@ -107,6 +108,8 @@ class ChatSession:
         self.session_id = ""
         self.can_load = False  # the agent's `loadSession` capability (after initialize)
         self.embeds_resources = False  # its `promptCapabilities.embeddedContext`
+        self.queues_prompts = False  # its `_meta.claudeCode.promptQueueing` (acp/reasons.py)
+        self._queued: set[asyncio.Task[Any]] = set()  # prompts sent during a turn, run after it
         self._conn: ClientSideConnection | None = None
         self._asking: set[asyncio.Task[Any]] = set()
         self._watcher: asyncio.Task[None] | None = None
@@ -253,6 +256,7 @@ class ChatSession:
         agent = answer.agent_capabilities
         self.can_load = bool(agent and agent.load_session)
         self.embeds_resources = bool(agent and agent.prompt_capabilities and agent.prompt_capabilities.embedded_context)
+        self.queues_prompts = queues_prompts(agent.field_meta if agent else None)
 
     async def _open(self, session_id: str, session: Any, raw: dict[str, Any]) -> None:
         self.session_id = session_id
@@ -299,7 +303,7 @@ class ChatSession:
 
     async def close(self) -> None:
         """End the chat: close open reviews, the connection, and the agent with all it started."""
-        for task in list(self._asking):
+        for task in [*self._asking, *self._queued]:
             task.cancel()
         await self.gate.close_all()
         if self._conn is not None:
@@ -339,6 +343,7 @@ class ChatSession:
         try:
             with self.agent.turn() if self.agent else contextlib.nullcontext():  # its tree is tracked meanwhile
                 response = await self._conn.prompt(self.session_id, blocks)
+                await self._queued_turns()  # the turn is over for the user when those are too
         except _AGENT_ERRORS as exc:
             raise ChatFailed(await self._failure(exc, "the prompt")) from None
         finally:
@@ -349,6 +354,25 @@ class ChatSession:
             self.view.notice(f"{self.spec.name} stopped its turn after you rejected its edit.", "info")
         self.view.turn_ended(stop_reason)
         return stop_reason
+
+    def queue_prompt(self, text: str) -> bool:
+        """A prompt sent now, during the turn (the agent runs it after): only to an agent that
+        queues prompts. The current `prompt` returns when it is answered too."""
+        if not self.queues_prompts or self._conn is None or not self.session_id:
+            return False
+        task = asyncio.ensure_future(self._conn.prompt(self.session_id, [text_block(text)]))
+        self._queued.add(task)
+        return True
+
+    async def _queued_turns(self) -> None:
+        """Wait for the prompts queued during the turn; one the agent failed is said, not raised
+        (the user's own prompt was answered)."""
+        while self._queued:
+            task = self._queued.pop()
+            try:
+                await task
+            except _AGENT_ERRORS as exc:
+                self.view.notice(f"{self.spec.name} did not take the queued message: {_one_line(str(exc))}", "warning")
 
     def _clear_status(self) -> None:
         """A status says what the agent does during a turn; once the turn is over it is stale."""
@@ -529,6 +553,9 @@ class _Requests:
         chat = self._session
         params = {"sessionId": chat.session_id, "modelId": model_id}
         await chat._asking_agent("session/set_model", chat._connection()._conn.send_request(_SET_MODEL, params))
+
+    def queue_prompt(self, text: str) -> bool:
+        return self._session.queue_prompt(text)
 
     async def set_config_option(self, config_id: str, value: str | bool) -> list[dict[str, Any]] | None:
         chat = self._session
