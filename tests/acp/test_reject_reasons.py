@@ -7,6 +7,7 @@ gets it as the note leading the user's next prompt. The transcript shows the rea
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 from companion.acp.agents.agents import AgentSpec
 from companion.acp.session import ChatSession
 from companion.acp.view import Choice, Rejection
-from tests.acp.conftest import AsyncEditor, RecordingView
+from tests.acp.conftest import CEILING, ROOT, AsyncEditor, RecordingView
 from tests.acp.test_any_agent_edits import AGENT, edit_call, file_with, records, script
 
 pytestmark = pytest.mark.anyio
@@ -124,3 +125,40 @@ async def test_a_permission_card_rejected_with_a_reason_tells_the_agent_why(work
         f"[Note from the editor: the user rejected your request (rm -rf build): {REASON}]",
         "what next?",
     ]
+
+
+def piped_chat(workspace: str, tmp_path: Any, steps: list[dict[str, Any]], lines: str) -> str:
+    """`companion chat` in a pipe (`--diff-policy prompt`): `lines` are the user's prompts and
+    answers; returns its output."""
+    argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace, "--"]
+    argv += [sys.executable, AGENT, script(tmp_path, steps)]
+    env = {**os.environ, "PYTHONPATH": ROOT, "EDIT_AGENT_RECORD": os.path.join(str(tmp_path), "record.jsonl")}
+    result = subprocess.run(argv, cwd=ROOT, env=env, input=lines, capture_output=True, text=True, timeout=CEILING)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_headless_n_with_a_reason_rejects_the_edit_and_the_next_prompt_carries_why(
+    workspace: str, tmp_path: Any
+) -> None:
+    path = file_with(workspace, b"one\ntwo\n")
+    output = piped_chat(workspace, tmp_path, edit_steps(path), f"rename it\nn {REASON}\nwhat next?\n")
+    recorded = records(tmp_path)
+    assert {"permission": {"outcome": "selected", "optionId": "reject"}} in recorded
+    assert prompts(recorded)[1]["prompt"] == [
+        f"[Note from the editor: the user rejected your edit of {path}: {REASON}]",
+        "what next?",
+    ]
+    assert REASON in output  # the transcript shows it
+    with open(path, encoding="utf-8") as handle:
+        assert handle.read() == "one\ntwo\n"
+
+
+def test_headless_a_permission_menu_takes_a_reject_number_with_a_reason(workspace: str, tmp_path: Any) -> None:
+    run = {"toolCallId": "t9", "title": "rm -rf build", "kind": "execute"}
+    piped_chat(workspace, tmp_path, [{"ask": run, "turn": 1}], f"clean up\n2 {REASON}\nwhat next?\n")
+    recorded = records(tmp_path)
+    assert {"permission": {"outcome": "selected", "optionId": "reject"}} in recorded
+    assert prompts(recorded)[1]["prompt"][0] == (
+        f"[Note from the editor: the user rejected your request (rm -rf build): {REASON}]"
+    )
