@@ -575,6 +575,21 @@ def choose_quick_panel(index: int) -> None:
     current.run_callback(lambda: panel["on_select"](index), "quick panel on_select")
 
 
+def answer_input_panel(text: str | None) -> None:
+    """The user types `text` in the newest input panel and presses Enter (None: Escape)."""
+    current = _main()
+    panel = current.input_panels.pop()
+    done, cancel = panel["on_done"], panel["on_cancel"]
+    if text is None:
+        current.run_callback(lambda: cancel and cancel(), "input panel on_cancel")
+    else:
+        current.run_callback(lambda: done and done(text), "input panel on_done")
+
+
+def input_panels() -> list[dict[str, Any]]:
+    return list(_state.host().input_panels)
+
+
 def quick_panels() -> list[dict[str, Any]]:
     return list(_state.host().quick_panels)
 

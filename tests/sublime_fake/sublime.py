@@ -1393,6 +1393,22 @@ class Window:
         data = self._data()
         return sorted(data.panels) if data is not None else []
 
+    def show_input_panel(
+        self,
+        caption: str,
+        initial_text: str,
+        on_done: Callable[[str], None] | None,
+        on_change: Callable[[str], None] | None,
+        on_cancel: Callable[[], None] | None,
+    ) -> View:
+        """Shown until the test types its text with `control.answer_input_panel` (or cancels it)."""
+        host = _h()
+        host.ui_call("Window.show_input_panel")
+        view = _create_view(self._require(), None, element="input:input")
+        panel = {"window": self.window_id, "caption": caption, "initial_text": initial_text}
+        host.input_panels.append({**panel, "on_done": on_done, "on_cancel": on_cancel, "view": view})
+        return view
+
     def show_quick_panel(
         self,
         items: Any,
