@@ -35,7 +35,7 @@ from ..acp.agents.agents import PRESETS, AgentSpec, custom_agent, demo_agent
 from ..acp.review.unchecked import UncheckedEdits
 from ..acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, Rejection, ToolCall, Usage
 from ..core.system.processes import STOP_SIGNALS
-from . import mentions
+from . import comments, mentions
 from .changes import print_changes, run_command
 from .console import Console, StdinLines, off_the_loop
 from .editor import HeadlessEditor, one_line, visible
@@ -330,6 +330,8 @@ class TurnChanges:
 
     async def turn(self, session: ChatSession, interrupts: _Interrupts, text: str) -> str:
         resources = await mentions.attached(session.folders, text)  # `@path`: the file goes with it
+        for note in await comments.take_notes(session.folders):  # `changes --comment`, once
+            session.add_note(note)
         if self.turns is None:
             return await interrupts.turn(mentions.prompt(session, text, resources))
         if await waiting(self.console, self._run(self.turns.begin), self._scanned) is not None:
