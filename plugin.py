@@ -61,6 +61,10 @@ else:
         GeminiCompanionChatNoopCommand,
         GeminiCompanionChatSendCommand,
     )
+    from .companion.sublime_editor.commands.comments import (
+        GeminiCompanionCommentCommand,
+        GeminiCompanionSendCommentsCommand,
+    )
     from .companion.sublime_editor.commands.connect import GeminiCompanionConnectAgentCommand
     from .companion.sublime_editor.commands.listeners import (
         GeminiCompanionContextListener,
@@ -104,6 +108,7 @@ __all__ = [
     "GeminiCompanionChatModelCommand",
     "GeminiCompanionChatNoopCommand",
     "GeminiCompanionChatSendCommand",
+    "GeminiCompanionCommentCommand",
     "GeminiCompanionConnectAgentCommand",
     "GeminiCompanionContextListener",
     "GeminiCompanionContinueChatCommand",
@@ -118,6 +123,7 @@ __all__ = [
     "GeminiCompanionReviewListener",
     "GeminiCompanionReviewTurnChangesCommand",
     "GeminiCompanionSaveReviewCommand",
+    "GeminiCompanionSendCommentsCommand",
     "GeminiCompanionSendFileCommand",
     "GeminiCompanionSendPathsCommand",
     "GeminiCompanionSendSelectionCommand",
