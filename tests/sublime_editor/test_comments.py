@@ -9,7 +9,8 @@ import os
 from typing import Any
 
 from tests.sublime_editor.conftest import Companion
-from tests.sublime_editor.test_chat import send, setup, start_chat, text, wait_turn
+from tests.sublime_editor.test_change_set import a_turn, open_review
+from tests.sublime_editor.test_chat import prompts_file, recorded, scripted, send, setup, start_chat, text, wait_turn
 from tests.sublime_editor.test_reject_reasons import agent_with_record, recorded_prompts
 from tests.sublime_fake import control
 
@@ -69,3 +70,26 @@ def test_a_comment_whose_line_changed_is_not_sent_and_the_chat_names_it(
     wait_turn(chat)
     (note, prompt) = recorded_prompts(record)[-1]
     assert note == f"{HEAD}\n\nvalues.py:2\n> b = 2\nb is fine" and prompt == "go"
+
+
+def test_a_comment_in_the_changes_tab_review_reaches_the_next_prompt(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    path = os.path.join(workspace, "lines.txt")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write("a\nb\n")
+
+    def during() -> None:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write("a\nB\n")
+
+    record = prompts_file(tmp_path)
+    window, tab = a_turn(companion, workspace, during, [scripted(env={"PROMPTS_FILE": record})])
+    proposal = open_review(window, tab, "lines.txt")
+    commented(proposal, 1, "why upper case?")
+    window.run_command("gemini_companion_send_comments")
+    control.settle()
+    chat = next(v for v in window.views() if v.settings().get("gemini_companion.chat") is not None)
+    send(chat, "next")
+    wait_turn(chat)
+    assert f"{HEAD}\n\nlines.txt:2\n> B\nwhy upper case?" in recorded(record)[-1]
