@@ -49,8 +49,10 @@ else:
         GeminiCompanionChatCancelCommand,
         GeminiCompanionChatModeCommand,
         GeminiCompanionChatModelCommand,
+        GeminiCompanionChatOptionsCommand,
         GeminiCompanionContinueChatCommand,
         GeminiCompanionNewChatCommand,
+        GeminiCompanionPastChatsCommand,
     )
     from .companion.sublime_editor.commands.chat_view import (
         GeminiCompanionChatCopyCommand,
@@ -66,6 +68,7 @@ else:
         GeminiCompanionSendCommentsCommand,
     )
     from .companion.sublime_editor.commands.connect import GeminiCompanionConnectAgentCommand
+    from .companion.sublime_editor.commands.images import GeminiCompanionSendImageFileCommand
     from .companion.sublime_editor.commands.listeners import (
         GeminiCompanionContextListener,
         GeminiCompanionReviewListener,
@@ -107,6 +110,7 @@ __all__ = [
     "GeminiCompanionChatModeCommand",
     "GeminiCompanionChatModelCommand",
     "GeminiCompanionChatNoopCommand",
+    "GeminiCompanionChatOptionsCommand",
     "GeminiCompanionChatSendCommand",
     "GeminiCompanionCommentCommand",
     "GeminiCompanionConnectAgentCommand",
@@ -116,6 +120,7 @@ __all__ = [
     "GeminiCompanionNextChangeCommand",
     "GeminiCompanionOpenClaudeCommand",
     "GeminiCompanionOpenCliCommand",
+    "GeminiCompanionPastChatsCommand",
     "GeminiCompanionRejectCommand",
     "GeminiCompanionReplaceTextCommand",
     "GeminiCompanionRestoreCheckpointCommand",
@@ -125,6 +130,7 @@ __all__ = [
     "GeminiCompanionSaveReviewCommand",
     "GeminiCompanionSendCommentsCommand",
     "GeminiCompanionSendFileCommand",
+    "GeminiCompanionSendImageFileCommand",
     "GeminiCompanionSendPathsCommand",
     "GeminiCompanionSendSelectionCommand",
     "GeminiCompanionStartCheckpointCommand",

@@ -5,7 +5,9 @@ does: every `gemini-ide-server-*-*.json` in Node's tmpdir owned by this user (an
 `sublime-companion-server-*-*.json` a window writes instead with Gemini CLI turned off), keeping the files whose
 `workspacePath` contains the folder (`--workspace`, default the current folder), live PIDs first,
 then the newest; `GEMINI_CLI_IDE_SERVER_PORT` breaks ties. With `--port P` it takes the file for
-that port. It then connects as a Streamable HTTP client with the file's token and offers the
+that port; with `--port P` and a token in GEMINI_COMPANION_BRIDGE_TOKEN (a chat's agent runs it
+so: the chat's own token, core/server/chat_tokens.py) it connects to that port directly, no
+discovery file read. It then connects as a Streamable HTTP client with the file's token and offers the
 window's workspace tools (never `openDiff`/`closeDiff`, which belong to Gemini CLI).
 
 The window is looked up again whenever the connection is missing or stale (checked with a ping
@@ -35,6 +37,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from . import __version__
+from .core.server.chat_tokens import BRIDGE_TOKEN_ENV
 from .core.system.processes import pid_alive
 from .core.system.token_files import pid_reused_since, port_answers
 from .gemini_ide.discovery import discovery_dir, our_files
@@ -162,6 +165,9 @@ class WindowLink:
         return f"port {self.port}" if self.port is not None else self.workspace
 
     def find(self) -> Endpoint:
+        token = os.environ.get(BRIDGE_TOKEN_ENV, "")
+        if token and self.port is not None:  # a chat's agent runs us: its own token, no discovery file
+            return Endpoint(self.port, token, "", 0, "")
         directory = self.directory()
         endpoint = choose_endpoint(
             read_endpoints(directory), self.workspace, self.port, os.environ.get("GEMINI_CLI_IDE_SERVER_PORT")

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .claude_ide import lockfile
 from .core.context import ContextTracker
 from .core.server import loopback
+from .core.server.chat_tokens import ChatTokens
 from .core.server.rate_limited import RateLimitedWarning
 from .core.system import pywin32_path, token_files
 from .gemini_ide import discovery
@@ -68,14 +69,17 @@ class WindowHandle:
         tool_factory: ToolFactory | None = None,
         claude: bool = False,
         gemini: bool = True,
+        discoverable: bool = True,
     ) -> None:
         self.runtime = runtime
+        self.discoverable = discoverable  # False: no discovery file (a headless chat's own window)
         self.serves_claude = claude  # Claude Code's /ide side (a WebSocket and a lock file) is on
         self.serves_gemini = gemini  # Gemini CLI's side is on and its discovery file is one Gemini CLI reads
         self.tool_factory = tool_factory
         self.editor = editor
         self.folders: list[str] = list(folders)
         self.context = ContextTracker()
+        self.chat_tokens = ChatTokens()  # each chat's own token for the MCP tools at /mcp (never `token`)
         self.requested_port = port
         self.requested_token = token
         self.ready: concurrent.futures.Future[WindowHandle] = concurrent.futures.Future()
@@ -281,6 +285,7 @@ class Runtime:
         tool_factory: ToolFactory | None = None,
         claude: bool = False,
         gemini: bool = True,
+        discoverable: bool = True,
     ) -> WindowHandle:
         """Start a server for one window; returns at once, `handle.ready` completes when it listens.
 
@@ -288,9 +293,11 @@ class Runtime:
         `claude`, the server also serves Claude Code's /ide integration and writes its lock file;
         without `gemini`, Gemini CLI's tools and notifications are off and its discovery file is one
         Gemini CLI does not read (the bridge still does, for the tools); with neither `gemini` nor
-        tools there is no discovery file and /mcp is refused like any unknown path.
+        tools there is no discovery file and /mcp is refused like any unknown path. Without
+        `discoverable` no discovery file is written either: only who is handed the URL and a token
+        (a headless chat's agent) reaches /mcp.
         """
-        handle = WindowHandle(self, editor, folders, port, token, tool_factory, claude, gemini)
+        handle = WindowHandle(self, editor, folders, port, token, tool_factory, claude, gemini, discoverable)
         with self._lock:
             if self._early is not None:  # before the thread starts, which publishes these first
                 self._early.append(handle)
@@ -372,7 +379,7 @@ class Runtime:
 
     def _publish(self, handle: WindowHandle) -> None:
         handle.published = True
-        if handle.serves_mcp:
+        if handle.serves_mcp and handle.discoverable:
             self._claim_discovery(handle)
         if handle.serves_claude:
             self._claim_lock(handle)
@@ -388,7 +395,14 @@ class Runtime:
         pywin32_path.make_importable()  # mcp imports pywin32 on Windows: its folders must be on sys.path
         from .core.server.window_server import WindowServer
 
-        server = WindowServer(handle.editor, handle.context, handle.token, sock, folders=lambda: list(handle.folders))
+        server = WindowServer(
+            handle.editor,
+            handle.context,
+            handle.token,
+            sock,
+            folders=lambda: list(handle.folders),
+            chat_tokens=handle.chat_tokens,
+        )
         gemini = claude = None
         if handle.serves_mcp:
             from .gemini_ide.server import GeminiSide  # the MCP SDK's Streamable HTTP server
@@ -457,7 +471,7 @@ class Runtime:
     async def _set_folders(self, handle: WindowHandle, folders: list[str]) -> None:
         handle.folders = folders
         if handle.published and not handle.closed:
-            if handle.serves_mcp:
+            if handle.serves_mcp and handle.discoverable:
                 self._claim_discovery(handle)
             if handle.serves_claude:
                 self._claim_lock(handle)

@@ -587,7 +587,8 @@ class ChatThread:
         elif what == "agent_message_chunk":
             self.view.agent_text(text)
         elif what == "user_message_chunk":
-            self.view.user_text(text)
+            if not updates.hidden_context(text):  # Gemini's own context turn, replayed: never typed
+                self.view.user_text(text)
         else:
             self.view.thought(text)
 

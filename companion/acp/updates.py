@@ -120,3 +120,10 @@ def _text(block: dict[str, Any]) -> str:
         return ""
     inner = block.get("content") or {}
     return str(inner.get("text", "")) if inner.get("type") == "text" else ""
+
+
+def hidden_context(text: str) -> bool:
+    """A replayed user chunk the user never typed: Gemini CLI 0.61.0's own context turn, a whole
+    `<session_context>…</session_context>` block, replayed by session/load (research 40/41 §2)."""
+    stripped = text.strip()
+    return stripped.startswith("<session_context>") and stripped.endswith("</session_context>")

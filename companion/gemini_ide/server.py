@@ -27,7 +27,7 @@ from starlette.requests import ClientDisconnect
 from .. import __version__
 from ..core.files import disk_text
 from ..core.reviews import BY_GEMINI, Outcome, Review, ReviewBusy
-from ..core.server.security import MAX_BODY_BYTES, ASGIApp, Receive, Scope, Send, header
+from ..core.server.security import MAX_BODY_BYTES, ASGIApp, Receive, Scope, Send, from_chat, header
 from ..core.server.window import Window
 from ..core.server.window_server import SHOW_REVIEW_TIMEOUT_SECONDS
 from ..core.tool_calls import ToolError, ToolSpec, error_result, string_argument
@@ -166,6 +166,8 @@ class GeminiSide:
         return server
 
     def _remember(self, ctx: ServerRequestContext[Any]) -> None:
+        if _from_chat(ctx):
+            return  # a chat's agent: no ide/ notifications, not one of the window's CLI clients
         request = ctx.request
         session_id = request.headers.get("mcp-session-id") if request is not None else None
         if not session_id:
@@ -195,8 +197,8 @@ class GeminiSide:
                 input_schema=CLOSE_DIFF_INPUT_SCHEMA,
             ),
         ]
-        if not self.serves_gemini:
-            tools = []  # Gemini CLI is not served: its tools are unknown here, like any other
+        if not self.serves_gemini or _from_chat(ctx):
+            tools = []  # Gemini CLI is not served (or this is a chat's agent): its tools are unknown here
         tools += [spec.tool for spec in self.extra_tools.values()]
         return types.ListToolsResult(tools=tools)
 
@@ -206,9 +208,10 @@ class GeminiSide:
         self._remember(ctx)
         arguments = params.arguments or {}
         try:
-            if params.name == OPEN_DIFF and self.serves_gemini:
+            gemini = self.serves_gemini and not _from_chat(ctx)
+            if params.name == OPEN_DIFF and gemini:
                 return await self._open_diff(ctx, arguments)
-            if params.name == CLOSE_DIFF and self.serves_gemini:
+            if params.name == CLOSE_DIFF and gemini:
                 return await self._close_diff(arguments)
             spec = self.extra_tools.get(params.name)
             if spec is None:
@@ -264,6 +267,11 @@ class GeminiSide:
         if review is not None and self.window.finish(review, Outcome.CLOSED):
             content = await self.window.close_in_editor(review)
         return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps({"content": content}))])
+
+
+def _from_chat(ctx: ServerRequestContext[Any]) -> bool:
+    """Did the request carry a chat's own token? Its agent gets the workspace tools only."""
+    return from_chat(ctx.request)
 
 
 class _StraightToSessions:

@@ -32,13 +32,17 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from ..acp.agents.agents import PRESETS, AgentSpec, custom_agent, demo_agent
+from ..acp.images import ImageRefused, named_like_image
 from ..acp.review.unchecked import UncheckedEdits
 from ..acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, Rejection, ToolCall, Usage
+from ..core.server.chat_servers import ChatServers, McpConfigError, UserServer, read_config
 from ..core.system.processes import STOP_SIGNALS
-from . import comments, mentions
+from . import comments, images, mentions
 from .changes import print_changes, run_command
+from .chat_tools import ChatWindow
 from .console import Console, StdinLines, off_the_loop
 from .editor import HeadlessEditor, one_line, visible
+from .questions import ConsoleQuestions
 
 if TYPE_CHECKING:
     from ..acp.session import ChatSession
@@ -53,6 +57,7 @@ _SEVERITY = (EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_REFUSED, E
 LOCAL_HELP = """The chat's own commands (not sent to the agent):
   /help          this list
   /mode [ID]     switch the agent to mode ID; without ID, list its modes
+  /config [ID VALUE]  set the agent's option ID to VALUE (on/off for a switch); without, list them
   /changes       what the last turn changed (a chat started with --checkpoints)
   /restore [N]   the files as they were before prompt N; /restore lists the points, /restore undo undoes
   //COMMAND      sends /COMMAND to the agent (its own slash commands, such as //help)
@@ -74,7 +79,7 @@ EXIT_HELP = """exit status:
   3 and 4 win over the others, and 3 over 4; a `warning:` line on stderr names the edits."""
 
 
-class TerminalView:
+class TerminalView(ConsoleQuestions):
     """The ChatView on a terminal: the reply on stdout, notices and tool calls marked apart. Its
     Console is shared with the review's questions, so the agent's output never lands under one."""
 
@@ -89,6 +94,9 @@ class TerminalView:
 
     def heard(self) -> int:
         return self._heard
+
+    def _asked(self) -> None:
+        self._heard += 1
 
     def user_text(self, text: str) -> None:
         self._say(f"\n> {visible(text)}")  # a continued session's history, replayed
@@ -122,7 +130,7 @@ class TerminalView:
         pass  # the terminal chat has no model picker
 
     def config_options(self, options: list[ConfigOption]) -> None:
-        pass  # the terminal chat has no settings menu
+        pass  # `/config` lists them
 
     def session_info(self, title: str | None) -> None:
         pass
@@ -202,6 +210,10 @@ def run_chat(
     command: Sequence[str],
     mode: str | None = None,
     checkpoints: bool = False,
+    login: bool = False,
+    mcp_config: str | None = None,
+    editor_tools: bool = True,
+    resume: str | None = None,
 ) -> int:
     folder = os.path.realpath(workspace)
     if not os.path.isdir(folder):
@@ -217,6 +229,11 @@ def run_chat(
         return EXIT_USAGE
     if mode:
         spec = replace(spec, mode=mode.strip())
+    try:  # before anything starts: a bad file starts nothing and sends nothing
+        user_servers = read_config(mcp_config) if mcp_config is not None else []
+    except McpConfigError as exc:
+        print(f"error: {exc}; nothing was started.", file=sys.stderr)
+        return EXIT_USAGE
     _log_without_the_sdk()
     lines = StdinLines(sys.stdin)  # the one reader of stdin: prompts and every question's answer
     console = Console(sys.stdout, lines=lines)  # the review's questions and the agent's output, one terminal
@@ -227,7 +244,8 @@ def run_chat(
     editor.closed_by = "the agent withdrew it"
     try:
         view = TerminalView(policy, console=console, interactive=prompt is None)
-        code = asyncio.run(_chat(spec, folder, editor, view, prompt, checkpoints))
+        servers = _Servers(folder, editor_tools, user_servers)
+        code = asyncio.run(_chat(spec, folder, editor, view, prompt, checkpoints, login, servers, resume))
     except KeyboardInterrupt:  # before the chat's own handler was in place, or after it was removed
         _tell("Stopped.")
         code = EXIT_INTERRUPTED
@@ -268,20 +286,32 @@ def _log_without_the_sdk() -> None:
 
 
 async def _chat(
-    spec: AgentSpec, folder: str, editor: HeadlessEditor, view: TerminalView, prompt: str | None, checkpoints: bool
+    spec: AgentSpec,
+    folder: str,
+    editor: HeadlessEditor,
+    view: TerminalView,
+    prompt: str | None,
+    checkpoints: bool,
+    login: bool = False,
+    servers: _Servers | None = None,
+    resume: str | None = None,
 ) -> int:
     from ..acp.session import ChatFailed, ChatSession  # the SDK loads here, on the first chat
 
+    servers = servers or _Servers(folder, False, [])
+    chat_servers = await servers.open()
     # This command is a process of its own: it may adopt the agent's orphans (process_tree.py).
-    session = ChatSession(spec, [folder], editor, view, subreaper=True)
+    session = ChatSession(spec, [folder], editor, view, subreaper=True, servers=chat_servers)
     interrupts = _Interrupts(session, editor, view)
     changes = TurnChanges(folder, spec.name, checkpoints, view.console)
     try:
-        await interrupts.run(waiting(view.console, session.start(), "waiting for the agent to start", view.heard))
+        # --resume ID: resume, else load; --login: the agent's login methods first
+        starting = session.reopen(resume, login=login) if resume else session.start(login=login)
+        await interrupts.run(waiting(view.console, starting, "waiting for the agent to start", view.heard))
         if prompt is not None:
             return await _one_turn(session, interrupts, changes, prompt)
         return await _repl(session, interrupts, changes)
-    except ChatFailed as exc:
+    except (ChatFailed, ImageRefused) as exc:
         view.console.end_line()
         _tell(f"error: {one_line(str(exc))}")
         return _checked(session, EXIT_FAILED)
@@ -298,8 +328,30 @@ async def _chat(
         finally:
             view.console.abandon()  # a question still on the terminal (a restore's) needs no answer
             interrupts.remove()
+            await servers.close()
             if changes.turns is not None:
                 changes.turns.close()
+
+
+class _Servers:
+    """The chat's MCP servers: its window's tools (an in-process server, chat_tools.py) and the user's."""
+
+    def __init__(self, folder: str, editor_tools: bool, user: list[UserServer]) -> None:
+        self.window = ChatWindow(folder) if editor_tools else None
+        self.user = user
+
+    async def open(self) -> ChatServers:
+        tools = None
+        if self.window is not None:
+            try:
+                tools = await asyncio.to_thread(self.window.open)
+            except Exception as exc:
+                _tell(f"warning: the agent gets no editor tools: the window server did not start ({exc!r}).")
+        return ChatServers(tools, self.user)
+
+    async def close(self) -> None:
+        if self.window is not None:
+            await asyncio.to_thread(self.window.close)
 
 
 def _tell(text: str) -> None:
@@ -332,15 +384,17 @@ class TurnChanges:
         resources = await mentions.attached(session.folders, text)  # `@path`: the file goes with it
         for note in await comments.take_notes(session.folders):  # `changes --comment`, once
             session.add_note(note)
+        resources = [r for r in resources if not named_like_image(r.path)]  # an image goes as one:
+        pictures = await images.attached(session, text)  # `@shot.png` (ImageRefused: nothing is sent)
         if self.turns is None:
-            return await interrupts.turn(mentions.prompt(session, text, resources))
+            return await interrupts.turn(mentions.prompt(session, text, resources, pictures))
         if await waiting(self.console, self._run(self.turns.begin), self._scanned) is not None:
             self.texts.append(text)  # shown beside its restore point
         for note in await self._run(self.turns.take_notes) or []:  # what the user reverted since
             session.add_note(note)
         session.writes.take()  # what was written between turns belongs to no turn's agent
         try:
-            return await interrupts.turn(mentions.prompt(session, text, resources))
+            return await interrupts.turn(mentions.prompt(session, text, resources, pictures))
         finally:
             found = await self._run(self.turns.end, self.agent, *session.writes.take_turn())
             if found is not None:
@@ -401,12 +455,19 @@ async def _repl(session: ChatSession, interrupts: _Interrupts, changes: TurnChan
         if word == "/mode":
             await _switch_mode(session, line.split()[1:])
             continue
+        if word == "/config":
+            await config_command(session, line.split()[1:], console)
+            continue
         if word in ("/restore", "/changes"):
             await changes.command(line.split())
             continue
         if word.startswith("//"):  # the agent's own slash command, such as //help
             line = line.lstrip()[1:]
-        stop = await changes.turn(session, interrupts, line)
+        try:
+            stop = await changes.turn(session, interrupts, line)
+        except ImageRefused as exc:  # one line; the chat goes on
+            console.say(f"[notice] {visible(str(exc))}\n")
+            continue
         console.end_line()
         if stop != "end_turn":
             console.say(f"[{one_line(stop)}]\n")
@@ -478,6 +539,33 @@ async def _switch_mode(session: ChatSession, words: list[str]) -> None:
         print(f"Modes of {visible(session.spec.name)}: {', '.join(visible(i) for i in ids) or 'none'}; type /mode ID.")
         return
     await session.set_mode(words[0])
+
+
+async def config_command(session: ChatSession, words: list[str], console: Console) -> None:
+    """`/config` lists the agent's config options; `/config ID VALUE` sets one (a bad value: one
+    line, nothing sent; the agent's refusal: one line, the chat goes on)."""
+    from ..acp.asks import config_options
+    from ..acp.session import ChatFailed
+
+    options = session.config
+    option = next((o for o in options if words and o.id == words[0]), None)
+    if len(words) != 2 or option is None:
+        listed = "".join(
+            f"  {visible(o.id)} ({visible(o.name)}): {visible(config_options.current_text(o))}"
+            f"  [{visible(config_options.values_text(o))}]\n"
+            for o in options
+        )
+        name = visible(session.spec.name)
+        said = f"Options of {name}:\n{listed}Type /config ID VALUE.\n" if options else f"{name} offers no options.\n"
+        console.say(said)
+        return
+    try:
+        await session.set_config_option(option.id, config_options.parse_value(option, words[1]))
+    except (ValueError, ChatFailed) as exc:
+        console.say(f"error: {visible(one_line(str(exc)))}\n")
+        return
+    changed = next((o for o in session.config if o.id == option.id), option)
+    console.say(f"[{visible(changed.name)}: {visible(config_options.current_text(changed))}]\n")
 
 
 class _Interrupts:
@@ -591,15 +679,16 @@ class _Interrupts:
 
 def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
     """The `chat` sub-command: `chat --workspace DIR [--diff-policy prompt|accept|reject]
-    [--prompt TEXT] [--mode ID] [--checkpoints] -- COMMAND [ARGS...]`, or `--agent gemini|claude` instead of
-    the command."""
+    [--prompt TEXT] [--mode ID] [--checkpoints] [--mcp-config FILE] [--no-editor-tools] -- COMMAND [ARGS...]`,
+    or `--agent gemini|claude` instead of the command."""
     chat = commands.add_parser(
         "chat",
         help="chat with an ACP agent in the terminal, every edit through a review",
         epilog=EXIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="%(prog)s --workspace DIR [--diff-policy prompt|accept|reject] [--prompt TEXT] [--mode ID] "
-        "[--checkpoints] (--agent gemini|claude|demo | -- COMMAND [ARGS...])",
+        "[--checkpoints] [--login] [--mcp-config FILE] [--no-editor-tools] [--sessions [--json] | --resume ID] "
+        "(--agent gemini|claude|demo | -- COMMAND [ARGS...])",
     )
     chat.add_argument("--workspace", required=True, help="the folder the agent works in")
     chat.add_argument("--diff-policy", choices=policies, default="prompt", help="how permissions are answered")
@@ -616,6 +705,24 @@ def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
         help="a checkpoint of the folder before each prompt: print what each turn changed, and let "
         "`changes` revert a file or restore the folder",
     )
+    chat.add_argument(
+        "--login",
+        action="store_true",
+        help="offer the agent's login methods before the session starts (also offered when it says it needs one)",
+    )
+    chat.add_argument(
+        "--mcp-config",
+        metavar="FILE",
+        help='your own MCP servers for the agent, in the {"mcpServers": {...}} format of Claude and Gemini CLI',
+    )
+    chat.add_argument(
+        "--no-editor-tools",
+        action="store_true",
+        help="do not give the agent this workspace's tools (list_files, read_file, get_diagnostics) over MCP",
+    )
+    chat.add_argument("--sessions", action="store_true", help="list the agent's past sessions in the folder, and exit")
+    chat.add_argument("--json", action="store_true", help="with --sessions: a JSON list (sessionId, title, updatedAt)")
+    chat.add_argument("--resume", metavar="ID", help="open the past session ID again (resume, else load) and go on")
     chat.add_argument("agent_command", nargs="*", metavar="COMMAND", help="the agent's command line, after --")
 
 
@@ -623,4 +730,36 @@ def run_chat_command(args: Any) -> int:
     command = list(args.agent_command)
     if command[:1] == ["--"]:  # older argparse keeps it for nargs="*"
         command = command[1:]
-    return run_chat(args.workspace, args.diff_policy, args.prompt, args.agent, command, args.mode, args.checkpoints)
+    if args.sessions or args.json:
+        return _sessions(args, command)
+    return run_chat(
+        args.workspace,
+        args.diff_policy,
+        args.prompt,
+        args.agent,
+        command,
+        args.mode,
+        args.checkpoints,
+        args.login,
+        args.mcp_config,
+        not args.no_editor_tools,
+        args.resume,
+    )
+
+
+def _sessions(args: Any, command: list[str]) -> int:
+    """`--sessions [--json]`: the listing (headless/sessions.py) instead of a chat."""
+    from .sessions import print_sessions
+
+    folder = os.path.realpath(args.workspace)
+    try:
+        if not args.sessions or args.resume or args.prompt is not None:
+            raise ValueError("--json goes with --sessions, and --sessions with no --resume or --prompt")
+        if not os.path.isdir(folder):
+            raise ValueError(f"{args.workspace} is not a folder; pass --workspace with an existing folder")
+        spec = agent_spec(args.agent, command)
+    except ValueError as exc:
+        print(f"error: {exc}.", file=sys.stderr)
+        return EXIT_USAGE
+    _log_without_the_sdk()
+    return print_sessions(spec, folder, args.json)

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ..acp.images import Image
 from ..acp.resources import Resource, ResourceRefused
 from ..core.context import DEFAULT_EXCLUDES, SharingPolicy
 from ..core.files.listing import ListOptions
@@ -33,16 +34,17 @@ async def attached(folders: Sequence[str], text: str) -> list[Resource]:
     return [Resource(m.path, lines=m.lines) for m in found]
 
 
-async def prompt(session: ChatSession, text: str, mentioned: Sequence[Resource]) -> str:
-    """`session.prompt` with the mentioned files; one that cannot go (a binary file for an agent
-    that takes files' text) is one warning, and the prompt goes without them."""
+async def prompt(session: ChatSession, text: str, mentioned: Sequence[Resource], images: Sequence[Image] = ()) -> str:
+    """`session.prompt` with the mentioned files (and images: headless/images.py); a file that cannot
+    go (a binary file for an agent that takes files' text) is one warning, and the prompt goes without
+    the files."""
     try:
-        return await session.prompt(text, mentioned)
+        return await session.prompt(text, mentioned, images)
     except ResourceRefused as exc:
         if not mentioned:
             raise
         _warn(f"{exc} The prompt went without the files its @ mentions name.")
-        return await session.prompt(text)
+        return await session.prompt(text, images=images)
 
 
 def _warn(reason: str) -> None:

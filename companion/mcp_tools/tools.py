@@ -20,6 +20,7 @@ from ..core.files.textfile import TextFormat, encode, to_newline, with_breaks_of
 from ..core.files.uris import diagnostics_by_uri
 from ..core.files.writing import existing_format, write_atomically
 from ..core.reviews import Outcome
+from ..core.server.security import from_chat
 from ..core.server.window import Window
 from ..core.tool_calls import ToolError, ToolSpec
 from .ask import ask_gemini
@@ -122,7 +123,40 @@ def build_tools(server: Window, source: SettingsSource) -> list[ToolSpec]:
 
 
 def _text(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
+    value = _json_value(text)
+    if value is _NOT_JSON or isinstance(value, dict):
+        return types.CallToolResult(content=content)
+    # Gemini CLI (0.61.0, McpComplianceTransport) takes a first text block that parses as JSON for
+    # the structured result, and MCP's structuredContent is an object: a list or a number (a file
+    # holding `[1, 2]` or `42`) fails its check and the agent gets a tool error. An object of our
+    # own keeps it off, the text exactly as sent (clients that show structuredContent show that).
+    return types.CallToolResult(content=content, structured_content={"result": text})
+
+
+def _json(value: object) -> types.CallToolResult:
+    """A result that is JSON by design: its text, and the value as structuredContent, wrapped in
+    `{"result": ...}` as the pinned SDK wraps what is not an object (see `_text` for why)."""
+    text = json.dumps(value)
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
+    return types.CallToolResult(
+        content=content, structured_content=value if isinstance(value, dict) else {"result": value}
+    )
+
+
+_NOT_JSON = object()
+
+
+def _json_value(text: str) -> object:
+    """`text` as a JSON value when it is one (by JavaScript's rules: no NaN or Infinity), else _NOT_JSON."""
+
+    def refuse(name: str) -> object:
+        raise ValueError(name)
+
+    try:
+        return json.loads(text, parse_constant=refuse)
+    except ValueError:
+        return _NOT_JSON
 
 
 def _client_name(ctx: ServerRequestContext[Any]) -> str:
@@ -161,11 +195,13 @@ class WorkspaceTools:
         path = arguments.get("path")
         if path is not None and not isinstance(path, str):
             raise ToolError("The argument 'path' must be a string.")
+        self._check_chat(ctx)
+        chat_excludes = tuple(self.server.context.policy.exclude) if from_chat(ctx.request) else ()
         options = ListOptions(
             recursive=recursive,
             limit=settings.list_limit,
             folder_excludes=settings.folder_exclude_patterns,
-            file_excludes=settings.file_exclude_patterns,
+            file_excludes=(*settings.file_exclude_patterns, *chat_excludes),
             use_gitignore=settings.use_gitignore,
         )
 
@@ -188,27 +224,34 @@ class WorkspaceTools:
         path = arguments.get("path")
         if path is not None and (not isinstance(path, str) or not path):
             raise ToolError("The argument 'path' must be a non-empty string.")
+        self._check_chat(ctx)
         policy = self._policy()
         try:
             target = await asyncio.to_thread(policy.resolve, path, kind="file") if path else None
         except WorkspaceError as exc:
             raise ToolError(str(exc)) from None
+        if target is not None:
+            self._check_chat(ctx, target)
         try:
             found = await asyncio.wait_for(self.server.editor.diagnostics(target.path if target else None), 10)
         except Exception as exc:
             raise ToolError(f"The editor could not report its diagnostics ({exc!r}); try again.") from None
         # Only the workspace's files: a build may report files elsewhere, which this tool never shows.
         inside = {p: d for p, d in found.items() if any(is_inside(p, f) for f in policy.folders)}
-        return _text(json.dumps(diagnostics_by_uri(inside)))
+        if from_chat(ctx.request):  # nor, for a chat's agent, a file the user keeps from sharing
+            inside = {p: d for p, d in inside.items() if not self.server.context.policy.excludes(p)}
+        return _json(diagnostics_by_uri(inside))
 
     # -- read_file --
 
     async def read_file(self, ctx: ServerRequestContext[Any], arguments: dict[str, Any]) -> types.CallToolResult:
         settings = self._settings(READ_FILE)
         argument = self._path_argument(arguments)
+        self._check_chat(ctx)
         try:
             policy = self._policy()
             target = await asyncio.to_thread(policy.resolve, argument, kind="file")
+            self._check_chat(ctx, target)
             buffer_text = await self._unsaved_text(target)
             result = await asyncio.to_thread(read_text, target, buffer_text, settings.read_limit_bytes, argument)
         except WorkspaceError as exc:
@@ -222,6 +265,20 @@ class WorkspaceTools:
                 ]
             )
         return _text(result.text)
+
+    def _check_chat(self, ctx: ServerRequestContext[Any], target: Resolved | None = None) -> None:
+        """A chat's agent sees no more than the chat shares: nothing while sharing is paused, and no
+        file the setting `context_exclude` names (`.env`, keys). Other clients are not affected."""
+        if not from_chat(ctx.request):
+            return
+        context = self.server.context
+        if context.paused:
+            raise ToolError(
+                "Context sharing is paused in the editor, so the chat's agent can read nothing; the user "
+                "resumes it with Gemini Companion: Pause/Resume Context Sharing."
+            )
+        if target is not None and any(context.policy.excludes(p) for p in (target.requested, target.path)):
+            raise ToolError(f"{target.requested} matches the setting context_exclude: it is not shared with the chat.")
 
     async def _unsaved_text(self, target: Resolved) -> str | None:
         for path in dict.fromkeys((target.requested, target.path)):
@@ -241,9 +298,11 @@ class WorkspaceTools:
         content = arguments.get("content")
         if not isinstance(content, str):
             raise ToolError("The argument 'content' must be a string (the complete new text of the file).")
+        self._check_chat(ctx)
         policy = self._policy()
         try:
             target = await asyncio.to_thread(policy.resolve, argument, kind="file", must_exist=False)
+            self._check_chat(ctx, target)  # it shows the file's current text in the review
             fmt = await asyncio.to_thread(existing_format, target, argument)
             proposal = to_newline(content, "\n")  # editors hold "\n"; the file's own endings come back on write
             encode(proposal, fmt, argument)  # refuse text the file's encoding cannot hold before asking

@@ -3,6 +3,8 @@ that records.
 
 - Gemini CLI 0.61.0 (tests/conformance, pinned): `gemini.js --acp --fake-responses-non-strict FILE`
   with a dummy GEMINI_API_KEY and a scratch home (reference acp.md §2).
+  Or, to see what the CLI sends its model, `gemini.js --acp` against `GeminiStandIn`
+  (tests/conformance/gemini_standin.py) as the Gemini API (`gemini_factory`).
 - claude-agent-acp 0.101.0 (tests/conformance/acp_claude, pinned): a scratch HOME and
   CLAUDE_CONFIG_DIR, a dummy key, and `ModelStandIn` (tests/conformance/claude_harness.py) as the
   Messages API (reference acp.md §3).
@@ -21,10 +23,18 @@ from typing import Any
 
 import pytest
 
-from companion.acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
+from companion.acp.view import Choice, Command, ConfigOption, LoginCommand, Mode, NoticeKind, PlanEntry, ToolCall, Usage
 from companion.core.reviews import Review
 from tests.conformance.claude_harness import API_KEY, ModelStandIn, make_config
-from tests.conformance.harness import PINNED, make_gemini_home, node, recorded_turns, require_node_modules
+from tests.conformance.gemini_standin import GeminiStandIn
+from tests.conformance.harness import (
+    GEMINI_SETTINGS,
+    PINNED,
+    make_gemini_home,
+    node,
+    recorded_turns,
+    require_node_modules,
+)
 from tests.scripted_editor import ScriptedEditor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -96,9 +106,17 @@ class _Calls(list[tuple[str, Any]]):
 
 @dataclass
 class RecordingView:
-    """The ChatView, recording every call; non-edit permissions get `answer_kind`'s option."""
+    """The ChatView, recording every call; non-edit permissions get `answer_kind`'s option. The
+    agent's other questions are answered from `picks`, `texts` and `confirms` in order (None, or
+    nothing left: dismissed); a terminal login runs `login_runner` (none: not done)."""
 
     answer_kind: str = "reject_once"
+    picks: list[int | None] = field(default_factory=list)
+    texts: list[str | None] = field(default_factory=list)
+    confirms: list[bool | None] = field(default_factory=list)
+    login_runner: Any = None  # Callable[[LoginCommand], bool] | None
+    questions: list[tuple[str, Any]] = field(default_factory=list)  # (kind, what was shown)
+    opened: list[str] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     tool_calls: list[tuple[str, str, str, str]] = field(default_factory=list)
@@ -161,6 +179,25 @@ class RecordingView:
         self.asked.append((title, choices))
         return next((c.option_id for c in choices if c.kind == self.answer_kind), None)
 
+    async def pick(self, title: str, items: list[str]) -> int | None:
+        self.questions.append(("pick", (title, items)))
+        return self.picks.pop(0) if self.picks else None
+
+    async def ask_text(self, title: str, hint: str = "") -> str | None:
+        self.questions.append(("text", (title, hint)))
+        return self.texts.pop(0) if self.texts else None
+
+    async def confirm_url(self, text: str, url: str) -> bool | None:
+        self.questions.append(("url", (text, url)))
+        return self.confirms.pop(0) if self.confirms else None
+
+    def open_url(self, url: str) -> None:
+        self.opened.append(url)
+
+    async def run_login(self, command: LoginCommand) -> bool:
+        self.questions.append(("login", command))
+        return bool(self.login_runner and await asyncio.to_thread(self.login_runner, command))
+
 
 @dataclass
 class AgentSetup:
@@ -170,6 +207,7 @@ class AgentSetup:
     env: dict[str, str]
     home: str
     model: ModelStandIn | None = None  # Claude's Messages API stand-in
+    api: GeminiStandIn | None = None  # Gemini's API stand-in (`gemini_factory`)
     responses: str = ""  # Gemini's recorded model turns
 
     def record_turns(self, *turns: list[dict[str, Any]]) -> None:
@@ -199,6 +237,30 @@ def gemini(tmp_path: str) -> AgentSetup:
     responses = os.path.join(root, "responses.jsonl")
     command = [node(), PINNED.gemini_js, "--acp", "--fake-responses-non-strict", responses]
     return AgentSetup(command, env, home, responses=responses)
+
+
+@pytest.fixture
+def gemini_factory(tmp_path: str) -> Iterator[Any]:
+    """`make(chain)` -> AgentSetup: Gemini CLI whose model (GeminiStandIn, `setup.api`) calls each
+    function of `chain` in turn and records every request the CLI sends it."""
+    require_node_modules()
+    stand_ins: list[GeminiStandIn] = []
+
+    def make(chain: list[tuple[str, dict[str, Any]]]) -> AgentSetup:
+        api = GeminiStandIn(chain).__enter__()
+        stand_ins.append(api)
+        root = str(tmp_path)
+        settings = {**GEMINI_SETTINGS, "ide": {"enabled": False, "hasSeenNudge": True}}
+        home = make_gemini_home(os.path.join(root, "home"), settings)
+        tmpdir = os.path.join(root, "tmp")
+        os.makedirs(tmpdir, exist_ok=True)
+        env = _base_env(home, tmpdir)
+        env.update({"GEMINI_CLI_HOME": home, "GEMINI_API_KEY": "fake", "GOOGLE_GEMINI_BASE_URL": api.url})
+        return AgentSetup([node(), PINNED.gemini_js, "--acp"], env, home, api=api)
+
+    yield make
+    for api in stand_ins:
+        api.__exit__(None, None, None)
 
 
 def claude_agent_program() -> str:

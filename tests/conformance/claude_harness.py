@@ -169,6 +169,36 @@ class ModelStandIn:
         return Handler
 
 
+class ChainStandIn(ModelStandIn):
+    """A Messages API whose model calls each tool of `chain` in turn, one per request and only once
+    the agent offers it in the request's `tools`, then says "Done.". Claude Code defers MCP tools: its
+    first request lists them only by name (a system reminder), so a chain that calls one starts with
+    `ToolSearch {"query": "select:<name>"}`, as a real model does, after which they are offered."""
+
+    def __init__(self, chain: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        super().__init__("", {})
+        self.chain = list(chain)
+
+    def _turn(self, request: dict[str, Any]) -> list[dict[str, Any]]:
+        offered = {tool.get("name") for tool in request.get("tools", [])}
+        step = sum(len(_tool_results(m)) for m in request.get("messages", []))  # calls answered so far
+        if step < len(self.chain) and self.chain[step][0] in offered:
+            name, arguments = self.chain[step]
+            return [{"type": "tool_use", "id": f"toolu_chain_{step}", "name": name, "input": arguments}]
+        return [{"type": "text", "text": "Done."}]
+
+    def requests_after(self, step: int) -> list[dict[str, Any]]:
+        """The model requests that carry the answer to the chain's `step`-th call (counted from 0)."""
+        return [r for r in self.requests if sum(len(_tool_results(m)) for m in r.get("messages", [])) > step]
+
+
+def _tool_results(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
 def _message(request: dict[str, Any], blocks: list[dict[str, Any]]) -> dict[str, Any]:
     stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
     return {

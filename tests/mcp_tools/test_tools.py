@@ -434,3 +434,24 @@ async def test_get_diagnostics_gives_the_editors_diagnostics_of_workspace_files_
         escape = await client.session.call_tool("get_diagnostics", {"path": os.path.join(outside, "secret.txt")})
     assert every == one == [{"uri": Path(inside).as_uri(), "diagnostics": [problem]}]  # nothing from outside
     assert escape.is_error and "secret" not in text_of(escape).replace("secret.txt", "")
+
+
+async def test_json_results_that_are_not_objects_also_come_as_an_object_for_strict_clients(
+    window: WindowHandle, workspace: str
+) -> None:
+    """Gemini CLI takes a first text block that parses as JSON for the structured result, which MCP
+    says is an object: a list (get_diagnostics' answer, a file holding `[1, 2]` or `42`) was a tool
+    error there (tests/acp/test_real_window_tools.py runs the real agent)."""
+    write_bytes(os.path.join(workspace, "list.json"), b"[1, 2]\n")
+    write_bytes(os.path.join(workspace, "answer.txt"), b"42")
+    write_bytes(os.path.join(workspace, "object.json"), b'{"a": 1}')
+    write_bytes(os.path.join(workspace, "nan.txt"), b"NaN")  # JSON to Python only: not to a JavaScript client
+    async with connect(window.url, window.token) as client:
+        diagnostics = await client.session.call_tool("get_diagnostics", {})
+        listed = await client.session.call_tool("read_file", {"path": "list.json"})
+        answer = await client.session.call_tool("read_file", {"path": "answer.txt"})
+        plain = [await client.session.call_tool("read_file", {"path": p}) for p in ("object.json", "nan.txt")]
+    assert (text_of(diagnostics), diagnostics.structured_content) == ("[]", {"result": []})
+    assert (text_of(listed), listed.structured_content) == ("[1, 2]\n", {"result": "[1, 2]\n"})  # the text exactly
+    assert (text_of(answer), answer.structured_content) == ("42", {"result": "42"})
+    assert [(text_of(r), r.structured_content) for r in plain] == [('{"a": 1}', None), ("NaN", None)]

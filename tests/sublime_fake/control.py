@@ -575,23 +575,42 @@ def choose_quick_panel(index: int) -> None:
     current.run_callback(lambda: panel["on_select"](index), "quick panel on_select")
 
 
+def quick_panels() -> list[dict[str, Any]]:
+    return list(_state.host().quick_panels)
+
+
 def answer_input_panel(text: str | None) -> None:
-    """The user types `text` in the newest input panel and presses Enter (None: Escape)."""
+    """The user types `text` and presses Enter in the newest input panel (None: Escape cancels it)."""
     current = _main()
     panel = current.input_panels.pop()
-    done, cancel = panel["on_done"], panel["on_cancel"]
-    if text is None:
-        current.run_callback(lambda: cancel and cancel(), "input panel on_cancel")
-    else:
-        current.run_callback(lambda: done and done(text), "input panel on_done")
+    _destroy_input(panel)
+    callback = panel["on_cancel"] if text is None else panel["on_done"]
+    if callback is not None:
+        current.run_callback(lambda: callback() if text is None else callback(text), "input panel")
+
+
+def _destroy_input(panel: dict[str, Any]) -> None:
+    sublime._destroy_view(panel["view"].view_id)
 
 
 def input_panels() -> list[dict[str, Any]]:
     return list(_state.host().input_panels)
 
 
-def quick_panels() -> list[dict[str, Any]]:
-    return list(_state.host().quick_panels)
+def opened_urls() -> list[str]:
+    """The URLs the `open_url` command was given."""
+    return list(_state.host().opened_urls)
+
+
+def open_image(window: sublime.Window, path: str) -> sublime.Sheet:
+    """An image opened (or dropped on the window): Sublime shows it in an ImageSheet, with no view."""
+    current = _main()
+    data = current.windows[window.window_id]
+    sheet = _state.SheetData(current.new_id(), data.id, None, kind="image", name=os.path.abspath(path))
+    current.sheets[sheet.id] = sheet
+    data.groups[data.active_group].append(sheet.id)
+    sublime._focus_sheet(data, sheet.id)
+    return sublime.ImageSheet(sheet.id)
 
 
 def reference_document(view: sublime.View) -> str | None:

@@ -1015,7 +1015,10 @@ class Sheet:
 
     def file_name(self) -> str | None:
         view = self.view()
-        return view.file_name() if view is not None else None
+        if view is not None:
+            return view.file_name()
+        data = self._data()
+        return data.name if data is not None and data.kind == "image" else None  # an image's file
 
     def is_semi_transient(self) -> bool:
         return False
@@ -1053,6 +1056,10 @@ class TextSheet(Sheet):
     pass
 
 
+class ImageSheet(Sheet):
+    """An image opened in a tab (File › Open, or a file dropped on the window): no view, its file name."""
+
+
 class HtmlSheet(Sheet):
     def set_contents(self, contents: str) -> None:
         _h().ui_call("HtmlSheet.set_contents")
@@ -1063,7 +1070,8 @@ class HtmlSheet(Sheet):
 
 def _sheet(sheet_id: int) -> Sheet:
     data = _h().sheets.get(sheet_id)
-    return HtmlSheet(sheet_id) if data is not None and data.kind == "html" else TextSheet(sheet_id)
+    kind = data.kind if data is not None else "text"
+    return HtmlSheet(sheet_id) if kind == "html" else ImageSheet(sheet_id) if kind == "image" else TextSheet(sheet_id)
 
 
 # -- windows --
@@ -1393,22 +1401,6 @@ class Window:
         data = self._data()
         return sorted(data.panels) if data is not None else []
 
-    def show_input_panel(
-        self,
-        caption: str,
-        initial_text: str,
-        on_done: Callable[[str], None] | None,
-        on_change: Callable[[str], None] | None,
-        on_cancel: Callable[[], None] | None,
-    ) -> View:
-        """Shown until the test types its text with `control.answer_input_panel` (or cancels it)."""
-        host = _h()
-        host.ui_call("Window.show_input_panel")
-        view = _create_view(self._require(), None, element="input:input")
-        panel = {"window": self.window_id, "caption": caption, "initial_text": initial_text}
-        host.input_panels.append({**panel, "on_done": on_done, "on_cancel": on_cancel, "view": view})
-        return view
-
     def show_quick_panel(
         self,
         items: Any,
@@ -1429,6 +1421,32 @@ class Window:
                 "placeholder": placeholder,
             }
         )
+
+    def show_input_panel(
+        self,
+        caption: str,
+        initial_text: str,
+        on_done: Callable[[str], None] | None,
+        on_change: Callable[[str], None] | None,
+        on_cancel: Callable[[], None] | None,
+    ) -> View:
+        """Shown until the test answers it with `control.answer_input_panel` (or cancels it); the
+        panel's own view (a widget) is returned, as Sublime does."""
+        host = _h()
+        host.ui_call("Window.show_input_panel")
+        data = self._require()
+        view = _create_view(data, None, element="input:input")
+        host.input_panels.append(
+            {
+                "window": self.window_id,
+                "caption": caption,
+                "initial_text": initial_text,
+                "on_done": on_done,
+                "on_cancel": on_cancel,
+                "view": view,
+            }
+        )
+        return view
 
     def symbol_locations(
         self,

@@ -650,3 +650,21 @@ def test_symbol_locations_finds_the_indexed_name_under_the_windows_folders_or_op
     assert window.symbol_locations("Fo") == []  # the exact name only
     control.open_file(window, outside)
     assert {loc.path for loc in window.symbol_locations("Foo")} == {inside, outside}  # ANY: and the open files
+
+
+def test_an_input_panel_answers_with_its_text_and_an_image_tab_has_a_file_but_no_view(
+    host: _state.Host, tmp_path: Any
+) -> None:
+    window = control.new_window()
+    answers: list[str | None] = []
+    panel = window.show_input_panel("Path:", "/start/", answers.append, None, lambda: answers.append(None))
+    assert panel.sheet() is None and control.input_panels()[0]["initial_text"] == "/start/"  # a panel, not a tab
+    control.answer_input_panel("/start/shot.png")
+    window.show_input_panel("Path:", "", answers.append, None, lambda: answers.append(None))
+    control.answer_input_panel(None)  # Escape
+    control.pump()
+    assert answers == ["/start/shot.png", None] and control.input_panels() == []
+    sheet = control.open_image(window, str(tmp_path / "shot.png"))
+    assert isinstance(sheet, sublime.ImageSheet) and isinstance(window.active_sheet(), sublime.ImageSheet)
+    assert sheet.view() is None and window.active_view() is None
+    assert sheet.file_name() == str(tmp_path / "shot.png")

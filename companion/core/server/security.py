@@ -3,8 +3,8 @@
 Checks, in this order, for every request: the path is `/mcp`; no `Origin` header (browsers send
 one, Gemini CLI and other local agents do not: a web page must never reach the server); the `Host`
 is exactly `127.0.0.1:<port>` or `localhost:<port>`, byte for byte (defeats DNS rebinding); the bearer token
-matches (constant-time); a declared body is not larger than the cap. The token never appears in
-a response or a log line.
+matches (constant-time): the window's, or a live chat's own (chat_tokens.py); a declared body is
+not larger than the cap. The token never appears in a response or a log line.
 """
 
 from __future__ import annotations
@@ -31,6 +31,17 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
+# Set in the scope of a request that carried a chat's own token (chat_tokens.py): the room offers
+# such a client the workspace tools only, never Gemini CLI's diff tools or notifications.
+CHAT_SCOPE_KEY = "gemini_companion.chat"
+
+
+def from_chat(request: object) -> bool:
+    """Did this request (a Starlette request, or None) carry a chat's own token? The guard marked it."""
+    scope = getattr(request, "scope", None)
+    return isinstance(scope, dict) and bool(scope.get(CHAT_SCOPE_KEY))
+
+
 UNAUTHENTICATED = (401, 403, 404)  # refusals before the token was accepted
 
 
@@ -42,12 +53,14 @@ class RequestGuard:
         port: int,
         max_body: int = MAX_BODY_BYTES,
         websocket: ASGIApp | None = None,
+        chat_tokens: Callable[[bytes], bool] | None = None,
     ) -> None:
         self.app = app  # the HTTP room at /mcp; None: no room is mounted there (refused like any unknown path)
         self.websocket = websocket  # Claude Code's endpoint, which checks its own token
         self._expected = f"Bearer {token}".encode("latin-1")
         self._hosts = loopback_hosts(port)
         self._max_body = max_body
+        self._chat_tokens = chat_tokens  # is this Authorization a live chat's own token (ChatTokens.accepts)?
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -69,6 +82,13 @@ class RequestGuard:
         assert self.app is not None  # without it, _refusal refuses every path
         await self.app(scope, receive, send)
 
+    def _authorized(self, scope: Scope, authorization: bytes) -> bool:
+        window = hmac.compare_digest(authorization, self._expected)
+        chat = self._chat_tokens is not None and self._chat_tokens(authorization)
+        if chat and not window:
+            scope[CHAT_SCOPE_KEY] = True
+        return window or chat
+
     def _refusal(self, scope: Scope) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
         if self.app is None:
             return 404, "Not found: this window serves no MCP endpoint (Gemini CLI and its tools are off).", []
@@ -82,7 +102,7 @@ class RequestGuard:
         if len(hosts) != 1 or hosts[0] not in self._hosts:
             return 403, "Invalid Host header: connect to 127.0.0.1 on this server's port.", []
         auth = header_values(headers, b"authorization")
-        if len(auth) != 1 or not hmac.compare_digest(auth[0], self._expected):
+        if len(auth) != 1 or not self._authorized(scope, auth[0]):
             challenge = [(b"www-authenticate", b'Bearer realm="gemini-companion"')]
             return 401, "Unauthorized: send the authToken from the discovery file as a Bearer token.", challenge
         lengths = header_values(headers, b"content-length")

@@ -19,6 +19,7 @@ from ..editor import Editor
 from ..files import disk_text
 from ..reviews import BY_TOOL, Outcome, Review, Reviews
 from ..tool_calls import ToolError
+from .chat_tokens import ChatTokens
 from .connections import GuardedH11Protocol
 from .request_ids import RequestIds
 from .security import MAX_BODY_BYTES, RequestGuard
@@ -42,8 +43,10 @@ class WindowServer:
         token: str,
         sock: socket.socket,
         folders: Callable[[], list[str]] = list,
+        chat_tokens: ChatTokens | None = None,
     ) -> None:
         self.editor = editor
+        self.chat_tokens = chat_tokens  # the window's chats' own tokens, accepted besides `token`
         self.folders = folders
         self.context = context
         self.token = token
@@ -71,7 +74,13 @@ class WindowServer:
         self._loop = asyncio.get_running_loop()
         sock = self._sock
         inner = RequestIds(self.http.app(), MAX_BODY_BYTES) if self.http is not None else None
-        app = RequestGuard(inner, self.token, self.port, websocket=self.websocket)
+        app = RequestGuard(
+            inner,
+            self.token,
+            self.port,
+            websocket=self.websocket,
+            chat_tokens=None if self.chat_tokens is None else self.chat_tokens.accepts,
+        )
         websocket: dict[str, Any] = {"ws": "none"}
         if self.websocket is not None:
             from . import ws_protocol  # the WebSocket stack is imported only when a room needs it

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import sublime
 
+from ...acp.images import Image
 from ...acp.resources import Resource, ResourceRefused
 from ...core.context import DEFAULT_EXCLUDES, SharingPolicy
 from ...core.files.listing import Listing, ListOptions, list_files
@@ -192,17 +193,19 @@ async def prompt(
     resources: Sequence[Resource],
     mentioned: Sequence[Resource],
     warn: Callable[[str], None],
+    images: Sequence[Image] = (),
 ) -> str:
-    """`session.prompt` with the mentioned files; when one of them cannot go (a binary file for an
-    agent that takes files' text, one deleted meanwhile), the reason is one warning and the prompt
-    goes without them: a mention is never a reason to lose the prompt or the chat."""
+    """`session.prompt` with the mentioned files (and the images: chat/images.py); when one of the
+    files cannot go (a binary file for an agent that takes files' text, one deleted meanwhile), the
+    reason is one warning and the prompt goes without them: a mention is never a reason to lose the
+    prompt or the chat."""
     try:
-        return await session.prompt(text, [*resources, *mentioned])
+        return await session.prompt(text, [*resources, *mentioned], images)
     except ResourceRefused as exc:
         if not mentioned:
             raise
         warn(f"{exc} The prompt went without the files its @ mentions name.")
-        return await session.prompt(text, resources)
+        return await session.prompt(text, resources, images)
 
 
 async def attached(

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import sublime
 
 from ...acp.agents.agents import AgentSpec
+from ...acp.images import Image, mentioned_images, named_like_image
 from ...acp.resources import Resource
 from ...core.context import SharingPolicy
 from ...core.files.paths import is_inside
@@ -34,6 +35,7 @@ from ..changes import tab as change_set_view
 from ..changes.sources import TurnsSource
 from ..window_state import WindowState
 from . import checkpoints as chat_checkpoints
+from . import mcp as chat_mcp
 from . import mentions as chat_mentions
 from .history import History
 from .view import CHAT_SETTING, DIFF_SETTING, ChatPanel, StreamingChatView
@@ -65,7 +67,10 @@ class Chat:
         self.port = StreamingChatView(self.panel, on_state=self._state_changed)
         self.history = History()
         self.attached: dict[str, Resource] = {}  # mention in the prompt -> the file it sends
+        self.images: dict[str, Image] = {}  # mention in the prompt -> the image it sends (chat/images.py)
         self.session: ChatSession | None = None  # loop thread only
+        self.session_id = ""  # the agent's session, once started (main thread: Chat History finds it)
+        self.reopen = False  # start() opens its session again as Chat History does (resume, else load)
         self.ready = False
         self.busy = False  # a turn runs
         self.ended = False  # the agent is gone (failed, stopped)
@@ -88,7 +93,8 @@ class Chat:
         self.panel.notice(f"Starting {self.spec.name} in {self.folders[0]}…", "info")
         read_limit = workspace_tools.read_limit_bytes("chat_read_file_limit_kb")  # on the main thread
         config = chat_checkpoints.read_config(self.state.window)
-        self._submit(lambda: self._start(load_session_id, read_limit, config), self._started)
+        mcp = chat_mcp.read_settings()
+        self._submit(lambda: self._start(load_session_id, read_limit, config, mcp), self._started)
 
     def send(self, text: str, resources: Sequence[Resource] = ()) -> bool:
         """Send the prompt (with workspace files attached); False (and the text stays where the
@@ -105,17 +111,19 @@ class Chat:
             )
             return False
         resources = [*resources, *(r for mention, r in self.attached.items() if mention in text)]
+        images = [image for mention, image in self.images.items() if mention in text]
         # `@path` typed or completed: checked on the loop (disk); none while sharing is paused
         mentioned = None if self.state.handle.context.paused else chat_mentions.rules(self.state.window, self.folders)
-        skip = tuple(self.attached)  # Send File's mentions go once
+        skip = (*self.attached, *self.images)  # Send File's and Send Image File's mentions go once
         self.attached.clear()
+        self.images.clear()
         self.history.add(text)
         self.busy = True
         self.panel.user_prompt(text)
         self._offer_restore()
         self._show_status()
         self._submit(
-            lambda: self._prompt(text, resources, mentioned, skip),
+            lambda: self._prompt(text, resources, mentioned, skip, images),
             lambda result, error: self._turn_done(text, result, error),
         )
         return True
@@ -156,6 +164,10 @@ class Chat:
 
     def set_model(self, model_id: str) -> None:
         self._submit(lambda: self._call("set_model", model_id), self._answered)
+
+    def set_option(self, config_id: str, value: str | bool) -> None:
+        """session/set_config_option (Chat Options…); the agent's answer updates the panel's options."""
+        self._submit(lambda: self._set_option(config_id, value), self._answered)
 
     def close(self, api_alive: bool = True) -> concurrent.futures.Future[None]:
         """Stop the agent and everything it started (idempotent; from any thread). Without the API
@@ -200,7 +212,8 @@ class Chat:
             self._failed(error)
             return
         self.ready = True
-        remember_session(self, str(session_id or ""))
+        self.session_id = str(session_id or "")
+        remember_session(self, self.session_id)
         self.panel.notice(f"{self.spec.name} is ready. Type below and press Enter; Escape cancels a turn.", "info")
         self._show_status()
 
@@ -259,9 +272,16 @@ class Chat:
     # -- loop thread --
 
     async def _start(
-        self, load_session_id: str | None, read_limit: int | None, config: chat_checkpoints.CheckpointConfig | None
+        self,
+        load_session_id: str | None,
+        read_limit: int | None,
+        config: chat_checkpoints.CheckpointConfig | None,
+        mcp: chat_mcp.ChatMcpSettings,
     ) -> str:
-        from ...acp.session import ChatSession  # the SDK loads here, on the first chat
+        from ...acp.session import ChatFailed, ChatSession  # the SDK loads here, on the first chat
+
+        if mcp.problem:  # nothing starts, nothing is sent
+            raise ChatFailed(mcp.problem)
 
         if config is not None:  # its first checkpoint overlaps the agent's start
             self.checkpoints = chat_checkpoints.ChatCheckpoints(
@@ -272,29 +292,45 @@ class Chat:
         server = self.state.handle.server  # read on the loop, its thread
         reviews = server.reviews if server is not None else None  # one file, one review, whoever asks
         self.session = ChatSession(
-            self.spec, self.folders, self.state.handle.editor, self.port, reviews=reviews, read_limit_bytes=read_limit
+            self.spec,
+            self.folders,
+            self.state.handle.editor,
+            self.port,
+            reviews=reviews,
+            read_limit_bytes=read_limit,
+            servers=chat_mcp.chat_servers(mcp, self.state.handle),  # the window's tools, the user's servers
         )
         if load_session_id:
-            await self.session.load(load_session_id)
+            await (self.session.reopen if self.reopen else self.session.load)(load_session_id)
         else:
             await self.session.start()
         return self.session.session_id
 
     async def _prompt(
-        self, text: str, resources: Sequence[Resource], mentioned: MentionRules | None = None, skip: Sequence[str] = ()
+        self,
+        text: str,
+        resources: Sequence[Resource],
+        mentioned: MentionRules | None = None,
+        skip: Sequence[str] = (),
+        images: Sequence[Image] = (),
     ) -> str:
         if self.session is None:
             raise RuntimeError("the chat has not started")
         warn = lambda reason: self.port.notice(reason, "warning")  # noqa: E731
-        files = await chat_mentions.attached(mentioned, text, skip, warn)
+        files = [f for f in await chat_mentions.attached(mentioned, text, skip, warn) if not named_like_image(f.path)]
+        if mentioned is not None:  # a typed `@shot.png` goes as an image; a refused one is a warning
+            typed, refused = await mentioned_images(self.session, text, mentioned.sharing.exclude, skip)
+            images = [*images, *typed]
+            for reason in refused:
+                warn(f"{reason} The prompt went without it.")
         session, checkpoints = self.session, self.checkpoints
         if checkpoints is None:
-            return await chat_mentions.prompt(session, text, resources, files, warn)
+            return await chat_mentions.prompt(session, text, resources, files, warn, images)
         for note in await checkpoints.begin():  # what the user reverted since the last turn
             session.add_note(note)
         session.writes.take()  # what was written between turns belongs to no turn's agent
         try:
-            return await chat_mentions.prompt(session, text, resources, files, warn)
+            return await chat_mentions.prompt(session, text, resources, files, warn, images)
         finally:
             changes = await checkpoints.end(self.spec.name, *session.writes.take_turn())
             if changes is not None and not self.silent:
@@ -309,6 +345,11 @@ class Chat:
             raise RuntimeError("the chat has not started")
         await (self.session.set_mode(value) if method == "set_mode" else self.session.set_model(value))
 
+    async def _set_option(self, config_id: str, value: str | bool) -> None:
+        if self.session is None:
+            raise RuntimeError("the chat has not started")
+        await self.session.set_config_option(config_id, value)
+
     async def _close(self) -> None:
         try:
             if self.session is not None:
@@ -320,7 +361,7 @@ class Chat:
 
 def _reason(error: BaseException) -> str:
     """The one-line reason ChatFailed carries; anything else is ours, with what to do."""
-    if type(error).__name__ in ("ChatFailed", "ResourceRefused"):  # companion.acp's one-line reasons
+    if type(error).__name__ in ("ChatFailed", "ResourceRefused", "ImageRefused"):  # companion.acp's one-line reasons
         return str(error)
     if isinstance(error, RuntimeStopped):
         return "Gemini Companion has stopped (the package was disabled or reloaded): start a new chat."
@@ -336,8 +377,9 @@ _chats: dict[int, list[Chat]] = {}  # the window each chat started in -> its cha
 _by_view: dict[int, Chat] = {}  # each chat's own view id -> the chat
 
 
-def open_chat(state: WindowState, key: str, spec: AgentSpec, load: str | None = None) -> Chat:
+def open_chat(state: WindowState, key: str, spec: AgentSpec, load: str | None = None, reopen: bool = False) -> Chat:
     chat = Chat(state, key, spec, list(state.window.folders()))
+    chat.reopen = reopen
     _chats.setdefault(state.window.id(), []).append(chat)
     state.last_agent = f"chat:{chat.id}"  # Send to Agent goes to the chat opened last, until another is used
     chat.panel.focus_prompt()

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 import sublime
 import sublime_plugin
 
+from ...acp.images import named_like_image
+from ..chat import images as chat_images
 from ..chat import prompt
 from ..chat import sessions as chat_sessions
 
@@ -85,7 +87,9 @@ class GeminiCompanionChatSendCommand(sublime_plugin.TextCommand):
         if chat is None:
             return
         text = chat.panel.prompt_text()
-        if chat.send(text.strip()):
+        if named_like_image(text) and chat.ready and not chat.busy:  # a pasted image path: the image goes
+            chat_images.send_typed_path(chat, chat.panel.take_prompt())
+        elif chat.send(text.strip()):
             chat.panel.take_prompt()
 
 
