@@ -22,8 +22,9 @@ diff block of the whole text read (`oldText`) and that text with OLD replaced by
 `{"read_with": [OLD, NEW]}` as a write's content is the same new text. What happened (each
 request's outcome or error) is appended as JSON lines to $EDIT_AGENT_RECORD when set; the reply is
 "done". SCRIPT is read again at every prompt (a test may run many turns in one chat); a step with
-`"turn": N` runs only in the chat's Nth prompt. Every prompt's text blocks are recorded
-(`{"prompt": [TEXT, …], "during_turn": BOOL}`: whether it came while another prompt ran). With
+`"turn": N` runs only in the chat's Nth prompt. With $EDIT_AGENT_PROMPTS set, every prompt's text
+blocks are recorded first (`{"prompt": [TEXT, …], "during_turn": BOOL}`: whether it came while
+another prompt ran). With
 $EDIT_AGENT_QUEUEING set the agent advertises prompt queueing as claude-agent-acp does
 (`agentCapabilities._meta.claudeCode.promptQueueing`).
 """
@@ -88,7 +89,8 @@ async def serve(script: str) -> None:
         async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
             self.turns += 1
             texts = [block.text for block in prompt if getattr(block, "type", "") == "text"]
-            record({"prompt": texts, "during_turn": self.running > 0})
+            if os.environ.get("EDIT_AGENT_PROMPTS"):
+                record({"prompt": texts, "during_turn": self.running > 0})
             self.running += 1
             try:
                 return await self.steps(session_id, self.turns)

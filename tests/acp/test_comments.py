@@ -21,6 +21,7 @@ def companion(tmp_path: Any, *argv: str) -> subprocess.CompletedProcess[str]:
         "PYTHONPATH": ROOT,
         "GEMINI_COMPANION_CACHE": os.path.join(str(tmp_path), "cache"),
         "EDIT_AGENT_RECORD": os.path.join(str(tmp_path), "record.jsonl"),
+        "EDIT_AGENT_PROMPTS": "1",
     }
     argv = (sys.executable, "-m", "companion", *argv)
     return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=CEILING)

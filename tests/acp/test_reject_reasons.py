@@ -40,7 +40,7 @@ async def two_turns(
     the agent recorded."""
     view, editor = view or RecordingView(), AsyncEditor()
     editor.decide = lambda review: review.reject(REASON)
-    env = {**os.environ, "EDIT_AGENT_RECORD": os.path.join(str(tmp_path), "record.jsonl")}
+    env = {**os.environ, "EDIT_AGENT_RECORD": os.path.join(str(tmp_path), "record.jsonl"), "EDIT_AGENT_PROMPTS": "1"}
     if queueing:
         env["EDIT_AGENT_QUEUEING"] = "1"
     spec = AgentSpec("Edits", (sys.executable, AGENT, script(tmp_path, steps)))
@@ -93,7 +93,7 @@ async def test_a_rejection_without_a_reason_sends_nothing_more(workspace: str, t
     path = file_with(workspace, b"one\ntwo\n")
     view, editor = RecordingView(), AsyncEditor()
     editor.decide = lambda review: review.reject()
-    env = {**os.environ, "EDIT_AGENT_RECORD": os.path.join(str(tmp_path), "record.jsonl")}
+    env = {**os.environ, "EDIT_AGENT_RECORD": os.path.join(str(tmp_path), "record.jsonl"), "EDIT_AGENT_PROMPTS": "1"}
     spec = AgentSpec("Edits", (sys.executable, AGENT, script(tmp_path, edit_steps(path))))
     session = ChatSession(spec, [workspace], editor, view, env=env)
     try:
@@ -132,7 +132,12 @@ def piped_chat(workspace: str, tmp_path: Any, steps: list[dict[str, Any]], lines
     answers; returns its output."""
     argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace, "--"]
     argv += [sys.executable, AGENT, script(tmp_path, steps)]
-    env = {**os.environ, "PYTHONPATH": ROOT, "EDIT_AGENT_RECORD": os.path.join(str(tmp_path), "record.jsonl")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": ROOT,
+        "EDIT_AGENT_RECORD": os.path.join(str(tmp_path), "record.jsonl"),
+        "EDIT_AGENT_PROMPTS": "1",
+    }
     result = subprocess.run(argv, cwd=ROOT, env=env, input=lines, capture_output=True, text=True, timeout=CEILING)
     assert result.returncode == 0, result.stderr
     return result.stdout

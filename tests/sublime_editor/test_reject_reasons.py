@@ -25,7 +25,7 @@ def recorded_prompts(record: str) -> list[list[str]]:
 
 def agent_with_record(tmp_path: Any, steps: list[dict[str, Any]]) -> tuple[dict[str, Any], str]:
     record = os.path.join(str(tmp_path), "record.jsonl")
-    return {**edit_agent(tmp_path, steps), "env": {"EDIT_AGENT_RECORD": record}}, record
+    return {**edit_agent(tmp_path, steps), "env": {"EDIT_AGENT_RECORD": record, "EDIT_AGENT_PROMPTS": "1"}}, record
 
 
 def test_reject_and_say_why_on_the_banner_tells_the_agent_with_the_next_prompt(
