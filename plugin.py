@@ -64,6 +64,10 @@ else:
         GeminiCompanionChatNoopCommand,
         GeminiCompanionChatSendCommand,
     )
+    from .companion.sublime_editor.commands.comments import (
+        GeminiCompanionCommentCommand,
+        GeminiCompanionSendCommentsCommand,
+    )
     from .companion.sublime_editor.commands.connect import GeminiCompanionConnectAgentCommand
     from .companion.sublime_editor.commands.images import GeminiCompanionSendImageFileCommand
     from .companion.sublime_editor.commands.listeners import (
@@ -110,6 +114,7 @@ __all__ = [
     "GeminiCompanionChatNoopCommand",
     "GeminiCompanionChatOptionsCommand",
     "GeminiCompanionChatSendCommand",
+    "GeminiCompanionCommentCommand",
     "GeminiCompanionConnectAgentCommand",
     "GeminiCompanionContextListener",
     "GeminiCompanionContinueChatCommand",
@@ -125,6 +130,7 @@ __all__ = [
     "GeminiCompanionReviewListener",
     "GeminiCompanionReviewTurnChangesCommand",
     "GeminiCompanionSaveReviewCommand",
+    "GeminiCompanionSendCommentsCommand",
     "GeminiCompanionSendFileCommand",
     "GeminiCompanionSendImageFileCommand",
     "GeminiCompanionSendPathsCommand",

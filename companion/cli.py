@@ -175,6 +175,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .headless.doctor import run_doctor
 
         return run_doctor(args.workspace, args.json)
+    if args.command == "changes" and args.comment:
+        from .headless.comments import run_comment
+
+        return run_comment(args.workspace, *args.comment)
     if args.command == "changes":
         return run_changes(args.workspace, args.json, args.revert, args.restore)
     if args.command == "bridge":
@@ -222,6 +226,12 @@ def add_changes_command(commands: Any) -> None:
         help="revert this file (relative to the workspace) to the checkpoint before the turn",
     )
     action.add_argument("--restore", action="store_true", help="restore every file the turn changed")
+    action.add_argument(
+        "--comment",
+        nargs=2,
+        metavar=("PATH:LINE", "TEXT"),
+        help="a comment on a line (or PATH:FIRST-LAST) that the next chat prompt here carries to the agent",
+    )
 
 
 def run_changes(workspace: str, as_json: bool, revert: str | None, restore_all: bool) -> int:

@@ -137,6 +137,7 @@ class ChatSession:
         self.can_load = False  # the agent's `loadSession` capability (after initialize)
         self.past = PastSessions(spec.name, self.folders[0], Offered(), _History(self))  # after initialize
         self.embeds_resources = False  # its `promptCapabilities.embeddedContext`
+        self._queued: set[asyncio.Task[Any]] = set()  # prompts sent during a turn, run after it
         self.takes_images = False  # its `promptCapabilities.image` (images.py)
         self.takes_folders = False  # its `sessionCapabilities.additionalDirectories` (folders.py)
         self.auth_methods: list[auth.AuthMethod] = []  # its `authMethods` (acp/asks/auth.py)
@@ -502,7 +503,7 @@ class ChatSession:
     async def close(self) -> None:
         """End the chat: close open reviews, the connection, and the agent with all it started."""
         self.servers.end()  # its token for the window's tools answers 401 from now on
-        for task in list(self._asking):
+        for task in [*self._asking, *self._queued]:
             task.cancel()
         await self.gate.close_all()
         if self._conn is not None:
@@ -563,11 +564,32 @@ class ChatSession:
         self.view.turn_ended(stop_reason)
         return stop_reason
 
+    def queue_prompt(self, text: str) -> bool:
+        """A prompt sent now, during the turn (the agent runs it after): only to an agent that
+        queues prompts. The current `prompt` returns when it is answered too."""
+        if not self.queues_prompts or self._conn is None or not self.session_id:
+            return False
+        task = asyncio.ensure_future(self._conn.prompt(self.session_id, [text_block(text)]))
+        self._queued.add(task)
+        return True
+
+    async def _queued_turns(self) -> None:
+        """Wait for the prompts queued during the turn; one the agent failed is said, not raised
+        (the user's own prompt was answered)."""
+        while self._queued:
+            task = self._queued.pop()
+            try:
+                await task
+            except _AGENT_ERRORS as exc:
+                self.view.notice(f"{self.spec.name} did not take the queued message: {_one_line(str(exc))}", "warning")
+
     async def _prompt_turn(self, blocks: list[Any]) -> Any:
         assert self._conn is not None
         try:
             with self.agent.turn() if self.agent else contextlib.nullcontext():  # its tree is tracked meanwhile
-                return await self._conn.prompt(self.session_id, blocks)
+                response = await self._conn.prompt(self.session_id, blocks)
+                await self._queued_turns()  # the turn is over for the user when those are too
+                return response
         except _AGENT_ERRORS as exc:
             if isinstance(exc, RequestError) and self._needs_login(exc, "the prompt"):
                 raise NeedsLogin(await self._failure(exc, "the prompt"), _said(exc)[:300]) from None
@@ -783,6 +805,9 @@ class _Requests:
         chat = self._session
         params = {"sessionId": chat.session_id, "modelId": model_id}
         await chat._asking_agent("session/set_model", chat._connection()._conn.send_request(_SET_MODEL, params))
+
+    def queue_prompt(self, text: str) -> bool:
+        return self._session.queue_prompt(text)
 
     async def set_config_option(self, config_id: str, value: str | bool) -> list[dict[str, Any]] | None:
         chat = self._session

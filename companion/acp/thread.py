@@ -27,6 +27,7 @@ from ..core.reviews import Outcome
 from . import updates
 from .modes import Kind, Seen, asking_mode
 from .modes import kind as mode_kind
+from .reasons import rejection_note
 from .review.edits import NotRebuildable, agent_text, edit_path, is_edit, proposed_text
 from .review.file_changes import FileChange, file_changes, named_paths
 from .review.files import AgentFiles, FsRefused
@@ -34,7 +35,7 @@ from .review.review_gate import AcceptedEdit, ReviewGate, ReviewOpen
 from .review.unchecked import UncheckedEdits
 from .rewind import Transcript
 from .tool_call_tracker import ToolCalls
-from .view import ChatView, Choice, Command, ConfigOption, Mode
+from .view import ChatView, Choice, Command, ConfigOption, Mode, Rejection
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,11 @@ class AgentRequests(Protocol):
 
     async def set_config_option(self, config_id: str, value: str | bool) -> list[dict[str, Any]] | None:
         """The agent's answer's `configOptions` (every option, as the SDK dumps them), if it sent any."""
+        ...
+
+    def queue_prompt(self, text: str) -> bool:
+        """Send `text` as a prompt now, to run after the agent's turn, when the agent queues prompts
+        (it said so at initialize); False, nothing sent, when it does not."""
         ...
 
 
@@ -279,6 +285,16 @@ class ChatThread:
         the user reverted or restored since the agent's last turn: core/turns.py take_notes)."""
         self._notes.append(note)
 
+    def tell_reason(self, what: str, reason: str) -> None:
+        """The user rejected `what` and said why: the transcript shows it, and the agent hears it at
+        once where it queues prompts, else with the next prompt (acp/reasons.py). No reason: nothing."""
+        if not reason.strip():
+            return
+        self.view.notice(f"You rejected {what}: {reason.strip()}", "info")
+        note = rejection_note(what, reason)
+        if not self.requests.queue_prompt(note):
+            self._notes.append(note)
+
     def stopped_after_rejection(self, stop_reason: str) -> bool:
         """The turn ended `cancelled` right after the user rejected an edit: the agent's answer to
         the rejection (its only reject option ends the turn), not an error."""
@@ -323,7 +339,12 @@ class ChatThread:
         known = self._calls.get(call["toolCallId"])
         kind = call.get("kind") or (known.kind if known else None)
         if not is_edit(call, kind):
-            return await self.view.choose(str(call.get("title") or kind or "a tool"), choices)
+            title = str(call.get("title") or kind or "a tool")
+            answer = await self.view.choose(title, choices)
+            if isinstance(answer, Rejection):
+                self.tell_reason(f"your request ({title})", answer.reason)
+                return answer.option_id
+            return answer
         self.seen.asked(self.mode)  # this mode asks before an edit, whatever its name
         reject = _pick(choices, "reject_once", "reject_always")
         try:
@@ -372,6 +393,7 @@ class ChatThread:
         if decision.outcome is not Outcome.ACCEPTED:
             if decision.outcome is Outcome.REJECTED:
                 self._mark_decided(call, "rejected")
+                self.tell_reason(f"your edit of {path}", decision.reason)
             return reject
         allow = always.option_id if decision.always and always else _pick(choices, "allow_once")
         if allow is None:
@@ -450,6 +472,7 @@ class ChatThread:
                 return reject
             if decision.outcome is not Outcome.ACCEPTED:
                 self._partly_rejected(call, changes, n, decision.outcome)
+                self.tell_reason(f"your {what}", decision.reason)
                 return reject
             decisions.append(decision)
         allow = always.option_id if always and all(d.always for d in decisions) else _pick(choices, "allow_once")

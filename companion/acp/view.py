@@ -28,6 +28,15 @@ class Choice:
 
 
 @dataclass(frozen=True)
+class Rejection:
+    """A reject option chosen with the user's reason ("Reject and say why…"): the agent gets the
+    option, then the reason as words (acp/reasons.py)."""
+
+    option_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Location:
     """A file a tool call reads or changes (ToolCallLocation); `line` is 0-based when given."""
 
@@ -200,8 +209,9 @@ class ChatView(Protocol):
         as a model retrying its connection): one line, each replacing the last; None clears it."""
         ...
 
-    async def choose(self, title: str, choices: list[Choice]) -> str | None:
-        """Ask about a permission that is not an edit; the chosen option id, None for no answer."""
+    async def choose(self, title: str, choices: list[Choice]) -> str | Rejection | None:
+        """Ask about a permission that is not an edit; the chosen option id (a Rejection when the
+        user rejected and said why), None for no answer."""
         ...
 
     # What the agent asks of the user outside a permission (acp/asks/auth.py, acp/asks/elicitation.py): each

@@ -65,6 +65,9 @@ class Review:
     renamed_from: str | None = None  # a rename: the file's path before (file_path is the new one)
     replaces: bool = False  # a rename onto a file that exists: its text (the left side) is lost
     delete: bool = False  # the agent deletes the file (the proposal is empty)
+    # Why the user rejected it, in their words ("Reject and say why…", headless `n REASON`): an ACP
+    # chat tells the agent (acp/reasons.py); "" when they gave none.
+    reason: str = ""
 
     def accept(self, content: str) -> None:
         """The user accepted; `content` is the proposal as the user left it (edits included)."""
@@ -76,7 +79,9 @@ class Review:
         self.always = self.allow_always is not None
         self.accept(content)
 
-    def reject(self) -> None:
+    def reject(self, reason: str = "") -> None:
+        """The user rejected; `reason`, when they said why, is for the agent to hear."""
+        self.reason = reason.strip()
         self._sink(self, Outcome.REJECTED, None)
 
     @property

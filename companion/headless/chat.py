@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 from ..acp.agents.agents import PRESETS, AgentSpec, custom_agent, demo_agent
 from ..acp.images import ImageRefused, named_like_image
 from ..acp.review.unchecked import UncheckedEdits
-from ..acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
+from ..acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, Rejection, ToolCall, Usage
 from ..core.server.chat_servers import ChatServers, McpConfigError, UserServer, read_config
 from ..core.system.processes import STOP_SIGNALS
-from . import images, mentions
+from . import comments, images, mentions
 from .changes import print_changes, run_command
 from .chat_tools import ChatWindow
 from .console import Console, StdinLines, off_the_loop
@@ -154,7 +154,7 @@ class TerminalView(ConsoleQuestions):
         self._heard += 1
         self.console.status(one_line(text) if text else None)
 
-    async def choose(self, title: str, choices: list[Choice]) -> str | None:
+    async def choose(self, title: str, choices: list[Choice]) -> str | Rejection | None:
         if self.policy != "prompt":
             wanted = ("allow_once",) if self.policy == "accept" else ("reject_once", "reject_always")
             found = [c.option_id for kind in wanted for c in choices if c.kind == kind]
@@ -173,12 +173,25 @@ class TerminalView(ConsoleQuestions):
                 gone = f"\nThe agent no longer asks: {visible(title)}; no answer is needed.\n"
                 self.console.withdraw(gone, withdrawn)  # this question, not one that reads alike
                 raise
-            if answer.strip().isdigit() and 1 <= int(answer) <= len(choices):
-                return choices[int(answer) - 1].option_id
+            picked = _picked(answer, choices)
+            if picked is not None:
+                return picked
 
     def _say(self, text: str) -> None:
         self._heard += 1
         self.console.say(text)
+
+
+def _picked(answer: str, choices: list[Choice]) -> str | Rejection | None:
+    """The menu's answer: a number, or a reject option's number and the user's reason ("2 not
+    now, run the tests first"), which the agent hears (acp/reasons.py); None for anything else."""
+    number, _, reason = answer.strip().partition(" ")
+    if not number.isdigit() or not 1 <= int(number) <= len(choices):
+        return None
+    choice = choices[int(number) - 1]
+    if not reason.strip():
+        return choice.option_id
+    return Rejection(choice.option_id, reason) if choice.kind.startswith("reject") else None
 
 
 def agent_spec(agent: str | None, command: Sequence[str]) -> AgentSpec:
@@ -381,6 +394,8 @@ class TurnChanges:
 
     async def turn(self, session: ChatSession, interrupts: _Interrupts, text: str) -> str:
         resources = await mentions.attached(session.folders, text)  # `@path`: the file goes with it
+        for note in await comments.take_notes(session.folders):  # `changes --comment`, once
+            session.add_note(note)
         resources = [r for r in resources if not named_like_image(r.path)]  # an image goes as one:
         pictures = await images.attached(session, text)  # `@shot.png` (ImageRefused: nothing is sent)
         if self.turns is None:

@@ -137,7 +137,7 @@ class HeadlessEditor:
             with self._changed:
                 self._asking = (review, token)
             try:  # the diff is shown again when something was printed under it meanwhile
-                answer = self.console.ask(diff, question, token, True).strip().lower()
+                answer = self.console.ask(diff, question, token, True).strip()
             except Withdrawn:
                 continue  # closed meanwhile: close_review said so
             except EOFError:
@@ -147,11 +147,12 @@ class HeadlessEditor:
                 answer = "n"
             if not review.is_open or revision != review.revision:
                 continue
-            if answer in ("y", "yes"):
+            word, _, reason = answer.partition(" ")
+            if answer.lower() in ("y", "yes"):
                 review.accept(review.proposal)
                 return
-            if answer in ("n", "no"):
-                review.reject()
+            if word.lower() in ("n", "no"):  # `n REASON`: rejected, and the agent hears why
+                review.reject(reason)
                 return
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import sublime
 
+from ..acp.review.review_gate import BY_ACP
 from ..core.files import disk_text
 from ..core.files.disk_text import DiskText
 from ..core.files.textfile import dominant_newline, keep_line_endings, to_newline
@@ -317,9 +318,23 @@ class WindowReviews:
         else:
             entry.review.accept(content)
 
-    def reject(self, entry: ReviewViews) -> None:
+    def reject(self, entry: ReviewViews, reason: str = "") -> None:
         self._dispose(entry)
-        entry.review.reject()
+        entry.review.reject(reason)
+
+    def ask_why(self, entry: ReviewViews) -> None:
+        """ "Reject and say why…": the reason in an input panel, then the reject (an ACP chat's agent
+        hears the reason: acp/reasons.py). Escape leaves the review open."""
+        name = os.path.basename(entry.review.file_path)
+
+        def done(reason: str) -> None:
+            if entry.review.id in self.open and entry.review.is_open:
+                self.reject(entry, reason)
+            else:  # decided or replaced meanwhile: the words are not lost
+                sublime.set_clipboard(reason)
+                sublime.status_message(f"The review of {name} had already ended; your reason is on the clipboard")
+
+        self.window.show_input_panel(f"Why reject the change to {name}? (the agent hears it)", "", done, None, None)
 
     def for_view(self, view: sublime.View) -> ReviewViews | None:
         review_id = view.settings().get(REVIEW_SETTING)
@@ -435,6 +450,8 @@ class WindowReviews:
             self.accept(entry, always=True)
         elif href == "reject":
             self.reject(entry)
+        elif href == "reject-why":
+            self.ask_why(entry)
         elif href in ("next", "previous"):
             entry.proposal.run_command("next_modification" if href == "next" else "prev_modification")
 
@@ -507,9 +524,17 @@ def banner_html(entry: ReviewViews) -> str:
         f"{BANNER_HEAD}"
         f'<div class="banner"><div><b>{requester}</b> proposes a change to <code>{path}</code></div>'
         f'<div><a href="accept">Accept</a> · {_always_link(review)}<a href="reject">Reject</a> · '
+        f"{_why_link(review)}"
         '<a href="previous">◀ Previous change</a> · <a href="next">Next change ▶</a></div>'
         f"{note_html}</div></body>"
     )
+
+
+def _why_link(review: Review) -> str:
+    """ "Reject and say why…" for an ACP chat's review: the only agents that can hear a reason."""
+    if review.agent != BY_ACP:
+        return ""
+    return '<a href="reject-why" title="Reject, and tell the agent why">Reject and say why…</a> · '
 
 
 def _always_link(review: Review) -> str:

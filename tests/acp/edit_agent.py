@@ -21,7 +21,12 @@ In UPDATE and TOOL_CALL, `{"diff_of_read": [OLD, NEW], "path": PATH}` inside `co
 diff block of the whole text read (`oldText`) and that text with OLD replaced by NEW (`newText`);
 `{"read_with": [OLD, NEW]}` as a write's content is the same new text. What happened (each
 request's outcome or error) is appended as JSON lines to $EDIT_AGENT_RECORD when set; the reply is
-"done". SCRIPT is read again at every prompt (a test may run many turns in one chat).
+"done". SCRIPT is read again at every prompt (a test may run many turns in one chat); a step with
+`"turn": N` runs only in the chat's Nth prompt. With $EDIT_AGENT_PROMPTS set, every prompt's text
+blocks are recorded first (`{"prompt": [TEXT, …], "during_turn": BOOL}`: whether it came while
+another prompt ran). With
+$EDIT_AGENT_QUEUEING set the agent advertises prompt queueing as claude-agent-acp does
+(`agentCapabilities._meta.claudeCode.promptQueueing`).
 """
 
 from __future__ import annotations
@@ -68,20 +73,36 @@ async def serve(script: str) -> None:
 
     class Agent:
         conn: Any = None
+        turns = 0
+        running = 0
 
         def on_connect(self, conn: Any) -> None:
             self.conn = conn
 
         async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-            return InitializeResponse(protocol_version=1, agent_capabilities=AgentCapabilities())
+            meta = {"claudeCode": {"promptQueueing": True}} if os.environ.get("EDIT_AGENT_QUEUEING") else None
+            return InitializeResponse(protocol_version=1, agent_capabilities=AgentCapabilities(field_meta=meta))
 
         async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
             return NewSessionResponse(session_id="s1")
 
         async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+            self.turns += 1
+            texts = [block.text for block in prompt if getattr(block, "type", "") == "text"]
+            if os.environ.get("EDIT_AGENT_PROMPTS"):
+                record({"prompt": texts, "during_turn": self.running > 0})
+            self.running += 1
+            try:
+                return await self.steps(session_id, self.turns)
+            finally:
+                self.running -= 1
+
+        async def steps(self, session_id: str, turn: int) -> PromptResponse:
             read = ""
             allowed = False
             for step in load(script):
+                if step.get("turn", turn) != turn:
+                    continue
                 if "read" in step:
                     read = (await self.conn.read_text_file(session_id=session_id, path=step["read"])).content
                     record({"read": read})

@@ -291,3 +291,29 @@ async def test_a_shell_command_is_asked_with_the_agents_own_options(
     assert {c.kind for c in choices} >= {"allow_once", "reject_once"}
     assert all(c.name for c in choices)
     assert os.path.exists(marker) == (answer == "allow_once")
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+async def test_a_rejection_with_a_reason_reaches_the_real_agents_model(
+    agent: str, gemini: AgentSetup, claude_factory: Any, workspace: str
+) -> None:
+    """Issue #41: the reason for a reject reaches the model's next request (claude-agent-acp, which
+    queues prompts: at once; Gemini CLI: leading the next prompt)."""
+    path = os.path.join(workspace, "old.txt")
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        handle.write(OLD_TEXT)
+    setup = agent_for(agent, gemini, claude_factory, path, "one\nTWO\nthree\n")
+    reason = "keep it lower case, the tests grep for it"
+    editor, view = AsyncEditor(), RecordingView()
+    editor.decide = lambda review: review.reject(reason)
+    session = await started(setup, workspace, editor, view)
+    try:
+        await session.prompt("Please change the second line.")
+        assert session.queues_prompts == (agent == "claude")  # claude-agent-acp advertises promptQueueing
+        await session.prompt("What now?")
+    finally:
+        await session.close()
+    with open(path, "rb") as handle:
+        assert handle.read() == OLD_TEXT.encode("utf-8")
+    told = gemini_user_texts(setup.home) if setup.model is None else model_messages_text(setup.model)
+    assert any(reason in text and path in text for text in told), f"the model was never told: {told!r}"

@@ -1810,6 +1810,8 @@ class View:
         for view_id in buffer.views:
             view = host.views[view_id]
             view.selection = _merge([(move(a), move(b)) for a, b in view.selection])
+            for entry in view.regions.values():  # added regions follow the text, as Sublime's do
+                entry["regions"] = [_region_after(r, begin, end, len(text)) for r in entry["regions"]]
         return len(text)
 
     def insert(self, edit: Edit, pt: Point, text: str) -> int:
@@ -2170,6 +2172,19 @@ class Html:
 
 
 # -- internals shared with `_plugin_host` and `control` (not API) --
+
+
+def _region_after(region: tuple[int, int], begin: int, end: int, inserted: int) -> tuple[int, int]:
+    """An added region after [begin, end) became `inserted` characters: text typed at its end does
+    not grow it, text typed at its start moves it, a replaced part inside it stays inside."""
+    delta = inserted - (end - begin)
+    a, b = min(region), max(region)
+    a = a + delta if a >= end else begin if a > begin else a
+    if b > end or (b == end and end > begin):
+        b += delta
+    elif begin < b:
+        b = begin + inserted if begin < end else b
+    return a, max(a, b)
 
 
 def _create_view(

@@ -29,6 +29,7 @@ class Decision:
     outcome: Outcome
     content: str | None  # the accepted text, edits included
     always: bool = False
+    reason: str = ""  # why the user rejected it, when they said (Review.reason)
 
 
 @dataclass
@@ -89,7 +90,8 @@ class ReviewGate:
         def decided(outcome: Outcome, content: str | None) -> None:
             # A window's shared Reviews may call this on its own loop's thread (the window server's).
             if not loop.is_closed():
-                loop.call_soon_threadsafe(settle, Decision(outcome, content, review is not None and review.always))
+                always, reason = (review.always, review.reason) if review is not None else (False, "")
+                loop.call_soon_threadsafe(settle, Decision(outcome, content, always, reason))
 
         review = self.reviews.open_exclusive(path, proposal, self.agent_name, decided, BY_ACP)
         if review is None:

@@ -192,6 +192,16 @@ class Chat:
         link = '<a href="restore">Restore checkpoint</a> · <a href="rewind">Rewind to Here</a>'
         self.panel.card(f"restore-{self.prompts_sent}", link, {"restore": restore, "rewind": rewind})
 
+    def add_note(self, note: str) -> None:
+        """A note the next prompt carries before the user's text (Send Comments to Chat); the
+        chat must be ready (the caller checks)."""
+        self._submit(lambda: self._add_note(note), lambda _result, error: error and self._failed(error))
+
+    async def _add_note(self, note: str) -> None:
+        if self.session is None:
+            raise RuntimeError("the chat has not started")
+        self.session.add_note(note)
+
     def attach(self, mention: str, resource: Resource) -> None:
         """Send to Agent: the file goes with the next prompt as long as its mention stays in it."""
         self.attached[mention] = resource

@@ -33,6 +33,7 @@ from ...acp.view import (
     Mode,
     NoticeKind,
     PlanEntry,
+    Rejection,
     ToolCall,
     ToolDiff,
     Usage,
@@ -55,6 +56,7 @@ BREAK_KEY = "gemini_companion.chat.breaks"  # where ForeignText broke a long lin
 HEADING_KEY = "gemini_companion.chat.headings"  # underlines the companion's headings, as no text can
 HEADING_FLAGS = sublime.DRAW_NO_FILL | sublime.DRAW_NO_OUTLINE | sublime.DRAW_SOLID_UNDERLINE
 AGENT_STATUS_KEY = "gemini_companion.chat_agent_status"  # the agent's own status line (status bar)
+Answer = Callable[["str | Rejection | None"], None]  # a permission card's answer (main thread)
 ICONS = {"pending": "○", "in_progress": "◐", "completed": "●", "failed": "✕", "": "○"}
 
 
@@ -314,24 +316,41 @@ class ChatPanel:
         view.run_command("toggle_inline_diff")
         self.window.focus_view(view)
 
-    def choice(self, key: str, title: str, choices: list[Choice], answer: Callable[[str | None], None]) -> None:
-        """A permission that is not an edit: the agent's own options as links."""
+    def choice(self, key: str, title: str, choices: list[Choice], answer: Answer) -> None:
+        """A permission that is not an edit: the agent's own options as links, and "Reject and say
+        why…" when it offers a reject option (the agent hears the reason: acp/reasons.py)."""
         links: dict[str, Callable[[], None]] = {}
         for index, option in enumerate(choices):
             links[f"option-{index}"] = lambda o=option: self._chose(key, o, answer)
         options = " · ".join(f'<a href="option-{i}">{html.escape(o.name)}</a>' for i, o in enumerate(choices))
+        reject = next((o for o in choices if o.kind == "reject_once"), None)
+        if reject is not None:
+            links["reject-why"] = lambda: self._ask_why(key, title, reject, answer)
+            options += ' · <a href="reject-why">Reject and say why…</a>'
         self.card(key, f"<b>{html.escape(self.agent_name)}</b> asks: {html.escape(title)}<br>{options}", links)
         self.replying = False
         waits = f"{self.agent_name} waits for you (permission)"
         review_ui.attention_asked(self.view, self.chat_id, key, waits)  # unseen: the status bar says so
 
-    def _chose(self, key: str, option: Choice, answer: Callable[[str | None], None]) -> None:
+    def _ask_why(self, key: str, title: str, reject: Choice, answer: Answer) -> None:
+        def done(reason: str) -> None:
+            card = self.cards.get(key)
+            if card is None or not card.links:  # answered or withdrawn meanwhile: the words are kept
+                sublime.set_clipboard(reason)
+                sublime.status_message("The agent no longer asks; your reason is on the clipboard")
+                return
+            self._chose(key, reject, answer, reason)
+
+        self.window.show_input_panel(f"Why reject {title}? (the agent hears it)", "", done, None, None)
+
+    def _chose(self, key: str, option: Choice, answer: Answer, reason: str = "") -> None:
         card = self.cards.get(key)
         if card is None or not card.links:
             return  # answered already, or withdrawn
-        self.card(key, f"{card.html.split('<br>')[0]}<br>→ {html.escape(option.name)}")
+        said = f": {html.escape(reason.strip())}" if reason.strip() else ""
+        self.card(key, f"{card.html.split('<br>')[0]}<br>→ {html.escape(option.name)}{said}")
         review_ui.attention_answered(self.chat_id, key)
-        answer(option.option_id)
+        answer(Rejection(option.option_id, reason) if reason.strip() else option.option_id)
 
     def choice_withdrawn(self, key: str) -> None:
         card = self.cards.get(key)
@@ -503,11 +522,11 @@ class StreamingChatView:
         if not queued:
             self._put("status", self._status)
 
-    async def choose(self, title: str, choices: list[Choice]) -> str | None:
+    async def choose(self, title: str, choices: list[Choice]) -> str | Rejection | None:
         loop = asyncio.get_running_loop()
-        decided: asyncio.Future[str | None] = loop.create_future()
+        decided: asyncio.Future[str | Rejection | None] = loop.create_future()
 
-        def answer(option_id: str | None) -> None:  # main thread
+        def answer(option_id: str | Rejection | None) -> None:  # main thread
             if not loop.is_closed():  # the runtime may have stopped meanwhile
                 loop.call_soon_threadsafe(lambda: decided.done() or decided.set_result(option_id))
 
