@@ -47,6 +47,7 @@ else:
     )
     from .companion.sublime_editor.commands.chat import (
         GeminiCompanionChatCancelCommand,
+        GeminiCompanionChatFollowAgentCommand,
         GeminiCompanionChatModeCommand,
         GeminiCompanionChatModelCommand,
         GeminiCompanionContinueChatCommand,
@@ -96,6 +97,7 @@ __all__ = [
     "GeminiCompanionChatCancelCommand",
     "GeminiCompanionChatCopyCommand",
     "GeminiCompanionChatEraseCommand",
+    "GeminiCompanionChatFollowAgentCommand",
     "GeminiCompanionChatHistoryCommand",
     "GeminiCompanionChatInsertCommand",
     "GeminiCompanionChatListener",

@@ -78,6 +78,7 @@ def card(known: ToolCall | None, update: dict[str, Any], reviewed: bool) -> Tool
         content = update["content"] or []
         changes["diffs"] = updates.tool_diffs(content)
         changes["output"] = updates.tool_output(content)
+        changes["terminals"] = updates.tool_terminals(content)
     return replace(call, **changes)
 
 

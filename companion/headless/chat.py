@@ -33,12 +33,15 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from ..acp.agents.agents import PRESETS, AgentSpec, custom_agent, demo_agent
 from ..acp.review.unchecked import UncheckedEdits
-from ..acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
+from ..acp.shown_output import tail
+from ..acp.view import Choice, Command, ConfigOption, Location, Mode, NoticeKind, PlanEntry, ToolCall, Usage
 from ..core.system.processes import STOP_SIGNALS
 from . import mentions
 from .changes import print_changes, run_command
 from .console import Console, StdinLines, off_the_loop
 from .editor import HeadlessEditor, one_line, visible
+
+OUTPUT_LINES = 20  # of a tool call's output, printed under its line when it ends
 
 if TYPE_CHECKING:
     from ..acp.session import ChatSession
@@ -102,8 +105,10 @@ class TerminalView:
     def tool_call(self, call: ToolCall) -> None:
         if call.status and self._statuses.get(call.tool_call_id) != call.status:
             self._statuses[call.tool_call_id] = call.status
-            where = f" ({', '.join(visible(x.path) for x in call.locations)})" if call.locations else ""
+            where = f" ({', '.join(_location(x) for x in call.locations)})" if call.locations else ""
             self._say(f"\n[tool {visible(call.kind)}: {visible(call.title)}{where} — {visible(call.status)}]\n")
+            if call.output and call.status in ("completed", "failed"):
+                self._say(_output_lines(call.output))
 
     def plan(self, entries: list[PlanEntry]) -> None:
         lines = "".join(f"\n  [{e.status}] {visible(e.content)}" for e in entries)
@@ -609,3 +614,16 @@ def run_chat_command(args: Any) -> int:
     if command[:1] == ["--"]:  # older argparse keeps it for nargs="*"
         command = command[1:]
     return run_chat(args.workspace, args.diff_policy, args.prompt, args.agent, command, args.mode, args.checkpoints)
+
+
+def _location(location: Location) -> str:
+    """`path:line` (1-based; the protocol's line is 0-based), as editors and terminals link it."""
+    line = location.line
+    shown = visible(location.path)
+    return f"{shown}:{line + 1}" if isinstance(line, int) and not isinstance(line, bool) and line >= 0 else shown
+
+
+def _output_lines(output: str) -> str:
+    """The last OUTPUT_LINES lines of a call's output, indented under its line, without escapes."""
+    lines = tail(output).rstrip("\n").split("\n")[-OUTPUT_LINES:]
+    return "".join(f"  │ {visible(line)}\n" for line in lines)
