@@ -26,17 +26,24 @@ from acp.interfaces import Client
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
+    CreateTerminalResponse,
     DeniedOutcome,
+    EnvVariable,
     FileSystemCapabilities,
     Implementation,
+    KillTerminalResponse,
     LoadSessionRequest,
     LoadSessionResponse,
     NewSessionRequest,
     NewSessionResponse,
     PermissionOption,
     ReadTextFileResponse,
+    ReleaseTerminalResponse,
     RequestPermissionResponse,
+    TerminalExitStatus,
+    TerminalOutputResponse,
     ToolCallUpdate,
+    WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
 from acp.utils import serialize_params
@@ -54,7 +61,9 @@ from .resources import Attachment, Resource, attach
 from .review.files import READ_LIMIT_BYTES, AgentFiles, FsRefused
 from .review.review_gate import ReviewGate
 from .review.unchecked import UncheckedEdits
+from .terminals import Terminal, TerminalRefused, Terminals
 from .thread import ChatFailed, ChatThread, ConfigOptions, SessionModels, SessionModes, WriteFailed, WriteRefused
+from .updates import OUTPUT_KEPT, tool_terminals
 from .view import ChatView, Choice, Command, ConfigOption
 
 __all__ = ["ChatFailed", "ChatSession"]
@@ -102,6 +111,7 @@ class ChatSession:
         limit = read_limit_bytes or READ_LIMIT_BYTES  # the `chat_read_file_limit_kb` setting
         files = AgentFiles(PathPolicy(self.folders), editor, limit)
         self.thread = ChatThread(spec.name, view, gate, files, _Requests(self))
+        self.terminals = Terminals(self.folders, self.env, self._terminal_shown)
         self.subreaper = subreaper  # True only in a process of our own (process.start)
         self.agent: process.AgentProcess | None = None
         self.session_id = ""
@@ -241,7 +251,7 @@ class ChatSession:
         self._conn = ClientSideConnection(cast(Client, self), process.AgentStdio(self.agent))
         self._watcher = asyncio.ensure_future(self._watch_exit())
         capabilities = ClientCapabilities(
-            fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=False
+            fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True
         )
         info = Implementation(name="gemini-companion", title="Gemini Companion", version=__version__)
         answer = await self._starting("initialize", self._conn.initialize(PROTOCOL_VERSION, capabilities, info))
@@ -301,6 +311,7 @@ class ChatSession:
         """End the chat: close open reviews, the connection, and the agent with all it started."""
         for task in list(self._asking):
             task.cancel()
+        await self.terminals.close()  # every command's tree, before the agent's own
         await self.gate.close_all()
         if self._conn is not None:
             try:
@@ -466,7 +477,10 @@ class ChatSession:
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=option_id))
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        await self.thread.update(update.model_dump(mode="json", by_alias=True, exclude_none=True))
+        data = update.model_dump(mode="json", by_alias=True, exclude_none=True)
+        await self.thread.update(data)
+        for terminal_id in tool_terminals(data.get("content") if isinstance(data.get("content"), list) else []):
+            self.terminals.show(terminal_id)  # a card embedding a terminal shows its output so far
 
     async def read_text_file(
         self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **kwargs: Any
@@ -485,24 +499,59 @@ class ChatSession:
             raise RequestError(RequestError.internal_error().code, str(exc)) from None
         return WriteTextFileResponse()
 
-    # terminal/*: we advertise `terminal: false`, yet the SDK answers these with success (`null`,
-    # `{}`) when a client lacks the method, so an agent would think it ran a command. Each is
-    # refused with the SDK's method-not-found (-32601) instead.
+    # terminal/*: the commands the agent runs through the client (terminals.py), after it asked
+    # the user's permission for them as for its own; a request refused is the SDK's invalid-params
+    # error with our reason.
 
-    async def create_terminal(self, **params: Any) -> None:
-        raise RequestError.method_not_found("terminal/create")
+    async def create_terminal(
+        self,
+        session_id: str,
+        command: str,
+        args: list[str] | None = None,
+        env: list[EnvVariable] | None = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+        **kwargs: Any,
+    ) -> CreateTerminalResponse:
+        variables = {v.name: v.value for v in env or []}
+        try:
+            terminal = await self.terminals.create(command, args, cwd, variables, output_byte_limit)
+        except TerminalRefused as exc:
+            raise _invalid_params(str(exc)) from None
+        return CreateTerminalResponse(terminal_id=terminal.id)
 
-    async def terminal_output(self, **params: Any) -> None:
-        raise RequestError.method_not_found("terminal/output")
+    async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> TerminalOutputResponse:
+        terminal = self._terminal(terminal_id)
+        status = terminal.status()
+        exit_status = TerminalExitStatus(exit_code=status.exit_code, signal=status.signal) if status else None
+        return TerminalOutputResponse(output=terminal.text(), truncated=terminal.truncated, exit_status=exit_status)
 
-    async def wait_for_terminal_exit(self, **params: Any) -> None:
-        raise RequestError.method_not_found("terminal/wait_for_exit")
+    async def wait_for_terminal_exit(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> WaitForTerminalExitResponse:
+        self._terminal(terminal_id)
+        status = await self.terminals.wait_for_exit(terminal_id)
+        return WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
 
-    async def kill_terminal(self, **params: Any) -> None:
-        raise RequestError.method_not_found("terminal/kill")
+    async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> KillTerminalResponse:
+        self._terminal(terminal_id)
+        await self.terminals.kill(terminal_id)
+        return KillTerminalResponse()
 
-    async def release_terminal(self, **params: Any) -> None:
-        raise RequestError.method_not_found("terminal/release")
+    async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> ReleaseTerminalResponse:
+        self._terminal(terminal_id)
+        await self.terminals.release(terminal_id)
+        return ReleaseTerminalResponse()
+
+    def _terminal(self, terminal_id: str) -> Terminal:
+        try:
+            return self.terminals.get(terminal_id)
+        except TerminalRefused as exc:
+            raise _invalid_params(str(exc)) from None
+
+    def _terminal_shown(self, terminal: Terminal) -> None:
+        """A terminal's output changed: the cards of the calls embedding it show its end."""
+        self.thread.terminal_output(terminal.id, terminal.text(OUTPUT_KEPT))
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         """`_…` notifications are the agent's own (the SDK strips the underscore): not the model's

@@ -124,6 +124,10 @@ class ToolCalls:
         record.card = call
         self._measure(record)
 
+    def embedding(self, terminal_id: str) -> list[str]:
+        """The calls whose cards embed the client terminal `terminal_id`."""
+        return [i for i, r in self._records.items() if r.card is not None and terminal_id in r.card.terminals]
+
     def asked(self, call_id: str) -> bool:
         return call_id in self._asked
 

@@ -85,7 +85,12 @@ def killed_at_the_end() -> Iterator[list[int]]:
             pass
 
 
-async def test_every_terminal_request_is_refused_as_method_not_found(workspace: str, tmp_path: str) -> None:
+async def test_terminal_requests_naming_no_terminal_of_ours_are_refused_and_the_chat_goes_on(
+    workspace: str, tmp_path: str
+) -> None:
+    """The client terminal is advertised (terminals.py): a create runs (no shell: `echo pwned` is
+    a program and its argument), and a request naming a terminal id we never gave is refused as
+    invalid params, saying so, never answered with success."""
     record = os.path.join(str(tmp_path), "answers.jsonl")
     session, view = hostile(workspace, "terminal", HOSTILE_RECORD=record)
     try:
@@ -96,9 +101,11 @@ async def test_every_terminal_request_is_refused_as_method_not_found(workspace: 
     with open(record, encoding="utf-8") as handle:
         answers = {a["method"]: a["answer"] for a in map(json.loads, handle)}
     assert set(answers) == set(TERMINAL_METHODS)
+    assert answers.pop("terminal/create")["result"]["terminalId"]
     for method, answer in answers.items():
         assert "result" not in answer, (method, answer)
-        assert answer["error"]["code"] == -32601, (method, answer)
+        assert answer["error"]["code"] == -32602, (method, answer)
+        assert "there is no terminal 't1'" in answer["error"]["message"], (method, answer)
     assert view.text == [REPLY]
 
 

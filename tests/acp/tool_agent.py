@@ -7,9 +7,11 @@ side (no hand-written JSON-RPC): `python tool_agent.py`. What a turn does depend
   `limit` (outputByteLimit), a tool call embedding the terminal, then terminal/wait_for_exit,
   terminal/output, terminal/release; the reply is the JSON of what it saw
   (`{"id", "output", "truncated", "exit"}`), or `{"error": message}` when a request was refused;
-- `term-kill {JSON}`: the same, but once the output holds `ready` it sends terminal/kill first;
-- `term-keep {JSON}`: terminal/create and a tool call embedding it, then the reply `{"id"}`: the
-  terminal is never released (the chat's end must end it).
+- `term-kill {JSON}`: the same, but once the output holds the JSON's `until` (default `ready`) it
+  sends terminal/kill first;
+- `term-keep {JSON}`: terminal/create and a tool call embedding it, then (once the output holds
+  `until`, unless that is "") the reply `{"id"}`: the terminal is never released (the chat's end
+  must end it).
 """
 
 from __future__ import annotations
@@ -107,14 +109,11 @@ async def serve() -> None:
                     content=[tool_terminal_ref(terminal_id)],
                 ),
             )
+            if word in ("term-kill", "term-keep") and spec.get("until", "ready"):
+                await self._until(session_id, terminal_id, spec.get("until", "ready"))
             if word == "term-keep":
                 return {"id": terminal_id}
             if word == "term-kill":
-                while (
-                    "ready"
-                    not in (await self.conn.terminal_output(session_id=session_id, terminal_id=terminal_id)).output
-                ):
-                    await asyncio.sleep(0.05)  # the agent polls, as real agents do; the test waits on its answer
                 await self.conn.kill_terminal(session_id=session_id, terminal_id=terminal_id)
             exited = await self.conn.wait_for_terminal_exit(session_id=session_id, terminal_id=terminal_id)
             seen = await self.conn.terminal_output(session_id=session_id, terminal_id=terminal_id)
@@ -126,6 +125,11 @@ async def serve() -> None:
                 "truncated": seen.truncated,
                 "exit": {"code": exited.exit_code, "signal": exited.signal},
             }
+
+        async def _until(self, session_id: str, terminal_id: str, text: str) -> None:
+            """Poll the output until it holds `text`, as real agents do (the test waits on the reply)."""
+            while text not in (await self.conn.terminal_output(session_id=session_id, terminal_id=terminal_id)).output:
+                await asyncio.sleep(0.05)
 
     await run_agent(Agent())  # type: ignore[arg-type]
 
