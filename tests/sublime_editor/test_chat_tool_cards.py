@@ -6,10 +6,14 @@ Sublime's."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from typing import Any
 
+import psutil
+
+from tests.acp.test_client_terminal import FAMILY, alive, family
 from tests.sublime_editor.conftest import Companion
 from tests.sublime_editor.test_chat import CEILING, send, setup, start_chat, text, wait_turn
 from tests.sublime_fake import control, sublime
@@ -104,3 +108,26 @@ def test_without_follow_the_agent_no_file_opens_by_itself(companion: Companion, 
     window, view = tools_turn(companion, workspace)
     assert window.find_open_file(os.path.join(workspace, "a.py")) is None
     assert window.active_view() == view
+
+
+def test_a_terminals_output_streams_into_its_card_and_quitting_sublime_ends_its_processes(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    """The agent runs a command in the client terminal and never releases it: its output shows in
+    the card embedding it, and when Sublime quits (the package unloads) the command and the
+    grandchild it started in a session of its own are gone."""
+    record = os.path.join(str(tmp_path), "family")
+    window = setup(companion, workspace, [tools_agent()])
+    view = start_chat(companion, window, "Tools")
+    spec = {"command": sys.executable, "args": ["-c", FAMILY, record]}
+    send(view, f"term-keep {json.dumps(spec)}")
+    wait_turn(view)
+    pids = family(record)
+    assert len(alive(pids)) == 2
+    (shown,) = [p for p in control.phantoms(view) if "output (1 line)" in p["content"]]
+    control.click_link(view, "output", shown["key"])
+    (shown,) = [p for p in control.phantoms(view) if "output (1 line)" in p["content"]]
+    assert "ready" in shown["content"]
+    companion.unload()
+    control.pump_until(lambda: not alive(pids), CEILING, "the terminal's processes to end on unload")
+    assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids)
