@@ -6,7 +6,8 @@ side (no hand-written JSON-RPC): `python tool_agent.py`. What a turn does depend
 - `term {JSON}`: terminal/create with the JSON's `command`, `args`, `cwd`, `env` (a dict),
   `limit` (outputByteLimit), a tool call embedding the terminal, then terminal/wait_for_exit,
   terminal/output, terminal/release; the reply is the JSON of what it saw
-  (`{"id", "output", "truncated", "exit"}`), or `{"error": message}` when a request was refused;
+  (`{"id", "output", "truncated", "exit"}`; with `"quiet": true` the output's length only), or
+  `{"error": message}` when a request was refused;
 - `term-kill {JSON}`: the same, but once the output holds the JSON's `until` (default `ready`) it
   sends terminal/kill first;
 - `term-keep {JSON}`: terminal/create and a tool call embedding it, then (once the output holds
@@ -121,7 +122,7 @@ async def serve() -> None:
             await self.conn.release_terminal(session_id=session_id, terminal_id=terminal_id)
             return {
                 "id": terminal_id,
-                "output": seen.output,
+                "output": f"{len(seen.output)} characters" if spec.get("quiet") else seen.output,
                 "truncated": seen.truncated,
                 "exit": {"code": exited.exit_code, "signal": exited.signal},
             }
