@@ -23,7 +23,7 @@ import signal
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from ...core.system.process_tree import ProcessTree, become_subreaper, new_marker
+from ...core.system.process_tree import ProcessTree, become_subreaper, is_subreaper, new_marker
 from ...core.system.processes import kill_one, new_group  # as ask_gemini does
 
 MAX_LINE_BYTES = 64 * 1024 * 1024  # Gemini sends whole file texts in a diff: generous, but bounded
@@ -198,7 +198,8 @@ async def spawn_command(
         **new_group(),
     )
     try:
-        tree = await asyncio.to_thread(ProcessTree, transport.get_pid(), marker, False)
+        # In a process of ours that adopts orphans (the headless chat), the command's are ours to reap too.
+        tree = await asyncio.to_thread(ProcessTree, transport.get_pid(), marker, is_subreaper())
     except BaseException:
         _kill_all(transport.get_pid(), True, None)
         transport.close()
