@@ -50,6 +50,7 @@ else:
         GeminiCompanionChatFollowAgentCommand,
         GeminiCompanionChatModeCommand,
         GeminiCompanionChatModelCommand,
+        GeminiCompanionChatOptionsCommand,
         GeminiCompanionContinueChatCommand,
         GeminiCompanionNewChatCommand,
     )
@@ -105,6 +106,7 @@ __all__ = [
     "GeminiCompanionChatModeCommand",
     "GeminiCompanionChatModelCommand",
     "GeminiCompanionChatNoopCommand",
+    "GeminiCompanionChatOptionsCommand",
     "GeminiCompanionChatSendCommand",
     "GeminiCompanionConnectAgentCommand",
     "GeminiCompanionContextListener",

@@ -39,8 +39,8 @@ sys.path.insert(0, ROOT)
 import psutil  # noqa: E402
 from _stats import percentile  # noqa: E402
 
-from companion.acp.agents import AgentSpec  # noqa: E402
-from companion.headless import HeadlessEditor  # noqa: E402
+from companion.acp.agents.agents import AgentSpec  # noqa: E402
+from companion.headless.editor import HeadlessEditor  # noqa: E402
 from tests.acp.conftest import RecordingView  # noqa: E402
 from tests.conformance.harness import PINNED, make_gemini_home, node, recorded_turns  # noqa: E402
 

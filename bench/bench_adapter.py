@@ -217,7 +217,7 @@ def measure_session(window: sublime.Window, a: sublime.View, b: sublime.View, fo
     """Every callback of ours that Sublime's main thread or its shared async worker runs during a
     working session (typing, clicking between files, reviews opened and accepted or rejected,
     pausing, the doctor, the status bar, the folder poll), timed by the fake as each one runs."""
-    from tests.adapter.conftest import ThreadedClient
+    from tests.sublime_editor.conftest import ThreadedClient
 
     handle = wait_ready(window)
     reviewer = ThreadedClient(handle.url, handle.token, "bench-reviewer")

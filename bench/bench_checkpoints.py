@@ -43,9 +43,10 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _stats import percentile  # noqa: E402
-from companion.core.checkpoint_store import CheckpointStore  # noqa: E402
-from companion.core.checkpoints import Checkpointer  # noqa: E402
-from companion.core.turns import Turns  # noqa: E402
+
+from companion.core.history.checkpoint_store import CheckpointStore  # noqa: E402
+from companion.core.history.checkpoints import Checkpointer  # noqa: E402
+from companion.core.history.turns import Turns  # noqa: E402
 
 PER_FOLDER = 100
 

@@ -31,7 +31,7 @@ from _stats import percentile  # noqa: E402
 from bench_core import notification_latency, roundtrip, time_server_requests  # noqa: E402
 
 from companion.core.context import Position  # noqa: E402
-from companion.headless import HeadlessEditor  # noqa: E402
+from companion.headless.editor import HeadlessEditor  # noqa: E402
 from companion.runtime import Runtime, WindowHandle  # noqa: E402
 
 CLIENT = os.path.join(ROOT, "bench", "_claude_client.py")

@@ -31,12 +31,12 @@ sys.path.insert(0, ROOT)
 
 import _ide  # noqa: E402  (bench/, next to this script)
 from _stats import percentile  # noqa: E402
-from companion.core.diffs import Review  # noqa: E402
-from companion.core.security import RequestGuard  # noqa: E402
 from starlette.types import Receive, Scope, Send  # noqa: E402
 
 from companion.core.context import Position  # noqa: E402
-from companion.headless import HeadlessEditor  # noqa: E402
+from companion.core.reviews import Review  # noqa: E402
+from companion.core.server.security import RequestGuard  # noqa: E402
+from companion.headless.editor import HeadlessEditor  # noqa: E402
 from companion.runtime import Runtime  # noqa: E402
 
 CLIENT = os.path.join(ROOT, "bench", "_client.py")

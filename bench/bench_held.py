@@ -27,7 +27,7 @@ sys.path.insert(0, ROOT)
 
 import psutil  # noqa: E402
 
-from companion.headless import HeadlessEditor  # noqa: E402
+from companion.headless.editor import HeadlessEditor  # noqa: E402
 from companion.runtime import Runtime  # noqa: E402
 
 CLIENT = r"""

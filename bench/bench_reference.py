@@ -36,7 +36,7 @@ from _stats import percentile  # noqa: E402
 from bench_core import ide_client_summary, run_ide_client_bench  # noqa: E402
 
 from companion.core.context import Position  # noqa: E402
-from companion.headless import HeadlessEditor  # noqa: E402
+from companion.headless.editor import HeadlessEditor  # noqa: E402
 from companion.runtime import Runtime  # noqa: E402
 
 REFERENCE = os.path.join(ROOT, "bench", "node_reference_server.mjs")

@@ -25,7 +25,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from companion.core.turns import Turns  # noqa: E402
+from companion.core.history.turns import Turns  # noqa: E402
 
 
 def measure(depth: int) -> dict[str, float | int]:

@@ -191,10 +191,9 @@ def main() -> None:
         (500, 8 * 1024 * 1024, 2, 5_000, 5) if args.quick else (500, 8 * 1024 * 1024, 10, 100_000, 50)
     )
 
-    from companion.workspace.factory import tool_factory
-    from companion.workspace.settings import WorkspaceToolSettings
-
     from companion.core.context import Position
+    from companion.mcp_tools.factory import tool_factory
+    from companion.mcp_tools.settings import WorkspaceToolSettings
     from companion.runtime import Runtime
 
     results: dict[str, Any] = {"tracker": tracker_numbers(views)}

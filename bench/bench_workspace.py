@@ -25,12 +25,11 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from companion.core.listing import ListOptions, list_files  # noqa: E402
-from companion.core.paths import PathPolicy  # noqa: E402
-from companion.workspace.factory import tool_factory  # noqa: E402
-from companion.workspace.settings import WorkspaceToolSettings  # noqa: E402
-
-from companion.headless import HeadlessEditor  # noqa: E402
+from companion.core.files.listing import ListOptions, list_files  # noqa: E402
+from companion.core.files.paths import PathPolicy  # noqa: E402
+from companion.headless.editor import HeadlessEditor  # noqa: E402
+from companion.mcp_tools.factory import tool_factory  # noqa: E402
+from companion.mcp_tools.settings import WorkspaceToolSettings  # noqa: E402
 from companion.runtime import Runtime  # noqa: E402
 
 FOLDER_EXCLUDES = [".svn", ".git", ".hg", "CVS", ".Trash", ".Trash-*"]

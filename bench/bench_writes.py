@@ -107,10 +107,9 @@ async def _write_cases(url: str, token: str, folder: str, runs: int, label: str,
 
 
 def leg_writes(runs: int, label: str, case: str) -> dict[str, float]:
-    from companion.workspace.factory import tool_factory
-    from companion.workspace.settings import WorkspaceToolSettings
-
-    from companion.headless import HeadlessEditor
+    from companion.headless.editor import HeadlessEditor
+    from companion.mcp_tools.factory import tool_factory
+    from companion.mcp_tools.settings import WorkspaceToolSettings
     from companion.runtime import Runtime
 
     base = tempfile.mkdtemp(prefix="bench-writes-")
@@ -129,7 +128,7 @@ def leg_writes(runs: int, label: str, case: str) -> dict[str, float]:
 
 
 def leg_change_set(kind: str, runs: int) -> dict[str, float]:
-    from companion.core.turns import Turns
+    from companion.core.history.turns import Turns
 
     if kind == "source":
         before = source_lines(CHANGE_SET_LINES)

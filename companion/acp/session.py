@@ -24,10 +24,19 @@ from acp import RequestError, embedded_text_resource, resource_block, resource_l
 from acp.client.connection import ClientSideConnection
 from acp.interfaces import Client
 from acp.schema import (
+    AcceptElicitationResponse,
     AllowedOutcome,
+    AuthCapabilities,
+    BooleanConfigOptionCapabilities,
+    CancelElicitationResponse,
     ClientCapabilities,
+    ClientSessionCapabilities,
     CreateTerminalResponse,
+    DeclineElicitationResponse,
     DeniedOutcome,
+    ElicitationCapabilities,
+    ElicitationFormCapabilities,
+    ElicitationUrlCapabilities,
     EnvVariable,
     FileSystemCapabilities,
     Implementation,
@@ -40,6 +49,7 @@ from acp.schema import (
     ReadTextFileResponse,
     ReleaseTerminalResponse,
     RequestPermissionResponse,
+    SessionConfigOptionsCapabilities,
     TerminalExitStatus,
     TerminalOutputResponse,
     ToolCallUpdate,
@@ -56,6 +66,7 @@ from ..core.history.turn_writes import TurnWrites
 from ..core.reviews import Reviews
 from .agents import process
 from .agents.agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
+from .asks import auth, elicitation
 from .modes import Seen, starting_mode
 from .resources import Attachment, Resource, attach
 from .review.files import READ_LIMIT_BYTES, AgentFiles, FsRefused
@@ -66,14 +77,13 @@ from .thread import ChatFailed, ChatThread, ConfigOptions, SessionModels, Sessio
 from .updates import OUTPUT_KEPT, tool_terminals
 from .view import ChatView, Choice, Command, ConfigOption
 
-__all__ = ["ChatFailed", "ChatSession"]
+__all__ = ["ChatFailed", "ChatSession", "NeedsLogin"]
 
 log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1  # what every agent we know answers (reference acp.md §1)
 START_TIMEOUT_SECONDS = 60.0  # initialize and session/new: an agent's first start may install or index
 EXIT_GRACE_SECONDS = 2.0  # after the agent's process ends, its last lines may still be in the pipe
-_AUTH_WORDS = ("auth", "api key", "login", "log in")
 _SET_MODEL = "session/set_model"
 _STATUS_KEYS = ("message", "text", "status", "title")  # where an extension notification's words are
 STATUS_CHARS = 300  # a status line is one line
@@ -84,6 +94,15 @@ _PROTOCOL_ERRORS = (-32700, -32600, -32601, -32602)
 _AGENT_ERRORS = (ConnectionError, RequestError, ValidationError)
 T = TypeVar("T")
 Opened = TypeVar("Opened", NewSessionResponse, LoadSessionResponse)
+
+
+class NeedsLogin(ChatFailed):
+    """session/new, session/load or a prompt failed for want of a login, and the agent offers ways
+    to log in; `said`: the agent's own words."""
+
+    def __init__(self, message: str, said: str) -> None:
+        super().__init__(message)
+        self.said = said
 
 
 class ChatSession:
@@ -117,6 +136,7 @@ class ChatSession:
         self.session_id = ""
         self.can_load = False  # the agent's `loadSession` capability (after initialize)
         self.embeds_resources = False  # its `promptCapabilities.embeddedContext`
+        self.auth_methods: list[auth.AuthMethod] = []  # its `authMethods` (acp/asks/auth.py)
         self._conn: ClientSideConnection | None = None
         self._asking: set[asyncio.Task[Any]] = set()
         self._watcher: asyncio.Task[None] | None = None
@@ -195,16 +215,17 @@ class ChatSession:
 
     # -- lifecycle --
 
-    async def start(self) -> None:
-        """Start the agent, initialize, open a new session in a reviewing mode; ChatFailed on failure."""
+    async def start(self, login: bool = False) -> None:
+        """Start the agent, initialize, open a new session in a reviewing mode; ChatFailed on failure.
+        An agent that needs a login has its `authMethods` offered first (`login`: before asking)."""
         await self._launch()
         assert self._conn is not None
         meta = dict(self.spec.session_meta) or None
         request = NewSessionRequest(cwd=self.folders[0], mcp_servers=[], field_meta=meta)
-        session, raw = await self._opening("session/new", request, NewSessionResponse)
+        session, raw = await self._logged_in("session/new", request, NewSessionResponse, login)
         await self._open(session.session_id, session, raw)
 
-    async def load(self, session_id: str) -> None:
+    async def load(self, session_id: str, login: bool = False) -> None:
         """Start the agent and continue the saved session `session_id` (session/load): the agent
         replays its history to the view, then the chat goes on in a reviewing mode. ChatFailed when
         the agent cannot continue sessions (no `loadSession` capability) or does not know this one."""
@@ -217,8 +238,43 @@ class ChatSession:
         request = LoadSessionRequest(
             cwd=self.folders[0], session_id=session_id, mcp_servers=[], field_meta=dict(self.spec.session_meta) or None
         )
-        session, raw = await self._opening("session/load", request, LoadSessionResponse)
+        session, raw = await self._logged_in("session/load", request, LoadSessionResponse, login)
         await self._open(session_id, session, raw)
+
+    async def _logged_in(
+        self, method: str, request: Any, answer: type[Opened], login: bool
+    ) -> tuple[Opened, dict[str, Any]]:
+        """`_opening`, after a login whenever the agent says it needs one (acp/asks/auth.py)."""
+        if login:
+            await self._log_in(None)
+        for _ in range(auth.MAX_LOGINS):
+            try:
+                return await self._opening(method, request, answer)
+            except NeedsLogin as exc:
+                await self._log_in(exc)
+        return await self._opening(method, request, answer)
+
+    async def _log_in(self, failed: NeedsLogin | None) -> None:
+        """Offer the agent's login methods and run the one chosen (`failed`: why, else `--login`);
+        ChatFailed when the user picks none, or the method leaves the user to do it (env_var)."""
+        name = self.spec.name
+        if not self.auth_methods:  # only with `--login`: NeedsLogin needs methods
+            self.view.notice(f"{name} offers no login methods (authMethods); the chat starts without one.", "info")
+            return
+        # Questions the chat's close withdraws (`_ask_user`): a closed chat logs in to nothing.
+        method = await self._ask_user(auth.choose(self.view, name, self.auth_methods, failed.said if failed else ""))
+        if method is None:
+            raise ChatFailed(str(failed) if failed else f"You did not log in to {name}; the chat did not start.")
+        if method.kind == "env_var":
+            raise ChatFailed(auth.env_var_text(name, method))
+        if method.kind == "agent":
+            self.view.notice(f"Logging in to {name} with {method.name}…", "info")
+            await self._asking_agent("authenticate", self._connection(True).authenticate(method_id=method.id))
+            return
+        argv = resolve_command(self.spec, self.env)
+        command = auth.terminal_command(f"Log in to {name}", argv, method, self.folders[0], self.spec.env)
+        if not await self._ask_user(self.view.run_login(command)):
+            raise ChatFailed(f"The login to {name} was not finished; start a new chat to try again.")
 
     async def _opening(self, method: str, request: Any, answer: type[Opened]) -> tuple[Opened, dict[str, Any]]:
         """session/new or session/load through the SDK's connection, keeping the raw answer too:
@@ -248,10 +304,18 @@ class ChatSession:
                 f"{self.spec.name} could not be started ({argv[0]}: {exc.strerror or exc}); "
                 "check the command, or give the full path of its program."
             ) from None
-        self._conn = ClientSideConnection(cast(Client, self), process.AgentStdio(self.agent))
+        # The unstable protocol: elicitation/create is routed only then (acp/client/router.py).
+        stdio = process.AgentStdio(self.agent)
+        self._conn = ClientSideConnection(cast(Client, self), stdio, use_unstable_protocol=True)
         self._watcher = asyncio.ensure_future(self._watch_exit())
         capabilities = ClientCapabilities(
-            fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True
+            fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
+            terminal=True,  # the client terminal (terminals.py)
+            auth=AuthCapabilities(terminal=True),  # the chat runs a terminal login (acp/asks/auth.py)
+            elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities(), url=ElicitationUrlCapabilities()),
+            session=ClientSessionCapabilities(
+                config_options=SessionConfigOptionsCapabilities(boolean=BooleanConfigOptionCapabilities())
+            ),
         )
         info = Implementation(name="gemini-companion", title="Gemini Companion", version=__version__)
         answer = await self._starting("initialize", self._conn.initialize(PROTOCOL_VERSION, capabilities, info))
@@ -260,6 +324,8 @@ class ChatSession:
                 f"{self.spec.name} speaks ACP version {answer.protocol_version}, and this client speaks "
                 f"version {PROTOCOL_VERSION}; use a version of the agent that speaks ACP {PROTOCOL_VERSION}."
             )
+        methods = answer.auth_methods or []
+        self.auth_methods = auth.auth_methods([m.model_dump(mode="json", by_alias=True) for m in methods])
         agent = answer.agent_capabilities
         self.can_load = bool(agent and agent.load_session)
         self.embeds_resources = bool(agent and agent.prompt_capabilities and agent.prompt_capabilities.embedded_context)
@@ -305,7 +371,15 @@ class ChatSession:
                 "check that the command starts an ACP agent."
             ) from None
         except _AGENT_ERRORS as exc:
+            if isinstance(exc, RequestError) and self._needs_login(exc, what):
+                raise NeedsLogin(await self._failure(exc, what), _said(exc)[:300]) from None
             raise ChatFailed(await self._failure(exc, what)) from None
+
+    def _needs_login(self, exc: RequestError, what: str) -> bool:
+        """session/new, load or a prompt failed for want of a login, and the agent offers logins."""
+        if what not in ("session/new", "session/load", "the prompt"):
+            return False
+        return bool(self.auth_methods) and auth.needs_login(exc.code, _said(exc))
 
     async def close(self) -> None:
         """End the chat: close open reviews, the connection, and the agent with all it started."""
@@ -348,10 +422,11 @@ class ChatSession:
         blocks: list[Any] = [text_block(note) for note in self.thread.take_notes()] + [text_block(text)]
         blocks += [block for a in attached for block in _resource_blocks(a)]
         try:
-            with self.agent.turn() if self.agent else contextlib.nullcontext():  # its tree is tracked meanwhile
-                response = await self._conn.prompt(self.session_id, blocks)
-        except _AGENT_ERRORS as exc:
-            raise ChatFailed(await self._failure(exc, "the prompt")) from None
+            try:
+                response = await self._prompt_turn(blocks)
+            except NeedsLogin as exc:  # an agent may ask for its login at the first prompt (Claude)
+                await self._log_in(exc)
+                response = await self._prompt_turn(blocks)  # the same prompt, once logged in
         finally:
             self._clear_status()
             await self.thread.check_reviewed()
@@ -360,6 +435,16 @@ class ChatSession:
             self.view.notice(f"{self.spec.name} stopped its turn after you rejected its edit.", "info")
         self.view.turn_ended(stop_reason)
         return stop_reason
+
+    async def _prompt_turn(self, blocks: list[Any]) -> Any:
+        assert self._conn is not None
+        try:
+            with self.agent.turn() if self.agent else contextlib.nullcontext():  # its tree is tracked meanwhile
+                return await self._conn.prompt(self.session_id, blocks)
+        except _AGENT_ERRORS as exc:
+            if isinstance(exc, RequestError) and self._needs_login(exc, "the prompt"):
+                raise NeedsLogin(await self._failure(exc, "the prompt"), _said(exc)[:300]) from None
+            raise ChatFailed(await self._failure(exc, "the prompt")) from None
 
     def _clear_status(self) -> None:
         """A status says what the agent does during a turn; once the turn is over it is stale."""
@@ -381,8 +466,8 @@ class ChatSession:
     async def set_config_option(self, config_id: str, value: str | bool) -> None:
         await self.thread.offered_config().set(config_id, value)
 
-    def _connection(self) -> ClientSideConnection:
-        if self._conn is None or not self.session_id:
+    def _connection(self, starting: bool = False) -> ClientSideConnection:
+        if self._conn is None or not (self.session_id or starting):
             raise ChatFailed("the chat has not started")
         return self._conn
 
@@ -430,11 +515,8 @@ class ChatSession:
         )
 
     def _agent_error(self, exc: RequestError, what: str) -> str:
-        message = _one_line(str(exc.args[0] if exc.args else exc)) or "no message"
-        details = exc.data.get("details") if isinstance(exc.data, dict) else None
-        if isinstance(details, str) and details:  # Gemini CLI says why in data.details
-            message = f"{message}: {_one_line(details)}"
-        if any(word in message.lower() for word in _AUTH_WORDS):
+        message = _said(exc)
+        if auth.needs_login(exc.code, message):
             return f"{self.spec.name} needs a login ({message}): {self.spec.login_hint}."
         if exc.code in _PROTOCOL_ERRORS:
             return f"{self.spec.name} answered {what} with an error ({exc.code}: {message}): a protocol error."
@@ -498,6 +580,40 @@ class ChatSession:
         except WriteFailed as exc:
             raise RequestError(RequestError.internal_error().code, str(exc)) from None
         return WriteTextFileResponse()
+
+    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
+        """elicitation/create: a form asked field by field, or a URL opened once the user confirms
+        (acp/asks/elicitation.py); `cancel` when the chat closes (or the turn is cancelled) meanwhile."""
+        data = mode.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if "url" in data:
+            asking = elicitation.ask_url(self.view, self.spec.name, message, str(data["url"]))
+            action, content = await self._ask_user(asking), None
+        else:
+            schema = data.get("requestedSchema") or {}
+            answer = await self._ask_user(elicitation.ask_form(self.view, self.spec.name, message, schema))
+            action, content = answer if answer is not None else (None, None)
+        if action == "accept":
+            return AcceptElicitationResponse(action="accept", content=content)
+        if action == "decline":
+            return DeclineElicitationResponse(action="decline")
+        return CancelElicitationResponse(action="cancel")
+
+    async def complete_elicitation(self, elicitation_id: str, **kwargs: Any) -> None:
+        """The agent says a URL elicitation is over: nothing waits on it here."""
+
+    async def _ask_user(self, asking: Awaitable[T]) -> T | None:
+        """The user's answer to a question of the agent's; None when the chat closes or the turn is
+        cancelled first (the question is a task `close` and `cancel` cancel)."""
+        task = asyncio.ensure_future(asking)
+        self._asking.add(task)
+        try:
+            await asyncio.wait([task])
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            self._asking.discard(task)
+        return None if task.cancelled() else task.result()
 
     # terminal/*: the commands the agent runs through the client (terminals.py), after it asked
     # the user's permission for them as for its own; a request refused is the SDK's invalid-params
@@ -605,6 +721,15 @@ def _status_text(method: str, params: dict[str, Any]) -> str:
     if words is None:
         words = f"{method} {json.dumps(params, ensure_ascii=False, default=str)}" if params else method
     return _one_line(words[: 4 * STATUS_CHARS])[:STATUS_CHARS]  # cut first: the words may be megabytes
+
+
+def _said(exc: RequestError) -> str:
+    """The agent's words in its error, on one line (Gemini CLI says why in data.details)."""
+    message = _one_line(str(exc.args[0] if exc.args else exc)) or "no message"
+    details = exc.data.get("details") if isinstance(exc.data, dict) else None
+    if isinstance(details, str) and details:
+        message = f"{message}: {_one_line(details)}"
+    return message
 
 
 def _one_line(text: str) -> str:

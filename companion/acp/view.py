@@ -8,7 +8,8 @@ view never imports the SDK (which loads only on the first chat). The names are t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 # What a notice is, so a view can style it: the agent's own informational message (Claude's
@@ -125,6 +126,19 @@ class ConfigOption:
     category: str | None = None  # mode, model, model_config, thought_level, or the agent's own
 
 
+@dataclass(frozen=True)
+class LoginCommand:
+    """An agent's terminal login (`AuthMethodTerminal`): its own program with the method's
+    arguments, run where the user can answer it. `env` holds only what is added to the inherited
+    environment (the agent's `env` setting and the method's): it may hold secrets, so it is never
+    logged, shown or put in the transcript."""
+
+    title: str
+    argv: tuple[str, ...]
+    cwd: str
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+
 class ChatView(Protocol):
     def user_text(self, text: str) -> None:
         """A chunk of the user's message, as the agent replays it when a session is continued."""
@@ -191,4 +205,28 @@ class ChatView(Protocol):
 
     async def choose(self, title: str, choices: list[Choice]) -> str | None:
         """Ask about a permission that is not an edit; the chosen option id, None for no answer."""
+        ...
+
+    # What the agent asks of the user outside a permission (acp/asks/auth.py, acp/asks/elicitation.py): each
+    # returns None when the user dismisses the question (Escape, end of input) or the chat closes.
+
+    async def pick(self, title: str, items: list[str]) -> int | None:
+        """The index of the item the user picks (a quick panel, a numbered question)."""
+        ...
+
+    async def ask_text(self, title: str, hint: str = "") -> str | None:
+        """One line the user types (an input panel, a console question)."""
+        ...
+
+    async def confirm_url(self, text: str, url: str) -> bool | None:
+        """Whether the user wants `url` opened; the URL is shown in full, never shortened."""
+        ...
+
+    def open_url(self, url: str) -> None:
+        """Open `url` in the user's browser (only after `confirm_url` said yes)."""
+        ...
+
+    async def run_login(self, command: LoginCommand) -> bool:
+        """Run the agent's login command where the user can answer it (Terminus, the console);
+        True once it is done (the user said so, or it exited), False when the user gave up."""
         ...

@@ -40,6 +40,7 @@ from . import mentions
 from .changes import print_changes, run_command
 from .console import Console, StdinLines, off_the_loop
 from .editor import HeadlessEditor, one_line, visible
+from .questions import ConsoleQuestions
 
 OUTPUT_LINES = 20  # of a tool call's output, printed under its line when it ends
 
@@ -56,6 +57,7 @@ _SEVERITY = (EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_REFUSED, E
 LOCAL_HELP = """The chat's own commands (not sent to the agent):
   /help          this list
   /mode [ID]     switch the agent to mode ID; without ID, list its modes
+  /config [ID VALUE]  set the agent's option ID to VALUE (on/off for a switch); without, list them
   /changes       what the last turn changed (a chat started with --checkpoints)
   /restore [N]   the files as they were before prompt N; /restore lists the points, /restore undo undoes
   //COMMAND      sends /COMMAND to the agent (its own slash commands, such as //help)
@@ -77,7 +79,7 @@ EXIT_HELP = """exit status:
   3 and 4 win over the others, and 3 over 4; a `warning:` line on stderr names the edits."""
 
 
-class TerminalView:
+class TerminalView(ConsoleQuestions):
     """The ChatView on a terminal: the reply on stdout, notices and tool calls marked apart. Its
     Console is shared with the review's questions, so the agent's output never lands under one."""
 
@@ -92,6 +94,9 @@ class TerminalView:
 
     def heard(self) -> int:
         return self._heard
+
+    def _asked(self) -> None:
+        self._heard += 1
 
     def user_text(self, text: str) -> None:
         self._say(f"\n> {visible(text)}")  # a continued session's history, replayed
@@ -127,7 +132,7 @@ class TerminalView:
         pass  # the terminal chat has no model picker
 
     def config_options(self, options: list[ConfigOption]) -> None:
-        pass  # the terminal chat has no settings menu
+        pass  # `/config` lists them
 
     def session_info(self, title: str | None) -> None:
         pass
@@ -194,6 +199,7 @@ def run_chat(
     command: Sequence[str],
     mode: str | None = None,
     checkpoints: bool = False,
+    login: bool = False,
 ) -> int:
     folder = os.path.realpath(workspace)
     if not os.path.isdir(folder):
@@ -219,7 +225,7 @@ def run_chat(
     editor.closed_by = "the agent withdrew it"
     try:
         view = TerminalView(policy, console=console, interactive=prompt is None)
-        code = asyncio.run(_chat(spec, folder, editor, view, prompt, checkpoints))
+        code = asyncio.run(_chat(spec, folder, editor, view, prompt, checkpoints, login))
     except KeyboardInterrupt:  # before the chat's own handler was in place, or after it was removed
         _tell("Stopped.")
         code = EXIT_INTERRUPTED
@@ -260,7 +266,13 @@ def _log_without_the_sdk() -> None:
 
 
 async def _chat(
-    spec: AgentSpec, folder: str, editor: HeadlessEditor, view: TerminalView, prompt: str | None, checkpoints: bool
+    spec: AgentSpec,
+    folder: str,
+    editor: HeadlessEditor,
+    view: TerminalView,
+    prompt: str | None,
+    checkpoints: bool,
+    login: bool = False,
 ) -> int:
     from ..acp.session import ChatFailed, ChatSession  # the SDK loads here, on the first chat
 
@@ -269,7 +281,8 @@ async def _chat(
     interrupts = _Interrupts(session, editor, view)
     changes = TurnChanges(folder, spec.name, checkpoints, view.console)
     try:
-        await interrupts.run(waiting(view.console, session.start(), "waiting for the agent to start", view.heard))
+        starting = session.start(login=login)  # --login: the agent's login methods first
+        await interrupts.run(waiting(view.console, starting, "waiting for the agent to start", view.heard))
         if prompt is not None:
             return await _one_turn(session, interrupts, changes, prompt)
         return await _repl(session, interrupts, changes)
@@ -391,6 +404,9 @@ async def _repl(session: ChatSession, interrupts: _Interrupts, changes: TurnChan
         if word == "/mode":
             await _switch_mode(session, line.split()[1:])
             continue
+        if word == "/config":
+            await config_command(session, line.split()[1:], console)
+            continue
         if word in ("/restore", "/changes"):
             await changes.command(line.split())
             continue
@@ -468,6 +484,33 @@ async def _switch_mode(session: ChatSession, words: list[str]) -> None:
         print(f"Modes of {visible(session.spec.name)}: {', '.join(visible(i) for i in ids) or 'none'}; type /mode ID.")
         return
     await session.set_mode(words[0])
+
+
+async def config_command(session: ChatSession, words: list[str], console: Console) -> None:
+    """`/config` lists the agent's config options; `/config ID VALUE` sets one (a bad value: one
+    line, nothing sent; the agent's refusal: one line, the chat goes on)."""
+    from ..acp.asks import config_options
+    from ..acp.session import ChatFailed
+
+    options = session.config
+    option = next((o for o in options if words and o.id == words[0]), None)
+    if len(words) != 2 or option is None:
+        listed = "".join(
+            f"  {visible(o.id)} ({visible(o.name)}): {visible(config_options.current_text(o))}"
+            f"  [{visible(config_options.values_text(o))}]\n"
+            for o in options
+        )
+        name = visible(session.spec.name)
+        said = f"Options of {name}:\n{listed}Type /config ID VALUE.\n" if options else f"{name} offers no options.\n"
+        console.say(said)
+        return
+    try:
+        await session.set_config_option(option.id, config_options.parse_value(option, words[1]))
+    except (ValueError, ChatFailed) as exc:
+        console.say(f"error: {visible(one_line(str(exc)))}\n")
+        return
+    changed = next((o for o in session.config if o.id == option.id), option)
+    console.say(f"[{visible(changed.name)}: {visible(config_options.current_text(changed))}]\n")
 
 
 class _Interrupts:
@@ -589,7 +632,7 @@ def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
         epilog=EXIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="%(prog)s --workspace DIR [--diff-policy prompt|accept|reject] [--prompt TEXT] [--mode ID] "
-        "[--checkpoints] (--agent gemini|claude|demo | -- COMMAND [ARGS...])",
+        "[--checkpoints] [--login] (--agent gemini|claude|demo | -- COMMAND [ARGS...])",
     )
     chat.add_argument("--workspace", required=True, help="the folder the agent works in")
     chat.add_argument("--diff-policy", choices=policies, default="prompt", help="how permissions are answered")
@@ -606,6 +649,11 @@ def add_chat_command(commands: Any, policies: Sequence[str]) -> None:
         help="a checkpoint of the folder before each prompt: print what each turn changed, and let "
         "`changes` revert a file or restore the folder",
     )
+    chat.add_argument(
+        "--login",
+        action="store_true",
+        help="offer the agent's login methods before the session starts (also offered when it says it needs one)",
+    )
     chat.add_argument("agent_command", nargs="*", metavar="COMMAND", help="the agent's command line, after --")
 
 
@@ -613,7 +661,9 @@ def run_chat_command(args: Any) -> int:
     command = list(args.agent_command)
     if command[:1] == ["--"]:  # older argparse keeps it for nargs="*"
         command = command[1:]
-    return run_chat(args.workspace, args.diff_policy, args.prompt, args.agent, command, args.mode, args.checkpoints)
+    return run_chat(
+        args.workspace, args.diff_policy, args.prompt, args.agent, command, args.mode, args.checkpoints, args.login
+    )
 
 
 def _location(location: Location) -> str:

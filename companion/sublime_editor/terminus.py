@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -225,5 +225,24 @@ def command_args(command: Sequence[str], folder: str, title: str) -> dict[str, A
         "cwd": _literal(folder),
         "title": title,
         "auto_close": False,  # Terminus' code default is True: keep the command's last words visible
+        "focus": True,
+    }
+
+
+# Variables whose names say they hold a secret: Terminus keeps `env` in the view's settings, which
+# Sublime writes to the session file, so these never go to it (a login needs none of them: they are
+# what a login replaces).
+_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE")
+
+
+def login_args(argv: Sequence[str], folder: str, title: str, env: Mapping[str, str]) -> dict[str, Any]:
+    """`terminus_open` arguments for an agent's terminal login: its own program (a full path already,
+    so no login shell), in a tab that stays open to show how it went; `env` without secrets."""
+    return {
+        "cmd": [_literal(part) for part in argv],
+        "cwd": _literal(folder),
+        "title": title,
+        "env": {k: v for k, v in env.items() if not any(word in k.upper() for word in _SECRET_WORDS)},
+        "auto_close": False,
         "focus": True,
     }

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from companion.acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, ToolCall, Usage
+from companion.acp.view import Choice, Command, ConfigOption, LoginCommand, Mode, NoticeKind, PlanEntry, ToolCall, Usage
 from companion.core.reviews import Review
 from tests.conformance.claude_harness import API_KEY, ModelStandIn, make_config
 from tests.conformance.harness import PINNED, make_gemini_home, node, recorded_turns, require_node_modules
@@ -96,9 +96,17 @@ class _Calls(list[tuple[str, Any]]):
 
 @dataclass
 class RecordingView:
-    """The ChatView, recording every call; non-edit permissions get `answer_kind`'s option."""
+    """The ChatView, recording every call; non-edit permissions get `answer_kind`'s option. The
+    agent's other questions are answered from `picks`, `texts` and `confirms` in order (None, or
+    nothing left: dismissed); a terminal login runs `login_runner` (none: not done)."""
 
     answer_kind: str = "reject_once"
+    picks: list[int | None] = field(default_factory=list)
+    texts: list[str | None] = field(default_factory=list)
+    confirms: list[bool | None] = field(default_factory=list)
+    login_runner: Any = None  # Callable[[LoginCommand], bool] | None
+    questions: list[tuple[str, Any]] = field(default_factory=list)  # (kind, what was shown)
+    opened: list[str] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     tool_calls: list[tuple[str, str, str, str]] = field(default_factory=list)
@@ -160,6 +168,25 @@ class RecordingView:
     async def choose(self, title: str, choices: list[Choice]) -> str | None:
         self.asked.append((title, choices))
         return next((c.option_id for c in choices if c.kind == self.answer_kind), None)
+
+    async def pick(self, title: str, items: list[str]) -> int | None:
+        self.questions.append(("pick", (title, items)))
+        return self.picks.pop(0) if self.picks else None
+
+    async def ask_text(self, title: str, hint: str = "") -> str | None:
+        self.questions.append(("text", (title, hint)))
+        return self.texts.pop(0) if self.texts else None
+
+    async def confirm_url(self, text: str, url: str) -> bool | None:
+        self.questions.append(("url", (text, url)))
+        return self.confirms.pop(0) if self.confirms else None
+
+    def open_url(self, url: str) -> None:
+        self.opened.append(url)
+
+    async def run_login(self, command: LoginCommand) -> bool:
+        self.questions.append(("login", command))
+        return bool(self.login_runner and await asyncio.to_thread(self.login_runner, command))
 
 
 @dataclass

@@ -88,7 +88,7 @@ def test_a_chat_never_prunes_another_chats_running_prompt_in_the_same_process(tm
 
 CHAT_B = """
 import os, sys
-from companion.core import restore as restore_module
+from companion.core.history import restore as restore_module
 from companion.core.history.restore import RestoreFailed
 from companion.core.history.turns import NoTurn, Turns
 cache, ws = sys.argv[1], sys.argv[2]

@@ -51,7 +51,7 @@ sys.argv = ["companion", "chat", "--workspace", WORKSPACE, "--diff-policy", "acc
 runpy.run_module("companion", run_name="__main__", alter_sys=True)
 """
 REGISTRY_FETCH = f"""{REPORT_AT_EXIT}
-from companion.acp import registry
+from companion.acp.agents import registry
 found, note = registry.listing(FOLDER, True, URL)
 print(note or "live: " + ",".join(a.id for a in found))
 """

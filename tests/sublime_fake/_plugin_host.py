@@ -1045,4 +1045,9 @@ def _new_window(args: dict[str, Any], folders: list[str] | None = None, project_
     window_event("on_new_window", window.id)
 
 
-BUILTIN_APPLICATION: dict[str, Callable[[dict[str, Any]], None]] = {"new_window": _new_window}
+def _open_url(args: dict[str, Any]) -> None:
+    """Sublime's `open_url`: the URL goes to the system's browser; here it is only recorded."""
+    _host().opened_urls.append(str(args.get("url", "")))
+
+
+BUILTIN_APPLICATION: dict[str, Callable[[dict[str, Any]], None]] = {"new_window": _new_window, "open_url": _open_url}

@@ -226,6 +226,8 @@ class Host:
         self.terminus_installed = False
         self.terminus_calls: list[tuple[str, dict[str, Any]]] = []
         self.quick_panels: list[dict[str, Any]] = []
+        self.input_panels: list[dict[str, Any]] = []
+        self.opened_urls: list[str] = []  # the `open_url` command's URLs (the browser is not started)
         self.clipboard = ""
         self.api_ready = True
         self.api_shut_down = False

@@ -579,6 +579,29 @@ def quick_panels() -> list[dict[str, Any]]:
     return list(_state.host().quick_panels)
 
 
+def answer_input_panel(text: str | None) -> None:
+    """The user types `text` and presses Enter in the newest input panel (None: Escape cancels it)."""
+    current = _main()
+    panel = current.input_panels.pop()
+    _destroy_input(panel)
+    callback = panel["on_cancel"] if text is None else panel["on_done"]
+    if callback is not None:
+        current.run_callback(lambda: callback() if text is None else callback(text), "input panel")
+
+
+def _destroy_input(panel: dict[str, Any]) -> None:
+    sublime._destroy_view(panel["view"].view_id)
+
+
+def input_panels() -> list[dict[str, Any]]:
+    return list(_state.host().input_panels)
+
+
+def opened_urls() -> list[str]:
+    """The URLs the `open_url` command was given."""
+    return list(_state.host().opened_urls)
+
+
 def reference_document(view: sublime.View) -> str | None:
     """What the view's incremental diff compares against (not readable through the API)."""
     data = _state.host().views.get(view.view_id)

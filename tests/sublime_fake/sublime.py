@@ -1414,6 +1414,32 @@ class Window:
             }
         )
 
+    def show_input_panel(
+        self,
+        caption: str,
+        initial_text: str,
+        on_done: Callable[[str], None] | None,
+        on_change: Callable[[str], None] | None,
+        on_cancel: Callable[[], None] | None,
+    ) -> View:
+        """Shown until the test answers it with `control.answer_input_panel` (or cancels it); the
+        panel's own view (a widget) is returned, as Sublime does."""
+        host = _h()
+        host.ui_call("Window.show_input_panel")
+        data = self._require()
+        view = _create_view(data, None, element="input:input")
+        host.input_panels.append(
+            {
+                "window": self.window_id,
+                "caption": caption,
+                "initial_text": initial_text,
+                "on_done": on_done,
+                "on_cancel": on_cancel,
+                "view": view,
+            }
+        )
+        return view
+
     def symbol_locations(
         self,
         sym: str,

@@ -147,6 +147,10 @@ class Chat:
     def set_model(self, model_id: str) -> None:
         self._submit(lambda: self._call("set_model", model_id), self._answered)
 
+    def set_option(self, config_id: str, value: str | bool) -> None:
+        """session/set_config_option (Chat Options…); the agent's answer updates the panel's options."""
+        self._submit(lambda: self._set_option(config_id, value), self._answered)
+
     def close(self, api_alive: bool = True) -> concurrent.futures.Future[None]:
         """Stop the agent and everything it started (idempotent; from any thread). Without the API
         (at exit) nothing the stopping session still reports reaches Sublime."""
@@ -298,6 +302,11 @@ class Chat:
         if self.session is None:
             raise RuntimeError("the chat has not started")
         await (self.session.set_mode(value) if method == "set_mode" else self.session.set_model(value))
+
+    async def _set_option(self, config_id: str, value: str | bool) -> None:
+        if self.session is None:
+            raise RuntimeError("the chat has not started")
+        await self.session.set_config_option(config_id, value)
 
     async def _close(self) -> None:
         try:

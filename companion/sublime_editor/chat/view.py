@@ -31,6 +31,7 @@ from ...acp.view import (
     Command,
     ConfigOption,
     Location,
+    LoginCommand,
     Mode,
     NoticeKind,
     PlanEntry,
@@ -40,7 +41,7 @@ from ...acp.view import (
 )
 from ..review_ui import LEAVE_ALONE
 from ..settings import syntax_path
-from . import tool_cards
+from . import asking, tool_cards
 from .text import CONTINUATION, ForeignText
 
 CHAT_SETTING = "gemini_companion.chat"  # the chat's id, on its view
@@ -554,6 +555,42 @@ class StreamingChatView:
             if not decided.done() or decided.cancelled():
                 self._put("withdrawn", key)
 
+    # What the agent asks outside a permission (acp/asks/auth.py, acp/asks/elicitation.py): shown in order
+    # with the transcript, answered on the main thread (chat/asking.py).
+
+    async def pick(self, title: str, items: list[str]) -> int | None:
+        return await self._question(lambda panel, answer: asking.pick(panel.window, title, list(items), answer))
+
+    async def ask_text(self, title: str, hint: str = "") -> str | None:
+        return await self._question(lambda panel, answer: asking.ask_text(panel.window, title, hint, answer))
+
+    async def confirm_url(self, text: str, url: str) -> bool | None:
+        return await self._question(lambda _panel, answer: asking.confirm_url(text, url, answer))
+
+    def open_url(self, url: str) -> None:
+        self._put("question", (lambda _panel, _answer: asking.open_url(url), lambda _value: None))
+
+    async def run_login(self, command: LoginCommand) -> bool:
+        """Terminus runs the login; the chat goes on when the user says it is done."""
+        self._put("question", (lambda panel, _answer: asking.run_login(panel.window, command), lambda _value: None))
+        done = Choice("done", "Continue: I have logged in", "allow_once")
+        chosen = await self.choose(
+            f"log in with {command.title!r} in the terminal, then continue",
+            [done, Choice("cancel", "Cancel", "reject_once")],
+        )
+        return chosen == "done"
+
+    async def _question(self, show: Callable[[ChatPanel, Callable[[Any], None]], None]) -> Any:
+        loop = asyncio.get_running_loop()
+        decided: asyncio.Future[Any] = loop.create_future()
+
+        def answer(value: Any) -> None:  # main thread; a late answer (the chat closed) is dropped
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(lambda: decided.done() or decided.set_result(value))
+
+        self._put("question", (show, answer))
+        return await decided
+
     # -- batching --
 
     def silence(self) -> None:
@@ -621,6 +658,8 @@ class StreamingChatView:
         if not panel.is_valid():
             if what == "ask":
                 payload[3](None)  # the chat's view is gone: no answer
+            elif what == "question":
+                payload[1](None)
             return
         if what == "user":
             panel.user_prompt(payload)
@@ -643,6 +682,9 @@ class StreamingChatView:
             panel.choice(key, title, choices, answer)
         elif what == "withdrawn":
             panel.choice_withdrawn(payload)
+        elif what == "question":
+            show, answer = payload
+            show(panel, answer)
         elif what == "end":
             panel.turn_ended(payload)
         else:

@@ -1,4 +1,5 @@
-"""Palette commands of the chat: New Chat, Continue Last Chat, Cancel, Switch Mode, Switch Model."""
+"""Palette commands of the chat: New Chat, Continue Last Chat, Cancel, Switch Mode, Switch Model,
+Chat Options…"""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import sublime_plugin
 
 from ...acp.agents import registry
 from ...acp.agents.registry import RegistryAgent
+from ...acp.asks import config_options
+from ...acp.view import ConfigOption
 from .. import settings
 from .. import terminus as terminal
 from ..chat import agents as chat_agents
@@ -254,3 +257,38 @@ def _models(chat: chat_sessions.Chat) -> list[tuple[str, str, bool]]:
         if option.category == "model" or option.id == "model":
             return [(c.value, c.name, c.value == option.current) for c in option.choices]
     return []
+
+
+class GeminiCompanionChatOptionsCommand(sublime_plugin.WindowCommand):
+    """Gemini Companion: Chat Options… — every config option the agent offers (selects and
+    booleans) with its current value; a boolean is toggled, a select offers its values."""
+
+    def run(self) -> None:
+        chat = chat_sessions.target(self.window)
+        if chat is None:
+            return
+        options = list(chat.panel.options)
+        items = [[o.name, f"{config_options.current_text(o)} · {o.description or o.id}"] for o in options]
+        self.window.show_quick_panel(
+            items,
+            lambda index: self._chosen(chat, options[index]) if index >= 0 else None,
+            placeholder=f"Options of {chat.spec.name}",
+        )
+
+    def _chosen(self, chat: chat_sessions.Chat, option: ConfigOption) -> None:
+        if option.kind == "boolean":
+            chat.set_option(option.id, option.current is not True)
+            return
+        choices = list(option.choices)
+        self.window.show_quick_panel(
+            [
+                [("● " if c.value == option.current else "") + (c.name or c.value), c.description or c.value]
+                for c in choices
+            ],
+            lambda index: chat.set_option(option.id, choices[index].value) if index >= 0 else None,
+            placeholder=f"{option.name} of {chat.spec.name}",
+        )
+
+    def is_enabled(self) -> bool:
+        chat = chat_sessions.target(self.window)
+        return chat is not None and chat.ready and bool(chat.panel.options)
