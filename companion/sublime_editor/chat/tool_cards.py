@@ -51,7 +51,9 @@ def _inside(path: str, folder: str) -> bool:
         return False
 
 
-def locations_html(call: ToolCall, folders: list[str], open_one: Callable[[Location], None]) -> tuple[str, dict]:
+def locations_html(
+    call: ToolCall, folders: list[str], open_one: Callable[[Location], None]
+) -> tuple[str, dict[str, Callable[[], None]]]:
     """The call's locations, each an absolute path as a link; the links' actions by href."""
     parts: list[str] = []
     links: dict[str, Callable[[], None]] = {}
