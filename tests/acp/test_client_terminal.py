@@ -15,6 +15,7 @@ import pytest
 
 from companion.acp.agents.agents import AgentSpec
 from companion.acp.session import ChatSession
+from companion.acp.terminals import Terminal, Terminals
 from companion.acp.view import ToolCall
 from tests.acp.conftest import AsyncEditor, RecordingView
 from tests.acp.test_tool_output import TOOL_AGENT, tool_chat
@@ -160,3 +161,22 @@ def test_the_terminal_chat_shows_a_terminals_output_under_its_tool_call(workspac
     lines = result.stdout.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("[tool execute:") and "completed" in line)
     assert lines[at + 1] == "  │ from the terminal"
+
+
+async def test_a_terminal_keeps_at_most_its_cap_whatever_limit_the_agent_asks(workspace: str) -> None:
+    """Bounded memory: an agent asking for a limit of a terabyte gets the cap; its output is cut from
+    the start, a character split between two reads is never shown half."""
+    terminals = Terminals([workspace], dict(os.environ), max_output=1000)
+    script = "import sys; sys.stdout.buffer.write('€'.encode() * 2000)"
+    try:
+        terminal = await terminals.create(sys.executable, ["-c", script], None, {}, 10**12)
+        await terminals.wait_for_exit(terminal.id)
+        assert terminal.truncated and len(terminal.output) <= 1000
+        assert terminal.text() == "€" * (len(terminal.output) // 3)
+        split = Terminal("t", ["x"], 100)
+        split.add("a€".encode()[:2])  # the euro sign's first byte only
+        assert split.text() == "a"
+        split.add("a€".encode()[2:])
+        assert split.text() == "a€"
+    finally:
+        await terminals.close()
