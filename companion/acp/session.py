@@ -72,6 +72,7 @@ from .resources import Attachment, Resource, attach
 from .review.files import READ_LIMIT_BYTES, AgentFiles, FsRefused
 from .review.review_gate import ReviewGate
 from .review.unchecked import UncheckedEdits
+from .terminal_permits import TerminalPermits
 from .terminals import Terminal, TerminalRefused, Terminals
 from .thread import ChatFailed, ChatThread, ConfigOptions, SessionModels, SessionModes, WriteFailed, WriteRefused
 from .updates import OUTPUT_KEPT, tool_terminals
@@ -131,6 +132,7 @@ class ChatSession:
         files = AgentFiles(PathPolicy(self.folders), editor, limit)
         self.thread = ChatThread(spec.name, view, gate, files, _Requests(self))
         self.terminals = Terminals(self.folders, self.env, self._terminal_shown)
+        self.permits = TerminalPermits()  # the user's execute permissions, spent by terminal/create
         self.subreaper = subreaper  # True only in a process of our own (process.start)
         self.agent: process.AgentProcess | None = None
         self.session_id = ""
@@ -421,6 +423,7 @@ class ChatSession:
         attached = [await attach(self.files, r, self.embeds_resources) for r in resources]
         blocks: list[Any] = [text_block(note) for note in self.thread.take_notes()] + [text_block(text)]
         blocks += [block for a in attached for block in _resource_blocks(a)]
+        self.permits.turn_started()
         try:
             try:
                 response = await self._prompt_turn(blocks)
@@ -554,6 +557,7 @@ class ChatSession:
         finally:
             self._asking.discard(task)
         option_id = None if task.cancelled() else task.result()
+        self.permits.answered(call, call.get("kind"), choices, option_id)
         if option_id is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=option_id))
@@ -615,9 +619,9 @@ class ChatSession:
             self._asking.discard(task)
         return None if task.cancelled() else task.result()
 
-    # terminal/*: the commands the agent runs through the client (terminals.py), after it asked
-    # the user's permission for them as for its own; a request refused is the SDK's invalid-params
-    # error with our reason.
+    # terminal/*: the commands the agent runs through the client (terminals.py), only once the user
+    # allowed them (terminal_permits.py: its permission this turn, or asked here); a request
+    # refused is the SDK's invalid-params error with our reason.
 
     async def create_terminal(
         self,
@@ -630,7 +634,9 @@ class ChatSession:
         **kwargs: Any,
     ) -> CreateTerminalResponse:
         variables = {v.name: v.value for v in env or []}
+        ask = lambda title, choices: self._ask_user(self.view.choose(title, choices))  # noqa: E731
         try:
+            await self.permits.check(command, args, cwd or self.folders[0], ask)
             terminal = await self.terminals.create(command, args, cwd, variables, output_byte_limit)
         except TerminalRefused as exc:
             raise _invalid_params(str(exc)) from None

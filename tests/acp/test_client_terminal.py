@@ -34,8 +34,8 @@ FAMILY = (
 )
 
 
-def chat(workspace: str) -> tuple[ChatSession, RecordingView]:
-    view = RecordingView()
+def chat(workspace: str, answer: str = "allow_once") -> tuple[ChatSession, RecordingView]:
+    view = RecordingView(answer_kind=answer)
     spec = AgentSpec("Tools", (sys.executable, TOOL_AGENT))
     return ChatSession(spec, [workspace], AsyncEditor(), view, env=dict(os.environ)), view
 
@@ -156,7 +156,7 @@ async def test_a_folder_outside_the_workspace_and_too_many_terminals_are_refused
 
 def test_the_terminal_chat_shows_a_terminals_output_under_its_tool_call(workspace: str) -> None:
     spec = {"command": sys.executable, "args": ["-c", "print('from the terminal')"]}
-    result = tool_chat(workspace, f"term {json.dumps(spec)}")
+    result = tool_chat(workspace, f"term {json.dumps(spec)}", "--diff-policy", "accept")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("[tool execute:") and "completed" in line)
@@ -180,3 +180,64 @@ async def test_a_terminal_keeps_at_most_its_cap_whatever_limit_the_agent_asks(wo
         assert split.text() == "a€"
     finally:
         await terminals.close()
+
+
+# -- a command the user has not allowed never runs (terminal_permits.py) --
+
+MARK = "import sys; open(sys.argv[1], 'w').write('ran')"  # the marker file exists only if it ran
+
+
+def client_asks(view: RecordingView) -> list[str]:
+    """The questions the client itself asked (its Allow/Reject card), not the agent's."""
+    return [title for title, choices in view.asked if [c.option_id for c in choices] == ["allow", "reject"]]
+
+
+@pytest.mark.parametrize("answer", ["allow_once", "reject_once"])
+async def test_a_hostile_agents_terminal_without_permission_runs_only_if_the_user_allows_it(
+    workspace: str, answer: str
+) -> None:
+    marker = os.path.join(workspace, "ran.txt")
+    session, view = chat(workspace, answer)
+    try:
+        await session.start()
+        seen = await run(session, view, "term", command=sys.executable, args=["-c", MARK, marker], ask=False)
+    finally:
+        await session.close()
+    line = f"{sys.executable} -c {MARK} {marker}"
+    assert client_asks(view) == [f"The agent wants to run: {line} in {workspace}"]
+    assert os.path.exists(marker) == (answer == "allow_once")
+    if answer == "reject_once":
+        assert "the user rejected running it" in seen["error"], seen
+    else:
+        assert seen["exit"] == {"code": 0, "signal": None}, seen
+
+
+async def test_an_allowed_execute_call_runs_its_command_once_without_a_second_question(workspace: str) -> None:
+    marker = os.path.join(workspace, "ran.txt")
+    session, view = chat(workspace)
+    try:
+        await session.start()
+        seen = await run(session, view, "term", command=sys.executable, args=["-c", MARK, marker])
+        assert seen["exit"] == {"code": 0, "signal": None}, seen
+        assert len(view.asked) == 1 and client_asks(view) == []  # the agent's question only
+        view.answer_kind = "reject_once"  # the user rejects the client's question for another command
+        other = os.path.join(workspace, "other.txt")
+        spec = {"command": sys.executable, "args": ["-c", MARK, other], "asked": f"{sys.executable} -c {MARK} {marker}"}
+        refused = await run(session, view, "term", **spec)
+    finally:
+        await session.close()
+    assert "the user rejected running it" in refused["error"], refused
+    assert len(client_asks(view)) == 1 and not os.path.exists(other)
+
+
+async def test_always_allow_for_an_execute_call_lets_later_commands_run_without_asking(workspace: str) -> None:
+    marker = os.path.join(workspace, "ran.txt")
+    session, view = chat(workspace, "allow_always")
+    try:
+        await session.start()
+        await run(session, view, "term", command=sys.executable, args=["-c", "pass"])
+        seen = await run(session, view, "term", command=sys.executable, args=["-c", MARK, marker], ask=False)
+    finally:
+        await session.close()
+    assert seen["exit"] == {"code": 0, "signal": None}, seen
+    assert client_asks(view) == [] and os.path.exists(marker)

@@ -12,8 +12,8 @@ from tests.acp.conftest import CEILING, ROOT
 TOOL_AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tool_agent.py")
 
 
-def tool_chat(workspace: str, prompt: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace, "--prompt", prompt]
+def tool_chat(workspace: str, prompt: str, *options: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "companion", "chat", "--workspace", workspace, "--prompt", prompt, *options]
     argv += ["--", sys.executable, TOOL_AGENT]
     env = {**os.environ, "PYTHONPATH": ROOT}
     return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=CEILING)

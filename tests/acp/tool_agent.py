@@ -3,7 +3,10 @@ side (no hand-written JSON-RPC): `python tool_agent.py`. What a turn does depend
 
 - `tools`: an execute call naming three files of its cwd (a.py line 2, b.py line 0, sub/c.py with
   no line), then completed with output holding markup and terminal escapes (HOSTILE_OUTPUT);
-- `term {JSON}`: terminal/create with the JSON's `command`, `args`, `cwd`, `env` (a dict),
+- `term {JSON}`: as an honest agent does, session/request_permission first (an execute call "term1"
+  whose `rawInput.command` and title are the JSON's `asked`, else the command line; none when
+  `"ask": false`, as a hostile agent does), then — whatever the answer, to test the client —
+  terminal/create with the JSON's `command`, `args`, `cwd`, `env` (a dict),
   `limit` (outputByteLimit), a tool call embedding the terminal, then terminal/wait_for_exit,
   terminal/output, terminal/release; the reply is the JSON of what it saw
   (`{"id", "output", "truncated", "exit"}`; with `"quiet": true` the output's length only), or
@@ -41,8 +44,10 @@ async def serve() -> None:
         EnvVariable,
         InitializeResponse,
         NewSessionResponse,
+        PermissionOption,
         PromptResponse,
         ToolCallLocation,
+        ToolCallUpdate,
     )
 
     class Agent:
@@ -91,6 +96,19 @@ async def serve() -> None:
 
         async def _terminal(self, session_id: str, word: str, spec: dict[str, Any]) -> dict[str, Any]:
             env = [EnvVariable(name=k, value=v) for k, v in (spec.get("env") or {}).items()]
+            if spec.get("ask", True):
+                line = spec.get("asked") or " ".join([spec["command"], *(spec.get("args") or [])])
+                await self.conn.request_permission(
+                    session_id=session_id,
+                    tool_call=ToolCallUpdate(
+                        tool_call_id="term1", title=line, kind="execute", raw_input={"command": line}
+                    ),
+                    options=[
+                        PermissionOption(option_id="yes", name="Allow", kind="allow_once"),
+                        PermissionOption(option_id="always", name="Always allow", kind="allow_always"),
+                        PermissionOption(option_id="no", name="Reject", kind="reject_once"),
+                    ],
+                )
             created = await self.conn.create_terminal(
                 session_id=session_id,
                 command=spec["command"],
