@@ -652,6 +652,9 @@ def terminal_main(quick: bool) -> None:
         control.start_timing()
         start = time.perf_counter()
         view.run_command("gemini_companion_chat_send")
+        asks = lambda: [p for p in control.phantoms(view) if "asks" in p["content"]]  # noqa: E731
+        (card,) = control.pump_until(asks, 600, "the agent's permission card")  # only an allowed command runs
+        control.click_link(view, "option-0", card["key"])  # Allow
         control.pump_until(lambda: not chat.busy, 600, "the command and the turn")
         control.settle()
         elapsed = time.perf_counter() - start

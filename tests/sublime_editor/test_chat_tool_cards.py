@@ -121,6 +121,10 @@ def test_a_terminals_output_streams_into_its_card_and_quitting_sublime_ends_its_
     view = start_chat(companion, window, "Tools")
     spec = {"command": sys.executable, "args": ["-c", FAMILY, record]}
     send(view, f"term-keep {json.dumps(spec)}")
+    (card,) = control.pump_until(  # the agent asks first; only an allowed command runs (terminal_permits.py)
+        lambda: [p for p in control.phantoms(view) if "asks" in p["content"]], CEILING, "the permission card"
+    )
+    control.click_link(view, "option-0", card["key"])  # Allow
     wait_turn(view)
     pids = family(record)
     assert len(alive(pids)) == 2
