@@ -230,6 +230,18 @@ async def test_an_allowed_execute_call_runs_its_command_once_without_a_second_qu
     assert len(client_asks(view)) == 1 and not os.path.exists(other)
 
 
+async def test_one_permission_runs_one_terminal_the_same_command_again_is_asked(workspace: str) -> None:
+    session, view = chat(workspace, "allow_once")
+    try:
+        await session.start()
+        seen = await run(session, view, "term", command=sys.executable, args=["-c", "pass"], again=True)
+    finally:
+        await session.close()
+    assert seen["exit"] == {"code": 0, "signal": None}, seen
+    assert client_asks(view) == [f"The agent wants to run: {sys.executable} -c pass in {workspace}"]
+    assert seen["again"] == "ran"  # the user allowed it when asked
+
+
 async def test_always_allow_for_an_execute_call_lets_later_commands_run_without_asking(workspace: str) -> None:
     marker = os.path.join(workspace, "ran.txt")
     session, view = chat(workspace, "allow_always")
@@ -241,3 +253,16 @@ async def test_always_allow_for_an_execute_call_lets_later_commands_run_without_
         await session.close()
     assert seen["exit"] == {"code": 0, "signal": None}, seen
     assert client_asks(view) == [] and os.path.exists(marker)
+
+
+async def test_a_command_nobody_allows_is_refused_and_never_runs(workspace: str) -> None:
+    """The question dismissed (no answer, as when the chat closes or the turn is cancelled)."""
+    marker = os.path.join(workspace, "ran.txt")
+    session, view = chat(workspace, "no answer")
+    try:
+        await session.start()
+        seen = await run(session, view, "term", command=sys.executable, args=["-c", MARK, marker], ask=False)
+    finally:
+        await session.close()
+    assert "the user did not answer" in seen["error"], seen
+    assert len(client_asks(view)) == 1 and not os.path.exists(marker)

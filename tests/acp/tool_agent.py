@@ -8,7 +8,8 @@ side (no hand-written JSON-RPC): `python tool_agent.py`. What a turn does depend
   `"ask": false`, as a hostile agent does), then — whatever the answer, to test the client —
   terminal/create with the JSON's `command`, `args`, `cwd`, `env` (a dict),
   `limit` (outputByteLimit), a tool call embedding the terminal, then terminal/wait_for_exit,
-  terminal/output, terminal/release; the reply is the JSON of what it saw
+  terminal/output, terminal/release (with `"again": true`, then the same command once more without
+  asking: `again` is "ran" or the refusal); the reply is the JSON of what it saw
   (`{"id", "output", "truncated", "exit"}`; with `"quiet": true` the output's length only), or
   `{"error": message}` when a request was refused;
 - `term-kill {JSON}`: the same, but once the output holds the JSON's `until` (default `ready`) it
@@ -138,12 +139,26 @@ async def serve() -> None:
             seen = await self.conn.terminal_output(session_id=session_id, terminal_id=terminal_id)
             await self.conn.session_update(session_id, update_tool_call("term1", status="completed"))
             await self.conn.release_terminal(session_id=session_id, terminal_id=terminal_id)
+            again = await self._again(session_id, spec) if spec.get("again") else None
             return {
+                "again": again,
                 "id": terminal_id,
                 "output": f"{len(seen.output)} characters" if spec.get("quiet") else seen.output,
                 "truncated": seen.truncated,
                 "exit": {"code": exited.exit_code, "signal": exited.signal},
             }
+
+        async def _again(self, session_id: str, spec: dict[str, Any]) -> str:
+            """The same command once more, without asking again: "ran", or the client's refusal."""
+            try:
+                created = await self.conn.create_terminal(
+                    session_id=session_id, command=spec["command"], args=spec.get("args")
+                )
+            except RequestError as exc:
+                return str(exc)
+            await self.conn.wait_for_terminal_exit(session_id=session_id, terminal_id=created.terminal_id)
+            await self.conn.release_terminal(session_id=session_id, terminal_id=created.terminal_id)
+            return "ran"
 
         async def _until(self, session_id: str, terminal_id: str, text: str) -> None:
             """Poll the output until it holds `text`, as real agents do (the test waits on the reply)."""
