@@ -48,6 +48,7 @@ else:
     from .companion.sublime_editor.commands.chat import (
         GeminiCompanionChatCancelCommand,
         GeminiCompanionChatCancelQueuedCommand,
+        GeminiCompanionChatFollowAgentCommand,
         GeminiCompanionChatModeCommand,
         GeminiCompanionChatModelCommand,
         GeminiCompanionChatOptionsCommand,
@@ -105,6 +106,7 @@ __all__ = [
     "GeminiCompanionChatCancelQueuedCommand",
     "GeminiCompanionChatCopyCommand",
     "GeminiCompanionChatEraseCommand",
+    "GeminiCompanionChatFollowAgentCommand",
     "GeminiCompanionChatHistoryCommand",
     "GeminiCompanionChatInsertCommand",
     "GeminiCompanionChatListener",

@@ -527,8 +527,8 @@ def lifecycle_main(quick: bool) -> None:
         raise SystemExit(1)
 
 
-CHAT_AGENT = os.path.join(ROOT, "tests", "adapter", "chat_agent.py")
-CHAT_FLUSH = "chat_view.StreamingChatView.flush"
+CHAT_AGENT = os.path.join(ROOT, "tests", "sublime_editor", "chat_agent.py")
+CHAT_FLUSH = "chat.view.StreamingChatView.flush"
 
 
 def thread_cpu_times(chat_view: Any) -> tuple[list[int], list[int]]:
@@ -567,12 +567,12 @@ def thread_cpu_times(chat_view: Any) -> tuple[list[int], list[int]]:
     return samples, outside_buffer
 
 
-def open_chat(tmp: str) -> tuple[sublime.View, Any]:
+def open_chat(tmp: str, agent_script: str = CHAT_AGENT) -> tuple[sublime.View, Any]:
     """A fresh fake Sublime with the package loaded and a chat with the scripted agent, ready."""
     private_editor(tmp)
     folder = os.path.join(tmp, "work")
     os.makedirs(folder)
-    agent = {"name": "Bench", "command": sys.executable, "args": [CHAT_AGENT]}
+    agent = {"name": "Bench", "command": sys.executable, "args": [agent_script]}
     control.user_settings("Gemini Companion.sublime-settings", {"agents": [agent]})
     window = control.new_window([folder])
     control.load_plugin()
@@ -629,6 +629,60 @@ def chat_main(quick: bool) -> None:
         lines.append(f"\nThread violations: {violations}\nPlugin errors: {errors}")
     print("\n".join(lines))
     if violations or errors or shown < count * size:
+        raise SystemExit(1)
+
+
+TOOL_AGENT = os.path.join(ROOT, "tests", "acp", "tool_agent.py")
+WRITE_LINES = (
+    "import sys\nline = b'x' * 1023 + b'\\n'\nfor _ in range(int(sys.argv[1])): sys.stdout.buffer.write(line)\n"
+)
+
+
+def terminal_main(quick: bool) -> None:
+    """`--terminal` (issue #41): a command's 10 MB output streamed into its card. The scripted agent
+    (tests/acp/tool_agent.py) runs it in the client terminal (terminal/create, a tool call
+    embedding it, wait_for_exit, output, release); the command writes 10 240 lines of 1 KiB as
+    fast as it can. Every chat tick (`StreamingChatView.flush`) is timed as `--chat` times them."""
+    lines = 1024 if quick else 10_240  # 1 MB / 10 MB
+    spec = {"command": sys.executable, "args": ["-c", WRITE_LINES, str(lines)], "quiet": True}
+    with tempfile.TemporaryDirectory() as tmp:
+        view, chat = open_chat(tmp, TOOL_AGENT)
+        cpu, _ = thread_cpu_times(sys.modules[f"{control.PACKAGE_NAME}.companion.sublime_editor.chat.view"])
+        control.type_text(view, f"term {json.dumps(spec)}")
+        control.start_timing()
+        start = time.perf_counter()
+        view.run_command("gemini_companion_chat_send")
+        asks = lambda: [p for p in control.phantoms(view) if "asks" in p["content"]]  # noqa: E731
+        (card,) = control.pump_until(asks, 600, "the agent's permission card")  # only an allowed command runs
+        control.click_link(view, "option-0", card["key"])  # Allow
+        control.pump_until(lambda: not chat.busy, 600, "the command and the turn")
+        control.settle()
+        elapsed = time.perf_counter() - start
+        timings = control.stop_timing()
+        reply = view.substr(sublime.Region(0, view.size()))
+        control.unload_plugin()
+        control.pump_until(lambda: not loop_threads(), 30, "the loop thread to end")
+        violations, errors = control.violations(), control.errors()
+        control.shutdown()
+    ticks = chat_ticks(timings)
+    others = [ns for thread, name, ns in timings if thread == "main" and not name.endswith(CHAT_FLUSH)]
+    out = [
+        f"A command's output streamed into its card on the fake Sublime (Python {sys.version.split()[0]}"
+        f"{', --quick' if quick else ''}): {lines * 1024 / 1e6:.1f} MB in {elapsed:.1f} s, {len(ticks)} ticks",
+        "",
+        "| measurement | p50 ms | p99 ms | max ms | n | target |",
+        "|---|---|---|---|---|---|",
+        row("main-thread tick of the chat (StreamingChatView.flush)", summary(ticks), 1.0),
+        row("… CPU time of the main thread only (time.thread_time)", summary(cpu), 1.0),
+        row("other main-thread callbacks meanwhile", summary(others or [0]), None),
+        f"| main-thread share of the turn (ticks' wall total / turn) | {sum(ticks) / 1e9 / elapsed:.2%} | | | | |",
+    ]
+    if f'"truncated": {"false" if quick else "true"}' not in reply:  # 10 MB is over the 4 MiB a terminal keeps
+        out.append("\nThe agent's reply does not say the output was truncated: " + reply[-300:])
+    if violations or errors:
+        out.append(f"\nThread violations: {violations}\nPlugin errors: {errors}")
+    print("\n".join(out))
+    if violations or errors:
         raise SystemExit(1)
 
 
@@ -715,7 +769,11 @@ def main() -> None:
     parser.add_argument("--lifecycle", action="store_true", help="only the unload / window command / close rows")
     parser.add_argument("--chat", action="store_true", help="only the chat's streaming rows (a 10 MB answer)")
     parser.add_argument("--render", action="store_true", help="only the chat's thought and long-line ticks")
+    parser.add_argument("--terminal", action="store_true", help="a command's 10 MB output streamed into its card")
     args = parser.parse_args()
+    if args.terminal:
+        terminal_main(args.quick)
+        return
     if args.render:
         render_main(args.quick)
         return

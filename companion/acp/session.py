@@ -31,24 +31,31 @@ from acp.schema import (
     CancelElicitationResponse,
     ClientCapabilities,
     ClientSessionCapabilities,
+    CreateTerminalResponse,
     DeclineElicitationResponse,
     DeniedOutcome,
     ElicitationCapabilities,
     ElicitationFormCapabilities,
     ElicitationUrlCapabilities,
+    EnvVariable,
     FileSystemCapabilities,
     Implementation,
+    KillTerminalResponse,
     LoadSessionRequest,
     LoadSessionResponse,
     NewSessionRequest,
     NewSessionResponse,
     PermissionOption,
     ReadTextFileResponse,
+    ReleaseTerminalResponse,
     RequestPermissionResponse,
     ResumeSessionRequest,
     ResumeSessionResponse,
     SessionConfigOptionsCapabilities,
+    TerminalExitStatus,
+    TerminalOutputResponse,
     ToolCallUpdate,
+    WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
 from acp.utils import serialize_params
@@ -73,8 +80,11 @@ from .review.files import READ_LIMIT_BYTES, AgentFiles, FsRefused
 from .review.review_gate import ReviewGate
 from .review.unchecked import UncheckedEdits
 from .rewind import Rewound, seed_note
+from .terminal_permits import TerminalPermits
+from .terminals import Terminal, TerminalRefused, Terminals
 from .thread import ChatFailed, ChatThread, ConfigOptions, SessionModels, SessionModes, WriteFailed, WriteRefused
-from .view import ChatView, Choice, Command, ConfigOption
+from .updates import OUTPUT_KEPT, tool_terminals
+from .view import ChatView, Choice, Command, ConfigOption, Rejection
 
 __all__ = ["ChatFailed", "ChatSession", "NeedsLogin"]
 
@@ -131,6 +141,8 @@ class ChatSession:
         limit = read_limit_bytes or READ_LIMIT_BYTES  # the `chat_read_file_limit_kb` setting
         files = AgentFiles(PathPolicy(self.folders), editor, limit)
         self.thread = ChatThread(spec.name, view, gate, files, _Requests(self))
+        self.terminals = Terminals(self.folders, self.env, self._terminal_shown)
+        self.permits = TerminalPermits()  # the user's execute permissions, spent by terminal/create
         self.subreaper = subreaper  # True only in a process of our own (process.start)
         self.agent: process.AgentProcess | None = None
         self.session_id = ""
@@ -407,7 +419,7 @@ class ChatSession:
         self._watcher = asyncio.ensure_future(self._watch_exit())
         capabilities = ClientCapabilities(
             fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
-            terminal=False,
+            terminal=True,  # the client terminal (terminals.py)
             auth=AuthCapabilities(terminal=True),  # the chat runs a terminal login (acp/asks/auth.py)
             elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities(), url=ElicitationUrlCapabilities()),
             session=ClientSessionCapabilities(
@@ -505,6 +517,7 @@ class ChatSession:
         self.servers.end()  # its token for the window's tools answers 401 from now on
         for task in [*self._asking, *self._queued]:
             task.cancel()
+        await self.terminals.close()  # every command's tree, before the agent's own
         await self.gate.close_all()
         if self._conn is not None:
             try:
@@ -549,6 +562,7 @@ class ChatSession:
         blocks: list[Any] = [text_block(note) for note in self.thread.take_notes()] + [text_block(text)]
         blocks += [block for a in attached for block in _resource_blocks(a)]
         blocks += [image_block(i.data, i.mime_type, uri=i.uri) for i in images]
+        self.permits.turn_started()
         try:
             try:
                 response = await self._prompt_turn(blocks)
@@ -703,12 +717,16 @@ class ChatSession:
         finally:
             self._asking.discard(task)
         option_id = None if task.cancelled() else task.result()
+        self.permits.answered(call, call.get("kind"), choices, option_id)
         if option_id is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=option_id))
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        await self.thread.update(update.model_dump(mode="json", by_alias=True, exclude_none=True))
+        data = update.model_dump(mode="json", by_alias=True, exclude_none=True)
+        await self.thread.update(data)
+        for terminal_id in tool_terminals(data.get("content") if isinstance(data.get("content"), list) else []):
+            self.terminals.show(terminal_id)  # a card embedding a terminal shows its output so far
 
     async def read_text_file(
         self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **kwargs: Any
@@ -761,24 +779,66 @@ class ChatSession:
             self._asking.discard(task)
         return None if task.cancelled() else task.result()
 
-    # terminal/*: we advertise `terminal: false`, yet the SDK answers these with success (`null`,
-    # `{}`) when a client lacks the method, so an agent would think it ran a command. Each is
-    # refused with the SDK's method-not-found (-32601) instead.
+    # terminal/*: the commands the agent runs through the client (terminals.py), only once the user
+    # allowed them (terminal_permits.py: its permission this turn, or asked here); a request
+    # refused is the SDK's invalid-params error with our reason.
 
-    async def create_terminal(self, **params: Any) -> None:
-        raise RequestError.method_not_found("terminal/create")
+    async def create_terminal(
+        self,
+        session_id: str,
+        command: str,
+        args: list[str] | None = None,
+        env: list[EnvVariable] | None = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+        **kwargs: Any,
+    ) -> CreateTerminalResponse:
+        variables = {v.name: v.value for v in env or []}
+        try:
+            await self.permits.check(command, args, cwd or self.folders[0], self._choose_option)
+            terminal = await self.terminals.create(command, args, cwd, variables, output_byte_limit)
+        except TerminalRefused as exc:
+            raise _invalid_params(str(exc)) from None
+        return CreateTerminalResponse(terminal_id=terminal.id)
 
-    async def terminal_output(self, **params: Any) -> None:
-        raise RequestError.method_not_found("terminal/output")
+    async def _choose_option(self, title: str, choices: list[Choice]) -> str | None:
+        """The user's choice on the chat's own question, as an option id (a reason given with a
+        rejection does not make it less of one)."""
+        chosen = await self._ask_user(self.view.choose(title, choices))
+        return chosen.option_id if isinstance(chosen, Rejection) else chosen
 
-    async def wait_for_terminal_exit(self, **params: Any) -> None:
-        raise RequestError.method_not_found("terminal/wait_for_exit")
+    async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> TerminalOutputResponse:
+        terminal = self._terminal(terminal_id)
+        status = terminal.status()
+        exit_status = TerminalExitStatus(exit_code=status.exit_code, signal=status.signal) if status else None
+        return TerminalOutputResponse(output=terminal.text(), truncated=terminal.truncated, exit_status=exit_status)
 
-    async def kill_terminal(self, **params: Any) -> None:
-        raise RequestError.method_not_found("terminal/kill")
+    async def wait_for_terminal_exit(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> WaitForTerminalExitResponse:
+        self._terminal(terminal_id)
+        status = await self.terminals.wait_for_exit(terminal_id)
+        return WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
 
-    async def release_terminal(self, **params: Any) -> None:
-        raise RequestError.method_not_found("terminal/release")
+    async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> KillTerminalResponse:
+        self._terminal(terminal_id)
+        await self.terminals.kill(terminal_id)
+        return KillTerminalResponse()
+
+    async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> ReleaseTerminalResponse:
+        self._terminal(terminal_id)
+        await self.terminals.release(terminal_id)
+        return ReleaseTerminalResponse()
+
+    def _terminal(self, terminal_id: str) -> Terminal:
+        try:
+            return self.terminals.get(terminal_id)
+        except TerminalRefused as exc:
+            raise _invalid_params(str(exc)) from None
+
+    def _terminal_shown(self, terminal: Terminal) -> None:
+        """A terminal's output changed: the cards of the calls embedding it show its end."""
+        self.thread.terminal_output(terminal.id, terminal.text(OUTPUT_KEPT))
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         """`_…` notifications are the agent's own (the SDK strips the underscore): not the model's

@@ -547,6 +547,12 @@ class ChatThread:
         if outcome is Outcome.REJECTED:
             self._mark_decided(call, "rejected")
 
+    def terminal_output(self, terminal_id: str, output: str) -> None:
+        """A client terminal's output so far (its end): the cards of the calls embedding it show it."""
+        for call_id in self._calls.embedding(terminal_id):
+            self._calls[call_id] = replace(self._calls[call_id], output=output)
+            self.view.tool_call(self._calls[call_id])
+
     def _mark_decided(self, call: dict[str, Any], decision: str) -> None:
         """The call's card says what the user decided, whatever the agent reports about it later."""
         call_id = call["toolCallId"]

@@ -78,6 +78,7 @@ def card(known: ToolCall | None, update: dict[str, Any], reviewed: bool) -> Tool
         content = update["content"] or []
         changes["diffs"] = updates.tool_diffs(content)
         changes["output"] = updates.tool_output(content)
+        changes["terminals"] = updates.tool_terminals(content)
     return replace(call, **changes)
 
 
@@ -122,6 +123,10 @@ class ToolCalls:
         record = self._touch(call_id)
         record.card = call
         self._measure(record)
+
+    def embedding(self, terminal_id: str) -> list[str]:
+        """The calls whose cards embed the client terminal `terminal_id`."""
+        return [i for i, r in self._records.items() if r.card is not None and terminal_id in r.card.terminals]
 
     def asked(self, call_id: str) -> bool:
         return call_id in self._asked

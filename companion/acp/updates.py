@@ -83,6 +83,11 @@ def tool_output(content: list[dict[str, Any]]) -> str:
     return _kept_output([_text(c) for c in content])
 
 
+def tool_terminals(content: list[dict[str, Any]]) -> tuple[str, ...]:
+    """The client terminals a tool call's `content` embeds, by id."""
+    return tuple(str(c.get("terminalId", "")) for c in content if c.get("type") == "terminal")
+
+
 def kept_size(call: ToolCall) -> int:
     """The characters of content a call holds."""
     return len(call.output) + sum(len(d.old_text or "") + len(d.new_text) for d in call.diffs)

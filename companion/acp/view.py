@@ -69,6 +69,9 @@ class ToolCall:
     locations: tuple[Location, ...] = ()
     diffs: tuple[ToolDiff, ...] = ()
     output: str = ""  # the text content blocks, joined (a command's output, an error)
+    # The client terminals the call embeds (`{"type": "terminal"}` content): their output is the
+    # card's `output` while they run (terminals.py).
+    terminals: tuple[str, ...] = ()
     reviewed: bool = False  # it went through a permission request (an edit: through a review)
     # What the user decided in the review ("accepted", "accepted with your edits", "rejected"; ""
     # before a decision): shown whatever status the agent reports afterwards.

@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 from ..acp.agents.agents import PRESETS, AgentSpec, custom_agent, demo_agent
 from ..acp.images import ImageRefused, named_like_image
 from ..acp.review.unchecked import UncheckedEdits
-from ..acp.view import Choice, Command, ConfigOption, Mode, NoticeKind, PlanEntry, Rejection, ToolCall, Usage
+from ..acp.shown_output import tail
+from ..acp.view import Choice, Command, ConfigOption, Location, Mode, NoticeKind, PlanEntry, Rejection, ToolCall, Usage
 from ..core.server.chat_servers import ChatServers, McpConfigError, UserServer, read_config
 from ..core.system.processes import STOP_SIGNALS
 from . import comments, images, mentions
@@ -46,6 +47,8 @@ from .questions import ConsoleQuestions
 from .queued import COMMANDS as QUEUE_COMMANDS
 from .queued import QueuedLines
 from .rewind import rewind
+
+OUTPUT_LINES = 20  # of a tool call's output, printed under its line when it ends
 
 if TYPE_CHECKING:
     from ..acp.session import ChatSession
@@ -115,8 +118,10 @@ class TerminalView(ConsoleQuestions):
     def tool_call(self, call: ToolCall) -> None:
         if call.status and self._statuses.get(call.tool_call_id) != call.status:
             self._statuses[call.tool_call_id] = call.status
-            where = f" ({', '.join(visible(x.path) for x in call.locations)})" if call.locations else ""
+            where = f" ({', '.join(_location(x) for x in call.locations)})" if call.locations else ""
             self._say(f"\n[tool {visible(call.kind)}: {visible(call.title)}{where} — {visible(call.status)}]\n")
+            if call.output and call.status in ("completed", "failed"):
+                self._say(_output_lines(call.output))
 
     def plan(self, entries: list[PlanEntry]) -> None:
         lines = "".join(f"\n  [{e.status}] {visible(e.content)}" for e in entries)
@@ -796,3 +801,16 @@ def _sessions(args: Any, command: list[str]) -> int:
         return EXIT_USAGE
     _log_without_the_sdk()
     return print_sessions(spec, folder, args.json)
+
+
+def _location(location: Location) -> str:
+    """`path:line` (1-based; the protocol's line is 0-based), as editors and terminals link it."""
+    line = location.line
+    shown = visible(location.path)
+    return f"{shown}:{line + 1}" if isinstance(line, int) and not isinstance(line, bool) and line >= 0 else shown
+
+
+def _output_lines(output: str) -> str:
+    """The last OUTPUT_LINES lines of a call's output, indented under its line, without escapes."""
+    lines = tail(output).rstrip("\n").split("\n")[-OUTPUT_LINES:]
+    return "".join(f"  │ {visible(line)}\n" for line in lines)

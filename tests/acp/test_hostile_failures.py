@@ -85,20 +85,31 @@ def killed_at_the_end() -> Iterator[list[int]]:
             pass
 
 
-async def test_every_terminal_request_is_refused_as_method_not_found(workspace: str, tmp_path: str) -> None:
+async def test_a_hostile_agents_terminal_requests_never_run_anything_the_user_did_not_allow(
+    workspace: str, tmp_path: str
+) -> None:
+    """The client terminal is advertised (terminals.py), but the agent never asked permission for
+    `echo pwned`: the user is asked, rejects it, and the create is refused saying so (nothing ran,
+    no terminal given); a request naming a terminal id we never gave is refused as invalid params,
+    never answered with success."""
     record = os.path.join(str(tmp_path), "answers.jsonl")
     session, view = hostile(workspace, "terminal", HOSTILE_RECORD=record)
     try:
         await session.start()
         assert await session.prompt("run something") == "end_turn"
+        assert len(session.terminals) == 0
     finally:
         await session.close()
     with open(record, encoding="utf-8") as handle:
         answers = {a["method"]: a["answer"] for a in map(json.loads, handle)}
     assert set(answers) == set(TERMINAL_METHODS)
+    assert [title for title, _ in view.asked] == [f"The agent wants to run: echo pwned in {workspace}"]
+    created = answers.pop("terminal/create")
+    assert "result" not in created and "the user rejected running it: echo pwned" in created["error"]["message"]
     for method, answer in answers.items():
         assert "result" not in answer, (method, answer)
-        assert answer["error"]["code"] == -32601, (method, answer)
+        assert answer["error"]["code"] == -32602, (method, answer)
+        assert "there is no terminal 't1'" in answer["error"]["message"], (method, answer)
     assert view.text == [REPLY]
 
 

@@ -23,7 +23,7 @@ import signal
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from ...core.system.process_tree import ProcessTree, become_subreaper, new_marker
+from ...core.system.process_tree import ProcessTree, become_subreaper, is_subreaper, new_marker
 from ...core.system.processes import kill_one, new_group  # as ask_gemini does
 
 MAX_LINE_BYTES = 64 * 1024 * 1024  # Gemini sends whole file texts in a diff: generous, but bounded
@@ -176,6 +176,41 @@ async def start(argv: Sequence[str], cwd: str, env: Mapping[str, str], *, subrea
         transport.close()
         raise
     return AgentProcess(asyncio.subprocess.Process(transport, protocol, loop), transport, exited, argv, tree)
+
+
+async def spawn_command(
+    argv: Sequence[str], cwd: str, env: Mapping[str, str]
+) -> tuple[asyncio.subprocess.Process, asyncio.SubprocessTransport, asyncio.Event, ProcessTree]:
+    """A command the agent runs in a client terminal (terminals.py): started as the agent is (no
+    shell, its own process group, its tree tracked by a marker), stdin closed, stderr into stdout.
+    Raises OSError when it cannot run."""
+    loop = asyncio.get_running_loop()
+    exited = asyncio.Event()
+    marker = new_marker()
+    transport, protocol = await loop.subprocess_exec(
+        lambda: _Protocol(exited, _READ_LIMIT, loop),
+        *argv,
+        cwd=cwd,
+        env={**env, marker[0]: marker[1]},
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        **new_group(),
+    )
+    try:
+        # In a process of ours that adopts orphans (the headless chat), the command's are ours to reap too.
+        tree = await asyncio.to_thread(ProcessTree, transport.get_pid(), marker, is_subreaper())
+    except BaseException:
+        _kill_all(transport.get_pid(), True, None)
+        transport.close()
+        raise
+    return asyncio.subprocess.Process(transport, protocol, loop), transport, exited, tree
+
+
+def kill_tree(pid: int, running: bool, tree: ProcessTree) -> None:
+    """Kill a command's whole tree, as the agent's (blocking: call it off the loop)."""
+    tree.update()
+    _kill_all(pid, running, tree)
 
 
 class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):

@@ -20,15 +20,17 @@ import html
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import sublime
 
+from ...acp.shown_output import line_count
 from ...acp.view import (
     Choice,
     Command,
     ConfigOption,
+    Location,
     LoginCommand,
     Mode,
     NoticeKind,
@@ -41,7 +43,7 @@ from ...acp.view import (
 from .. import review_ui
 from ..review_ui import LEAVE_ALONE
 from ..settings import syntax_path
-from . import asking
+from . import asking, tool_cards
 from .text import CONTINUATION, ForeignText
 
 CHAT_SETTING = "gemini_companion.chat"  # the chat's id, on its view
@@ -105,6 +107,9 @@ class ChatPanel:
         self.thought_open = False
         self.notice_regions: list[sublime.Region] = []
         self.heading_regions: list[sublime.Region] = []
+        self.tool_calls: dict[str, tuple[ToolCall, int]] = {}  # each card's call as shown, its output's lines
+        self.unfolded: set[str] = set()  # the cards whose output is unfolded
+        self.followed: set[tuple[str, int | None]] = set()  # the locations Follow the Agent opened
         self._insert(0, SEPARATOR)
         self.transcript_end, self.input_start = 0, len(SEPARATOR)
         self._heading(f"# Chat: {agent_name}")
@@ -275,8 +280,16 @@ class ChatPanel:
 
     def tool_call(self, call: ToolCall) -> None:
         self._end_thinking()
+        # What re-showing the card (its output unfolded) needs: the output's end and its line
+        # count, not up to 64 KiB a call for the whole chat.
+        lines = line_count(call.output)
+        self.tool_calls[f"tool.{call.tool_call_id}"] = (replace(call, output=tool_cards.kept(call.output)), lines)
+        self._tool_card(call, lines)
+        if tool_cards.following():
+            self._follow(call)
+
+    def _tool_card(self, call: ToolCall, lines: int) -> None:
         icon = ICONS.get(call.status, "○")
-        where = f" <code>{html.escape(call.locations[0].path)}</code>" if call.locations else ""
         status = call.status.replace("_", " ") or "pending"
         review = " · reviewed" if call.reviewed and call.kind == "edit" else ""
         if call.decision:  # the user's decision, whatever the agent reports afterwards
@@ -292,13 +305,39 @@ class ChatPanel:
                 for i, d in enumerate(call.diffs)
             )
             review = f' · <span class="warning">applied without review</span><br>{diffs}'
+        key = f"tool.{call.tool_call_id}"
+        where, opens = tool_cards.locations_html(call, self.window.folders(), self.open_location)
+        links.update(opens)
+        links["output"] = lambda: self._toggle_output(key)
         self.card(
-            f"tool.{call.tool_call_id}",
-            f"{icon} <b>{html.escape(call.title or call.kind)}</b>{where} "
-            f'<span class="dim">{html.escape(call.kind)} · {status}</span>{review}',
+            key,
+            f"{icon} <b>{html.escape(call.title or call.kind)}</b> "
+            f'<span class="dim">{html.escape(call.kind)} · {status}</span>{review}{where}'
+            f"{tool_cards.output_html(call.output, lines, key in self.unfolded)}",
             links,
         )
         self.replying = False
+
+    def open_location(self, location: Location) -> None:
+        """A location's link: its file at its line (the chat's prompt keeps its text and caret)."""
+        tool_cards.open_location(self.window, location)
+
+    def _follow(self, call: ToolCall) -> None:
+        """Follow the Agent: each location not opened yet, beside the chat, the focus kept here."""
+        folders = self.window.folders()
+        for location in call.locations:
+            seen = (location.path, tool_cards.line_of(location))
+            if seen in self.followed or not tool_cards.inside_folders(location.path, folders):
+                continue  # only the window's files open by themselves
+            self.followed.add(seen)
+            tool_cards.open_location(self.window, location, self.view)
+
+    def _toggle_output(self, key: str) -> None:
+        shown = self.tool_calls.get(key)
+        if shown is None:
+            return
+        self.unfolded ^= {key}
+        self._tool_card(*shown)
 
     def show_diff(self, diff: ToolDiff) -> None:
         """An edit applied without review, as the agent described it: its new text, with the old text
@@ -453,7 +492,7 @@ def _card_html(content: str) -> str:
         "div.card { padding: 0.2rem 0.5rem; border-radius: 0.3rem; background-color: color(var(--background) "
         "blend(var(--foreground) 92%)); } a { text-decoration: none; font-weight: bold; } "
         ".dim { color: color(var(--foreground) alpha(0.6)); } .thought { font-style: italic; } "
-        ".warning { color: var(--yellowish); }"
+        ".warning { color: var(--yellowish); } .output { font-family: monospace; }"
         f'</style><div class="card">{content}</div></body>'
     )
 

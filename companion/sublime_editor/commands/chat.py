@@ -13,11 +13,13 @@ from ...acp.agents import registry
 from ...acp.agents.registry import RegistryAgent
 from ...acp.asks import config_options
 from ...acp.view import ConfigOption
+from .. import settings
 from .. import terminus as terminal
 from ..chat import agents as chat_agents
 from ..chat import memory as chat_memory
 from ..chat import past as past_chats
 from ..chat import sessions as chat_sessions
+from ..chat import tool_cards
 from ..chat.agents import ChatAgent, Listed
 from ..windows import CompanionWindowCommand
 
@@ -203,6 +205,20 @@ class GeminiCompanionChatCancelQueuedCommand(sublime_plugin.WindowCommand):
     def is_enabled(self) -> bool:
         chat = chat_sessions.target(self.window)
         return chat is not None and len(chat.queued) > 0
+
+
+class GeminiCompanionChatFollowAgentCommand(sublime_plugin.WindowCommand):
+    """Gemini Companion: Follow the Agent — turns the setting `chat_follow_agent` on or off: each
+    new location of a tool call opens beside the chat, the focus staying in its prompt."""
+
+    def run(self) -> None:
+        settings.settings().set(tool_cards.FOLLOW_SETTING, not tool_cards.following())
+        sublime.save_settings(settings.SETTINGS_FILE)
+        state = "on" if tool_cards.following() else "off"
+        sublime.status_message(f"Gemini Companion: Follow the Agent is {state}")
+
+    def is_checked(self) -> bool:
+        return tool_cards.following()
 
 
 class GeminiCompanionChatModeCommand(sublime_plugin.WindowCommand):
