@@ -71,17 +71,17 @@ from .agents import process
 from .agents.agents import AgentNotFound, AgentSpec, agent_environment, resolve_command, with_private_temp
 from .asks import auth, elicitation
 from .folders import additional_directories, first_folder_only
-from .images import Image, ImageRefused, no_images
 from .modes import Seen, starting_mode
 from .past_sessions import Listing, Offered, PastSessions
-from .prompt_queue import TurnGate, queues_prompts
-from .resources import Attachment, Resource, attach
+from .prompt.images import Image, ImageRefused, no_images
+from .prompt.prompt_queue import TurnGate, queues_prompts
+from .prompt.resources import Attachment, Resource, attach
+from .prompt.rewind import Rewound, seed_note
 from .review.files import READ_LIMIT_BYTES, AgentFiles, FsRefused
 from .review.review_gate import ReviewGate
 from .review.unchecked import UncheckedEdits
-from .rewind import Rewound, seed_note
-from .terminal_permits import TerminalPermits
-from .terminals import Terminal, TerminalRefused, Terminals
+from .terminal.permits import TerminalPermits
+from .terminal.terminals import Terminal, TerminalRefused, Terminals
 from .thread import ChatFailed, ChatThread, ConfigOptions, SessionModels, SessionModes, WriteFailed, WriteRefused
 from .updates import OUTPUT_KEPT, tool_terminals
 from .view import ChatView, Choice, Command, ConfigOption, Rejection
@@ -292,7 +292,7 @@ class ChatSession:
 
     async def rewind(self, number: int) -> str:
         """A new session of the same agent, on the same connection, whose first prompt carries the
-        turns before prompt `number` (acp/rewind.py); returns prompt `number`'s text, to edit and
+        turns before prompt `number` (acp/prompt/rewind.py); returns prompt `number`'s text, to edit and
         send again. ValueError when there is no such prompt. (`session/fork` would copy the whole
         conversation, not the turns before prompt N, so it is not used.)"""
         if self._conn is None:

@@ -27,13 +27,13 @@ from ..core.reviews import Outcome
 from . import updates
 from .modes import Kind, Seen, asking_mode
 from .modes import kind as mode_kind
-from .reasons import rejection_note
+from .prompt.reasons import rejection_note
+from .prompt.rewind import Transcript
 from .review.edits import NotRebuildable, agent_text, edit_path, is_edit, proposed_text
 from .review.file_changes import FileChange, file_changes, named_paths
 from .review.files import AgentFiles, FsRefused
 from .review.review_gate import AcceptedEdit, ReviewGate, ReviewOpen
 from .review.unchecked import UncheckedEdits
-from .rewind import Transcript
 from .tool_call_tracker import ToolCalls
 from .view import ChatView, Choice, Command, ConfigOption, Mode, Rejection
 
@@ -287,7 +287,7 @@ class ChatThread:
 
     def tell_reason(self, what: str, reason: str) -> None:
         """The user rejected `what` and said why: the transcript shows it, and the agent hears it at
-        once where it queues prompts, else with the next prompt (acp/reasons.py). No reason: nothing."""
+        once where it queues prompts, else with the next prompt (acp/prompt/reasons.py). No reason: nothing."""
         if not reason.strip():
             return
         self.view.notice(f"You rejected {what}: {reason.strip()}", "info")

@@ -30,7 +30,7 @@ class Choice:
 @dataclass(frozen=True)
 class Rejection:
     """A reject option chosen with the user's reason ("Reject and say why…"): the agent gets the
-    option, then the reason as words (acp/reasons.py)."""
+    option, then the reason as words (acp/prompt/reasons.py)."""
 
     option_id: str
     reason: str

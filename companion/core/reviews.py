@@ -66,7 +66,7 @@ class Review:
     replaces: bool = False  # a rename onto a file that exists: its text (the left side) is lost
     delete: bool = False  # the agent deletes the file (the proposal is empty)
     # Why the user rejected it, in their words ("Reject and say why…", headless `n REASON`): an ACP
-    # chat tells the agent (acp/reasons.py); "" when they gave none.
+    # chat tells the agent (acp/prompt/reasons.py); "" when they gave none.
     reason: str = ""
 
     def accept(self, content: str) -> None:

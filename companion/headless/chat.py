@@ -32,7 +32,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from ..acp.agents.agents import PRESETS, AgentSpec, custom_agent, demo_agent
-from ..acp.images import ImageRefused, named_like_image
+from ..acp.prompt.images import ImageRefused, named_like_image
 from ..acp.review.unchecked import UncheckedEdits
 from ..acp.shown_output import tail
 from ..acp.view import Choice, Command, ConfigOption, Location, Mode, NoticeKind, PlanEntry, Rejection, ToolCall, Usage
@@ -189,7 +189,7 @@ class TerminalView(ConsoleQuestions):
 
 def _picked(answer: str, choices: list[Choice]) -> str | Rejection | None:
     """The menu's answer: a number, or a reject option's number and the user's reason ("2 not
-    now, run the tests first"), which the agent hears (acp/reasons.py); None for anything else."""
+    now, run the tests first"), which the agent hears (acp/prompt/reasons.py); None for anything else."""
     number, _, reason = answer.strip().partition(" ")
     if not number.isdigit() or not 1 <= int(number) <= len(choices):
         return None

@@ -10,8 +10,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..acp.images import Image
-from ..acp.resources import Resource, ResourceRefused
+from ..acp.prompt.images import Image
+from ..acp.prompt.resources import Resource, ResourceRefused
 from ..core.context import DEFAULT_EXCLUDES, SharingPolicy
 from ..core.files.listing import ListOptions
 from ..core.mentions import MentionRules, attachments

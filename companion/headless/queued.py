@@ -1,12 +1,12 @@
 """`chat` on a terminal: the lines typed while the agent answers are prompts queued for after the
 turn (issue #41). They wait in the one reader of stdin (console.StdinLines) and the chat sends each
 at the next `>` once the turn has ended: never during it, since an agent that does not advertise
-prompt queueing may cancel its running turn on a second prompt (acp/prompt_queue.py). `/queue`
+prompt queueing may cancel its running turn on a second prompt (acp/prompt/prompt_queue.py). `/queue`
 lists them, `/unqueue` drops the newest, typed during the turn or at `>`."""
 
 from __future__ import annotations
 
-from ..acp.prompt_queue import shown
+from ..acp.prompt.prompt_queue import shown
 from .console import Console, StdinLines
 from .editor import visible
 

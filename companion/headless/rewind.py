@@ -1,6 +1,6 @@
 """`/rewind N` in `chat --checkpoints`: the files go back to before prompt N (the `/restore N` of
 changes.py, with its conflicts and undo), then the conversation does too: a new session of the same
-agent whose first prompt carries the turns before prompt N (acp/rewind.py), and prompt N's text is
+agent whose first prompt carries the turns before prompt N (acp/prompt/rewind.py), and prompt N's text is
 printed to edit and send again (the terminal's line cannot be filled in for you). `/rewind undo`
 brings back the files (`/restore undo`) and the earlier session (`session/load`, where the agent can).
 """

@@ -324,7 +324,7 @@ class WindowReviews:
 
     def ask_why(self, entry: ReviewViews) -> None:
         """ "Reject and say why…": the reason in an input panel, then the reject (an ACP chat's agent
-        hears the reason: acp/reasons.py). Escape leaves the review open."""
+        hears the reason: acp/prompt/reasons.py). Escape leaves the review open."""
         name = os.path.basename(entry.review.file_path)
 
         def done(reason: str) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from companion.acp.agents.agents import AgentSetting, AgentSpec
-from companion.acp.resources import Resource, ResourceRefused
+from companion.acp.prompt.resources import Resource, ResourceRefused
 from companion.acp.session import ChatFailed, ChatSession
 from companion.acp.view import (
     Command,

@@ -15,7 +15,7 @@ import pytest
 
 from companion.acp.agents.agents import AgentSpec
 from companion.acp.session import ChatSession
-from companion.acp.terminals import Terminal, Terminals
+from companion.acp.terminal.terminals import Terminal, Terminals
 from companion.acp.view import ToolCall
 from tests.acp.conftest import AsyncEditor, RecordingView
 from tests.acp.test_tool_output import TOOL_AGENT, tool_chat

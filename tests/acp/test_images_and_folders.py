@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from companion.acp.agents.agents import AgentSpec
-from companion.acp.images import (
+from companion.acp.prompt.images import (
     IMAGE_LIMIT_BYTES,
     Image,
     ImageRefused,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from companion.acp.agents.agents import AgentSpec, custom_agent
-from companion.acp.prompt_queue import PromptQueue, queues_prompts
+from companion.acp.prompt.prompt_queue import PromptQueue, queues_prompts
 from companion.acp.session import ChatSession
 from tests.acp.conftest import (
     CEILING,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from companion.acp.agents.agents import custom_agent
-from companion.acp.images import Image, read_image, rules_for
+from companion.acp.prompt.images import Image, read_image, rules_for
 from companion.acp.session import ChatSession
 from tests.acp.conftest import AgentSetup, AsyncEditor, RecordingView
 from tests.acp.test_images_and_folders import PNG

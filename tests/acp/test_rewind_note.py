@@ -1,11 +1,11 @@
-"""The transcript a rewind carries to its new session (acp/rewind.py): bounded, newest turns kept,
+"""The transcript a rewind carries to its new session (acp/prompt/rewind.py): bounded, newest turns kept,
 older ones counted in a marker; the turns after prompt N are not in it."""
 
 from __future__ import annotations
 
 import pytest
 
-from companion.acp.rewind import HEAD, Transcript, Turn, seed_note
+from companion.acp.prompt.rewind import HEAD, Transcript, Turn, seed_note
 
 
 def test_a_short_conversation_goes_whole_with_no_cut_marker() -> None:

@@ -62,7 +62,7 @@ def test_send_image_file_asks_for_a_path_and_the_image_goes_with_the_next_prompt
     record = str(tmp_path / "record.jsonl")
     path = _image(workspace)
     view = _open_chat(companion, [workspace], record, "image")
-    images = pkg("acp.images")
+    images = pkg("acp.prompt.images")
     read_on: list[int] = []  # the threads that read the file
     real = images.image_block
     monkeypatch.setattr(images, "image_block", lambda *a: read_on.append(threading.get_ident()) or real(*a))

@@ -73,7 +73,7 @@ def test_a_terminal_checkpoint_outlives_a_chats_pruning_and_reverts_to_its_exact
     control.pump_until(lambda: window.id() in points, CEILING, "the checkpoint")
     # A chat in the same folders (the store its Sublime chat uses) runs more turns than are kept,
     # each rewriting the file: its pruning is what once took the terminal checkpoint's content.
-    config = pkg("sublime_editor.chat.checkpoints").config(window)
+    config = pkg("sublime_editor.chat.history.checkpoints").config(window)
     turns = pkg("core.history.turns").Turns(config.cache_folder, window.folders(), config.limits)
     keep = pkg("core.history.checkpoint_store").KEEP_CHECKPOINTS
     for n in range(keep + 2):
@@ -112,7 +112,7 @@ def test_a_replaced_terminal_checkpoint_is_no_longer_kept_from_pruning(companion
     assert control.run_from_palette(window, "gemini_companion_start_checkpoint")
     control.pump_until(lambda: points.get(window.id()) not in (None, first), CEILING, "the second checkpoint")
     unpinned()
-    config = pkg("sublime_editor.chat.checkpoints").config(window)
+    config = pkg("sublime_editor.chat.history.checkpoints").config(window)
     turns = pkg("core.history.turns").Turns(config.cache_folder, window.folders(), config.limits)
     for n in range(pkg("core.history.checkpoint_store").KEEP_CHECKPOINTS + 2):
         write(workspace, "a.txt", f"chat turn {n}\n")
@@ -132,7 +132,7 @@ def test_a_closed_windows_terminal_checkpoint_is_let_go_at_the_next_start(compan
     points = pkg("sublime_editor.terminal.checkpoints")._points
     assert control.run_from_palette(closing, "gemini_companion_start_checkpoint")
     control.pump_until(lambda: closing.id() in points, CEILING, "the first window's checkpoint")
-    config = pkg("sublime_editor.chat.checkpoints").config(closing)
+    config = pkg("sublime_editor.chat.history.checkpoints").config(closing)
     control.close_window(closing)
     write(workspace, "a.txt", "open window's\n")
     window = control.new_window([workspace])
@@ -215,7 +215,7 @@ def test_a_headless_chat_in_another_process_never_prunes_a_windows_terminal_chec
     assert control.run_from_palette(window, "gemini_companion_start_checkpoint")
     points = pkg("sublime_editor.terminal.checkpoints")._points
     control.pump_until(lambda: window.id() in points, CEILING, "the checkpoint")
-    config = pkg("sublime_editor.chat.checkpoints").config(window)
+    config = pkg("sublime_editor.chat.history.checkpoints").config(window)
     turns = str(pkg("core.history.checkpoint_store").KEEP_CHECKPOINTS + 2)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     child = subprocess.run(

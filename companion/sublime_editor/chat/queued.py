@@ -1,6 +1,6 @@
 """The prompts a chat keeps while its agent answers (issue #41), shown as one card in the
 transcript: "queued: …", with how to edit (Up in the empty prompt) or cancel (Escape) them. The
-chat (sessions.py) sends the oldest when the turn ends; acp/prompt_queue.py says why an agent
+chat (sessions.py) sends the oldest when the turn ends; acp/prompt/prompt_queue.py says why an agent
 that does not advertise prompt queueing must never get one during a turn. Main thread."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from ...acp.images import Image
-from ...acp.prompt_queue import PromptQueue
-from ...acp.resources import Resource
+from ...acp.prompt.images import Image
+from ...acp.prompt.prompt_queue import PromptQueue
+from ...acp.prompt.resources import Resource
 from .view import ChatPanel
 
 CARD = "queued"

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import sublime
 
 from ...acp.agents.agents import AgentSpec
-from ...acp.images import Image, mentioned_images, named_like_image
-from ...acp.resources import Resource
+from ...acp.prompt.images import Image, mentioned_images, named_like_image
+from ...acp.prompt.resources import Resource
 from ...core.context import SharingPolicy
 from ...core.files.paths import is_inside
 from ...core.history.change_set import FileChange
@@ -34,10 +34,10 @@ from .. import terminus as terminal
 from ..changes import tab as change_set_view
 from ..changes.sources import TurnsSource
 from ..window_state import WindowState
-from . import checkpoints as chat_checkpoints
 from . import mcp as chat_mcp
-from . import mentions as chat_mentions
-from .history import History
+from .attach import mentions as chat_mentions
+from .history import checkpoints as chat_checkpoints
+from .prompt_history import History
 from .queued import QueuedPrompts
 from .view import CHAT_SETTING, DIFF_SETTING, ChatPanel, StreamingChatView
 
@@ -601,6 +601,6 @@ def remember_session(chat: Chat, session_id: str) -> None:
     """The last session of this folder and agent, for Continue Last Chat (written off the main thread)."""
     if not session_id:
         return
-    from . import memory as chat_memory
+    from .history import memory as chat_memory
 
     chat_memory.remember_later(chat.folders[0], chat.key, session_id)

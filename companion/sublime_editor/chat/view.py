@@ -357,7 +357,7 @@ class ChatPanel:
 
     def choice(self, key: str, title: str, choices: list[Choice], answer: Answer) -> None:
         """A permission that is not an edit: the agent's own options as links, and "Reject and say
-        why…" when it offers a reject option (the agent hears the reason: acp/reasons.py)."""
+        why…" when it offers a reject option (the agent hears the reason: acp/prompt/reasons.py)."""
         links: dict[str, Callable[[], None]] = {}
         for index, option in enumerate(choices):
             links[f"option-{index}"] = lambda o=option: self._chose(key, o, answer)

@@ -7,9 +7,9 @@ import sublime
 import sublime_plugin
 
 from ..changes import tab as change_set_view
-from ..chat import checkpoints as chat_checkpoints
-from ..chat import restore as chat_restore
 from ..chat import sessions as chat_sessions
+from ..chat.history import checkpoints as chat_checkpoints
+from ..chat.history import restore as chat_restore
 from ..terminal import checkpoints as terminal_checkpoints
 from ..windows import CompanionWindowCommand
 

@@ -16,11 +16,11 @@ from ...acp.view import ConfigOption
 from .. import settings
 from .. import terminus as terminal
 from ..chat import agents as chat_agents
-from ..chat import memory as chat_memory
-from ..chat import past as past_chats
 from ..chat import sessions as chat_sessions
 from ..chat import tool_cards
 from ..chat.agents import ChatAgent, Listed
+from ..chat.history import memory as chat_memory
+from ..chat.history import past as past_chats
 from ..windows import CompanionWindowCommand
 
 

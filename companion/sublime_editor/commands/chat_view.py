@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 import sublime
 import sublime_plugin
 
-from ...acp.images import named_like_image
-from ..chat import images as chat_images
+from ...acp.prompt.images import named_like_image
 from ..chat import prompt
 from ..chat import sessions as chat_sessions
+from ..chat.attach import images as chat_images
 
 if TYPE_CHECKING:
     from sublime_types import CommandArgs

@@ -13,9 +13,9 @@ import os
 import sublime
 import sublime_plugin
 
-from ...acp.images import named_like_image
-from ..chat import images as chat_images
+from ...acp.prompt.images import named_like_image
 from ..chat import sessions as chat_sessions
+from ..chat.attach import images as chat_images
 
 CAPTION = "Image to send to the chat (PNG, JPEG, GIF or WebP, in the window's folders):"
 

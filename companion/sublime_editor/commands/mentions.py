@@ -6,8 +6,8 @@ from __future__ import annotations
 import sublime
 import sublime_plugin
 
-from ..chat import mentions as chat_mentions
 from ..chat import sessions as chat_sessions
+from ..chat.attach import mentions as chat_mentions
 
 
 class GeminiCompanionChatMentionListener(sublime_plugin.EventListener):

@@ -35,7 +35,7 @@ from ...core.history.checkpoints import Checkpoint, Checkpointer
 from ...core.history.restore import restore
 from ...core.history.turn_writes import digest_of
 from ..changes import tab as change_set_view
-from ..chat.checkpoints import CheckpointConfig
+from ..chat.history.checkpoints import CheckpointConfig
 from ..review_ui import WindowReviews
 
 

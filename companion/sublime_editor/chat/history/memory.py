@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import sublime
 
-from .. import settings
+from ... import settings
 
 FILE_NAME = "chat sessions.json"
 _lock = threading.Lock()  # one writer at a time: a read-modify-write of the whole file

@@ -8,7 +8,7 @@ import os
 import pathlib
 from dataclasses import dataclass
 
-from .review.files import AgentFiles, FsRefused
+from ..review.files import AgentFiles, FsRefused
 
 
 class ResourceRefused(ValueError):

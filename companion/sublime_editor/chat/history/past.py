@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import sublime
 
-from ...acp.past_sessions import MAX_SESSIONS, Listing, Offered, PastSession, when
-from ...runtime import RuntimeStopped
-from ..window_state import WindowState
+from ....acp.past_sessions import MAX_SESSIONS, Listing, Offered, PastSession, when
+from ....runtime import RuntimeStopped
+from ...window_state import WindowState
+from .. import sessions as chat_sessions
+from ..agents import ChatAgent
 from . import memory as chat_memory
-from . import sessions as chat_sessions
-from .agents import ChatAgent
 
 if TYPE_CHECKING:
-    from ...acp.session import ChatSession
+    from ....acp.session import ChatSession
 
 T = TypeVar("T")
 REMEMBERED = "Last chat (remembered by Continue Last Chat)"
@@ -64,8 +64,8 @@ def _failed(reason: str) -> None:
 
 
 async def _connected(state: WindowState, chosen: ChatAgent, folders: list[str]) -> ChatSession:
-    from ...acp.past_sessions import Unseen
-    from ...acp.session import ChatSession  # the SDK loads here, on the loop
+    from ....acp.past_sessions import Unseen
+    from ....acp.session import ChatSession  # the SDK loads here, on the loop
 
     session = ChatSession(chosen.spec, folders, state.handle.editor, Unseen())
     try:

@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import sublime
 
+from .. import sessions as chat_sessions
 from . import rewind as chat_rewind
-from . import sessions as chat_sessions
 
 if TYPE_CHECKING:
-    from ...core.history.restore_plan import Conflict, RestorePlan
-    from ...core.history.turns import Point, Turns
+    from ....core.history.restore_plan import Conflict, RestorePlan
+    from ....core.history.turns import Point, Turns
 
 log = logging.getLogger("gemini_companion")
 T = TypeVar("T")

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from ..view import Choice
 from .terminals import TerminalRefused
-from .view import Choice
 
 ALLOW = Choice("allow", "Allow", "allow_once")
 REJECT = Choice("reject", "Reject", "reject_once")

@@ -21,18 +21,18 @@ from typing import TYPE_CHECKING
 
 import sublime
 
-from ...acp.images import Image
-from ...acp.resources import Resource, ResourceRefused
-from ...core.context import DEFAULT_EXCLUDES, SharingPolicy
-from ...core.files.listing import Listing, ListOptions, list_files
-from ...core.files.paths import PathPolicy, Resolved, WorkspaceError
-from ...core.files.reading import read_text
-from ...core.mentions import MentionRules, attachments, escape, excluded, symbol_lines
-from .. import mcp_tools as workspace_tools
-from .. import settings
+from ....acp.prompt.images import Image
+from ....acp.prompt.resources import Resource, ResourceRefused
+from ....core.context import DEFAULT_EXCLUDES, SharingPolicy
+from ....core.files.listing import Listing, ListOptions, list_files
+from ....core.files.paths import PathPolicy, Resolved, WorkspaceError
+from ....core.files.reading import read_text
+from ....core.mentions import MentionRules, attachments, escape, excluded, symbol_lines
+from ... import mcp_tools as workspace_tools
+from ... import settings
 
 if TYPE_CHECKING:
-    from ...acp.session import ChatSession
+    from ....acp.session import ChatSession
 
 log = logging.getLogger("gemini_companion")
 FLAGS = sublime.INHIBIT_WORD_COMPLETIONS | sublime.INHIBIT_EXPLICIT_COMPLETIONS | sublime.DYNAMIC_COMPLETIONS

@@ -1,7 +1,7 @@
 """Rewind to Here (under each prompt of a chat, beside Restore checkpoint): once the restore of the
 checkpoint before prompt N is written (restore.py, with its conflicts, confirmation and undo), the
 chat's session is replaced by a new session of the same agent whose first prompt carries the turns
-before prompt N (acp/rewind.py), prompt N's text goes back into the prompt to edit and send again,
+before prompt N (acp/prompt/rewind.py), prompt N's text goes back into the prompt to edit and send again,
 and the conversation above says it was rewound. Undo rewind brings back the files (the restore's
 undo) and the earlier session (`session/load`, where the agent can). Main thread, except the
 session's calls, which run on the chat's loop.
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import sessions as chat_sessions
+from .. import sessions as chat_sessions
 
 if TYPE_CHECKING:
-    from .sessions import Chat
+    from ..sessions import Chat
 
 
 def rewound_files(chat: Chat, number: int) -> None:

@@ -17,12 +17,12 @@ from typing import Any, TypeVar
 
 import sublime
 
-from ...core.history.change_set import FileChange
-from ...core.history.checkpoint_store import GONE_DAYS
-from ...core.history.checkpoints import MAX_FILE_BYTES, MAX_FILES, Limits
-from ...core.history.turns import Turns
-from .. import mcp_tools as workspace_tools
-from .. import settings
+from ....core.history.change_set import FileChange
+from ....core.history.checkpoint_store import GONE_DAYS
+from ....core.history.checkpoints import MAX_FILE_BYTES, MAX_FILES, Limits
+from ....core.history.turns import Turns
+from ... import mcp_tools as workspace_tools
+from ... import settings
 
 log = logging.getLogger("gemini_companion")
 T = TypeVar("T")

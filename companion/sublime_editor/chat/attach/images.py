@@ -1,7 +1,7 @@
 """Images into a chat (issue #40): "Send Image File…" (commands/images.py), and a prompt that is only
 an image's path (pasted, or copied from a tab or the side bar) sent with Enter.
 
-The file is read and checked on the companion's loop thread (acp/images.py: inside the window's
+The file is read and checked on the companion's loop thread (acp/prompt/images.py: inside the window's
 folders, `context_exclude` honoured, at most 5 MB, PNG/JPEG/GIF/WebP by its bytes, and only for an
 agent that takes images), never on Sublime's main thread. An image either waits for the next prompt
 (its `@name` mention put in the prompt, like Send File) or, from Enter, goes at once with its mention
@@ -17,13 +17,13 @@ from collections.abc import Sequence
 
 import sublime
 
-from ...acp.images import Image, ImageRefused, names_a_file, read_image, rules_for
-from ...core.context import DEFAULT_EXCLUDES
-from ...core.files.paths import is_inside
-from ...runtime import RuntimeStopped
-from .. import settings
-from .. import terminus as terminal
-from .sessions import Chat
+from ....acp.prompt.images import Image, ImageRefused, names_a_file, read_image, rules_for
+from ....core.context import DEFAULT_EXCLUDES
+from ....core.files.paths import is_inside
+from ....runtime import RuntimeStopped
+from ... import settings
+from ... import terminus as terminal
+from ..sessions import Chat
 
 PAUSED = "Context sharing is paused: no image was sent (Gemini Companion: Pause/Resume Context Sharing)."
 Read = Image | ImageRefused | None  # None: the path names no file (the prompt is text after all)

@@ -20,11 +20,11 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..core.context import DEFAULT_EXCLUDES, SharingPolicy
-from ..core.files.fdpath import open_file
-from ..core.files.paths import PathPolicy, Resolved, WorkspaceError, path_from_argument
-from ..core.files.reading import read_at_most
-from .agents.agents import AgentSpec
+from ...core.context import DEFAULT_EXCLUDES, SharingPolicy
+from ...core.files.fdpath import open_file
+from ...core.files.paths import PathPolicy, Resolved, WorkspaceError, path_from_argument
+from ...core.files.reading import read_at_most
+from ..agents.agents import AgentSpec
 
 IMAGE_LIMIT_BYTES = 5 * 1024 * 1024  # Claude's API refuses images over 5 MB; larger ones cost a turn for nothing
 # The names that are worth a look when a prompt is only a path (a pasted or dropped file): the type

@@ -21,7 +21,7 @@ import signal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .agents import process
+from ..agents import process
 
 MAX_OUTPUT_BYTES = 4 * 1024 * 1024  # a terminal's output kept, whatever the agent asks
 MAX_LIVE = 8  # terminals a chat holds at once (created and not released)
