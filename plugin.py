@@ -55,6 +55,7 @@ else:
         GeminiCompanionContinueChatCommand,
         GeminiCompanionNewChatCommand,
         GeminiCompanionPastChatsCommand,
+        GeminiCompanionShowTerminalOutputCommand,
     )
     from .companion.sublime_editor.commands.chat_view import (
         GeminiCompanionChatCopyCommand,
@@ -64,6 +65,7 @@ else:
         GeminiCompanionChatListener,
         GeminiCompanionChatNoopCommand,
         GeminiCompanionChatSendCommand,
+        GeminiCompanionTerminalPanelWriteCommand,
     )
     from .companion.sublime_editor.commands.comments import (
         GeminiCompanionCommentCommand,
@@ -137,9 +139,11 @@ __all__ = [
     "GeminiCompanionSendImageFileCommand",
     "GeminiCompanionSendPathsCommand",
     "GeminiCompanionSendSelectionCommand",
+    "GeminiCompanionShowTerminalOutputCommand",
     "GeminiCompanionStartCheckpointCommand",
     "GeminiCompanionStatusCommand",
     "GeminiCompanionTerminalFocusListener",
+    "GeminiCompanionTerminalPanelWriteCommand",
     "GeminiCompanionToggleSharingCommand",
     "GeminiCompanionWorkspaceListener",
     "plugin_loaded",

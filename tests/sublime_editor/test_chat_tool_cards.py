@@ -135,3 +135,54 @@ def test_a_terminals_output_streams_into_its_card_and_quitting_sublime_ends_its_
     companion.unload()
     control.pump_until(lambda: not alive(pids), CEILING, "the terminal's processes to end on unload")
     assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids)
+
+
+# Prints in colour, then (once the test creates the file `go`) a later line in colour, and exits.
+COLOURED = (
+    "import os, sys, time\n"
+    "print('\\x1b[31mfirst\\x1b[0m', flush=True)\n"
+    "print('ready', flush=True)\n"
+    "while not os.path.exists(sys.argv[1]):\n"
+    "    time.sleep(0.02)\n"
+    "print('\\x1b[32mlater\\x1b[0m', flush=True)\n"
+)
+
+
+def test_a_terminals_output_shows_in_an_output_panel_on_demand_and_follows_the_command(
+    companion: Companion, workspace: str, tmp_path: Any
+) -> None:
+    """The card embedding a terminal has "show in panel": an output panel opens holding the output
+    so far without its terminal escapes, later output is appended while the command runs, the
+    prompt keeps what the user typed; the palette's Show Terminal Output opens it again."""
+    go = os.path.join(str(tmp_path), "go")
+    window = setup(companion, workspace, [tools_agent()])
+    view = start_chat(companion, window, "Tools")
+    send(view, f"term-keep {json.dumps({'command': sys.executable, 'args': ['-c', COLOURED, go]})}")
+    (asked,) = control.pump_until(
+        lambda: [p for p in control.phantoms(view) if "asks" in p["content"]], CEILING, "the permission card"
+    )
+    control.click_link(view, "option-0", asked["key"])  # Allow
+    wait_turn(view)
+    control.type_text(view, "half a thought")
+    (shown,) = [p for p in control.phantoms(view) if "show in panel" in p["content"]]
+    control.click_link(view, "panel", shown["key"])
+    assert window.active_panel() == "output.gemini_companion.terminal"
+    panel = window.find_output_panel("gemini_companion.terminal")
+    assert panel is not None
+
+    def shown_text() -> str:
+        return panel.substr(sublime.Region(0, panel.size()))
+
+    control.pump_until(lambda: "ready" in shown_text(), CEILING, "the output so far")  # shown at most every 0.1 s
+    assert shown_text() == "first\nready\n", repr(shown_text())
+    with open(go, "w", encoding="utf-8"):
+        pass
+    control.pump_until(lambda: "later" in shown_text(), CEILING, "the later line")
+    assert shown_text() == "first\nready\nlater\n", repr(shown_text())
+    assert text(view).endswith("❯ half a thought")
+    window.run_command("hide_panel")
+    assert window.active_panel() is None
+    assert control.run_from_palette(window, "gemini_companion_show_terminal_output")
+    assert window.active_panel() == "output.gemini_companion.terminal"
+    assert shown_text() == "first\nready\nlater\n", repr(shown_text())
+    assert text(view).endswith("❯ half a thought")

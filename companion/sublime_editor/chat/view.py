@@ -44,6 +44,7 @@ from .. import review_ui
 from ..review_ui import LEAVE_ALONE
 from ..settings import syntax_path
 from . import asking, tool_cards
+from .terminal_panel import TerminalOutputs
 from .text import CONTINUATION, ForeignText
 
 CHAT_SETTING = "gemini_companion.chat"  # the chat's id, on its view
@@ -110,6 +111,7 @@ class ChatPanel:
         self.tool_calls: dict[str, tuple[ToolCall, int]] = {}  # each card's call as shown, its output's lines
         self.unfolded: set[str] = set()  # the cards whose output is unfolded
         self.followed: set[tuple[str, int | None]] = set()  # the locations Follow the Agent opened
+        self.terminal_outputs = TerminalOutputs(chat_id)  # for "show in panel" (terminal_panel.py)
         self._insert(0, SEPARATOR)
         self.transcript_end, self.input_start = 0, len(SEPARATOR)
         self._heading(f"# Chat: {agent_name}")
@@ -284,6 +286,8 @@ class ChatPanel:
         # count, not up to 64 KiB a call for the whole chat.
         lines = line_count(call.output)
         self.tool_calls[f"tool.{call.tool_call_id}"] = (replace(call, output=tool_cards.kept(call.output)), lines)
+        if call.terminals:  # its output is the terminal's (thread.terminal_output)
+            self.terminal_outputs.update(self.window, f"tool.{call.tool_call_id}", call.title or call.kind, call.output)
         self._tool_card(call, lines)
         if tool_cards.following():
             self._follow(call)
@@ -309,10 +313,14 @@ class ChatPanel:
         where, opens = tool_cards.locations_html(call, self.window.folders(), self.open_location)
         links.update(opens)
         links["output"] = lambda: self._toggle_output(key)
+        in_panel = ""
+        if call.terminals:
+            links["panel"] = lambda: self.terminal_outputs.show(self.window, key)
+            in_panel = '<br><a href="panel">show in panel</a>'
         self.card(
             key,
             f"{icon} <b>{html.escape(call.title or call.kind)}</b> "
-            f'<span class="dim">{html.escape(call.kind)} · {status}</span>{review}{where}'
+            f'<span class="dim">{html.escape(call.kind)} · {status}</span>{review}{where}{in_panel}'
             f"{tool_cards.output_html(call.output, lines, key in self.unfolded)}",
             links,
         )

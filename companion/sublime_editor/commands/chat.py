@@ -316,3 +316,28 @@ class GeminiCompanionChatOptionsCommand(sublime_plugin.WindowCommand):
     def is_enabled(self) -> bool:
         chat = chat_sessions.target(self.window)
         return chat is not None and chat.ready and bool(chat.panel.options)
+
+
+class GeminiCompanionShowTerminalOutputCommand(sublime_plugin.WindowCommand):
+    """Gemini Companion: Show Terminal Output — a client terminal's output of the chat in an output
+    panel, followed while its command runs (chat/terminal_panel.py); several: the user picks one."""
+
+    def run(self) -> None:
+        chat = chat_sessions.target(self.window)
+        outputs = chat.panel.terminal_outputs if chat is not None else None
+        if outputs is None or not outputs.outputs:
+            sublime.status_message("Gemini Companion: no command of this chat ran in a terminal")
+            return
+        cards = list(reversed(outputs.outputs))  # the newest first
+        if len(cards) == 1:
+            outputs.show(self.window, cards[0])
+            return
+        self.window.show_quick_panel(
+            [outputs.outputs[card][0] for card in cards],
+            lambda index: outputs.show(self.window, cards[index]) if index >= 0 else None,
+            placeholder="The output of…",
+        )
+
+    def is_enabled(self) -> bool:
+        chat = chat_sessions.target(self.window)
+        return chat is not None and bool(chat.panel.terminal_outputs.outputs)

@@ -106,3 +106,17 @@ class GeminiCompanionChatHistoryCommand(sublime_plugin.TextCommand):
         text = chat.history.forward() if forward else chat.history.back(chat.panel.prompt_text())
         if text is not None:
             chat.panel.set_prompt(text)
+
+
+class GeminiCompanionTerminalPanelWriteCommand(sublime_plugin.TextCommand):
+    """The terminal output panel's text (chat/terminal_panel.py): appended, or replaced whole."""
+
+    def run(self, edit: sublime.Edit, characters: str, replace: bool = False) -> None:
+        self.view.set_read_only(False)
+        try:
+            if replace:
+                self.view.replace(edit, sublime.Region(0, self.view.size()), characters)
+            else:
+                self.view.insert(edit, self.view.size(), characters)
+        finally:
+            self.view.set_read_only(True)
