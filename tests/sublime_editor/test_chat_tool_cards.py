@@ -13,6 +13,7 @@ from typing import Any
 
 import psutil
 
+from companion.sublime_editor.chat.terminal_panel import PANEL, TerminalOutputs
 from tests.acp.test_client_terminal import FAMILY, alive, family
 from tests.sublime_editor.conftest import Companion
 from tests.sublime_editor.test_chat import CEILING, send, setup, start_chat, text, wait_turn
@@ -186,3 +187,28 @@ def test_a_terminals_output_shows_in_an_output_panel_on_demand_and_follows_the_c
     assert window.active_panel() == "output.gemini_companion.terminal"
     assert shown_text() == "first\nready\nlater\n", repr(shown_text())
     assert text(view).endswith("❯ half a thought")
+
+
+def test_the_terminal_panel_holds_only_the_end_the_chat_keeps_and_leaves_another_chats_panel_alone(
+    companion: Companion, workspace: str
+) -> None:
+    """What is new is appended; once the output's start was cut (the chat keeps its end only), the
+    panel holds that end, not more; a chat whose terminal the panel no longer shows leaves it alone."""
+    window = setup(companion, workspace, [tools_agent()])
+    outputs, other = TerminalOutputs("chat-1"), TerminalOutputs("chat-2")
+    outputs.update(window, "tool.t", "make", "\x1b[1mone\x1b[0m\n")
+    outputs.show(window, "tool.t")
+    panel = window.find_output_panel(PANEL)
+    assert panel is not None
+
+    def shown_text() -> str:
+        return panel.substr(sublime.Region(0, panel.size()))
+
+    outputs.update(window, "tool.t", "make", "\x1b[1mone\x1b[0m\ntwo\n")
+    assert shown_text() == "one\ntwo\n"
+    outputs.update(window, "tool.t", "make", "two\nthree\n")  # "one" cut from the kept output
+    assert shown_text() == "two\nthree\n"
+    other.update(window, "tool.t", "test", "theirs\n")
+    other.show(window, "tool.t")
+    outputs.update(window, "tool.t", "make", "two\nthree\nfour\n")
+    assert shown_text() == "theirs\n"

@@ -60,15 +60,15 @@ class TerminalOutputs:
         window.run_command("show_panel", {"panel": f"output.{PANEL}"})
 
     def _follow(self, window: sublime.Window, output: str, panel: sublime.View | None = None) -> None:
+        shown = self.shown
         panel = panel or window.find_output_panel(PANEL)
-        showing = f"{self.chat_id} {self.shown.card}" if self.shown is not None else None
-        if panel is None or panel.settings().get(SHOWING) != showing:  # destroyed, or another's now
-            self.shown = None
+        if shown is None or panel is None or panel.settings().get(SHOWING) != f"{self.chat_id} {shown.card}":
+            self.shown = None  # the panel was destroyed, or shows another chat's terminal now
             return
-        assert self.shown is not None
         text = plain(output)
-        if text.startswith(self.shown.text) and panel.size() == len(self.shown.text):
-            panel.run_command("gemini_companion_terminal_panel_write", {"characters": text[len(self.shown.text) :]})
-        else:  # the output's start was cut (or the panel changed): the whole, as kept now
+        if text.startswith(shown.text) and panel.size() == len(shown.text):
+            if len(text) > len(shown.text):
+                panel.run_command("gemini_companion_terminal_panel_write", {"characters": text[len(shown.text) :]})
+        else:  # the output's start was cut (it keeps its end only), or the panel changed: the whole
             panel.run_command("gemini_companion_terminal_panel_write", {"characters": text, "replace": True})
-        self.shown.text = text
+        shown.text = text
