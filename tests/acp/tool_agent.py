@@ -3,9 +3,9 @@ side (no hand-written JSON-RPC): `python tool_agent.py`. What a turn does depend
 
 - `tools`: an execute call naming three files of its cwd (a.py line 2, b.py line 0, sub/c.py with
   no line), then completed with output holding markup and terminal escapes (HOSTILE_OUTPUT);
-- `term {JSON}`: as an honest agent does, session/request_permission first (an execute call "term1"
-  whose `rawInput.command` and title are the JSON's `asked`, else the command line; none when
-  `"ask": false`, as a hostile agent does), then — whatever the answer, to test the client —
+- `term {JSON}`: as an honest agent does, session/request_permission first (an execute call "term1",
+  or the JSON's `call`, whose `rawInput.command` and title are the JSON's `asked`, else the command
+  line; none when `"ask": false`, as a hostile agent does), then — whatever the answer, to test the client —
   terminal/create with the JSON's `command`, `args`, `cwd`, `env` (a dict),
   `limit` (outputByteLimit), a tool call embedding the terminal, then terminal/wait_for_exit,
   terminal/output, terminal/release (with `"again": true`, then the same command once more without
@@ -102,7 +102,7 @@ async def serve() -> None:
                 await self.conn.request_permission(
                     session_id=session_id,
                     tool_call=ToolCallUpdate(
-                        tool_call_id="term1", title=line, kind="execute", raw_input={"command": line}
+                        tool_call_id=spec.get("call", "term1"), title=line, kind="execute", raw_input={"command": line}
                     ),
                     options=[
                         PermissionOption(option_id="yes", name="Allow", kind="allow_once"),
@@ -122,7 +122,7 @@ async def serve() -> None:
             await self.conn.session_update(
                 session_id,
                 start_tool_call(
-                    "term1",
+                    spec.get("call", "term1"),
                     spec["command"],
                     kind="execute",
                     status="in_progress",

@@ -212,3 +212,33 @@ def test_the_terminal_panel_holds_only_the_end_the_chat_keeps_and_leaves_another
     other.show(window, "tool.t")
     outputs.update(window, "tool.t", "make", "two\nthree\nfour\n")
     assert shown_text() == "theirs\n"
+
+
+def test_show_terminal_output_asks_which_command_when_the_chat_ran_several(
+    companion: Companion, workspace: str
+) -> None:
+    """Two commands ran in the chat's terminals: the palette's Show Terminal Output lists both (the
+    newest first, with its last line) and opens the one picked."""
+    window = setup(companion, workspace, [tools_agent()])
+    view = start_chat(companion, window, "Tools")
+    for call, word in (("term1", "alpha"), ("term2", "beta")):
+        spec = {"call": call, "command": sys.executable, "args": ["-c", f"print('{word}')"], "until": word}
+        send(view, f"term-keep {json.dumps(spec)}")
+        (asked,) = control.pump_until(
+            lambda: [p for p in control.phantoms(view) if 'href="option-0"' in p["content"]],
+            CEILING,
+            "the permission card",
+        )
+        control.click_link(view, "option-0", asked["key"])  # Allow
+        wait_turn(view)
+    control.pump_until(
+        lambda: len([p for p in control.phantoms(view) if "show in panel" in p["content"]]) == 2, CEILING, "two cards"
+    )
+    assert control.run_from_palette(window, "gemini_companion_show_terminal_output")
+    (picker,) = control.quick_panels()
+    assert [item[1] for item in picker["items"]] == ["beta", "alpha"]
+    control.choose_quick_panel(1)
+    panel = window.find_output_panel(PANEL)
+    assert panel is not None
+    control.pump_until(lambda: panel.substr(sublime.Region(0, panel.size())) == "alpha\n", CEILING, "alpha's output")
+    assert window.active_panel() == "output.gemini_companion.terminal"

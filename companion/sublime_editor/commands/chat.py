@@ -12,6 +12,7 @@ import sublime_plugin
 from ...acp.agents import registry
 from ...acp.agents.registry import RegistryAgent
 from ...acp.asks import config_options
+from ...acp.shown_output import plain
 from ...acp.view import ConfigOption
 from .. import settings
 from .. import terminus as terminal
@@ -333,7 +334,7 @@ class GeminiCompanionShowTerminalOutputCommand(sublime_plugin.WindowCommand):
             outputs.show(self.window, cards[0])
             return
         self.window.show_quick_panel(
-            [outputs.outputs[card][0] for card in cards],
+            [[outputs.outputs[card][0], _last_line(outputs.outputs[card][1])] for card in cards],
             lambda index: outputs.show(self.window, cards[index]) if index >= 0 else None,
             placeholder="The output of…",
         )
@@ -341,3 +342,8 @@ class GeminiCompanionShowTerminalOutputCommand(sublime_plugin.WindowCommand):
     def is_enabled(self) -> bool:
         chat = chat_sessions.target(self.window)
         return chat is not None and bool(chat.panel.terminal_outputs.outputs)
+
+
+def _last_line(output: str) -> str:
+    """The output's last line that says something, as shown (without terminal escapes)."""
+    return next((line for line in reversed(plain(output[-1000:]).splitlines()) if line.strip()), "")
