@@ -8,9 +8,13 @@ brings back the files (`/restore undo`) and the earlier session (`session/load`,
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
-from ..acp.session import ChatFailed, ChatSession
+from ..acp.thread import ChatFailed
 from .editor import one_line, visible
+
+if TYPE_CHECKING:  # the SDK loads with the first chat, never with `companion.headless.chat`
+    from ..acp.session import ChatSession
 
 USAGE = "type /rewind N to go back to before prompt N, files and conversation; /rewind undo to undo it"
 Restore = Callable[[list[str]], Awaitable[bool]]  # `/restore ...` words -> the files were restored
