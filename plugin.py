@@ -34,8 +34,10 @@ else:
     _PREFIX = "{}.companion".format(__package__)
     # list() copies the keys in one step: other threads (other packages', our old loop thread) import
     # meanwhile, and a Python-level walk of the live dict fails when its size changes under it.
+    # pop, not del: an import failing on another thread meanwhile (its package just dropped here)
+    # takes its own half-made module out of sys.modules before we reach its name.
     for _name in [n for n in list(sys.modules) if n == _PREFIX or n.startswith(_PREFIX + ".")]:
-        del sys.modules[_name]
+        sys.modules.pop(_name, None)
 
     from .companion.sublime_editor.commands.changes import (
         GeminiCompanionChangeSetListener,

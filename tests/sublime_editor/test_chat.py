@@ -71,7 +71,10 @@ def agent_pids(view: sublime.View) -> list[int]:
 
 
 def setup(companion: Companion, workspace: str, agents: list[dict[str, Any]] | None = None) -> sublime.Window:
-    control.user_settings("Gemini Companion.sublime-settings", {"agents": agents or [scripted()]})
+    # The scripted agent takes no MCP over HTTP: its window tools go as the stdio bridge, run by
+    # this Python wherever `python3` is not on PATH (else the chat says it found none).
+    settings = {"agents": agents or [scripted()], "bridge_python": sys.executable}
+    control.user_settings("Gemini Companion.sublime-settings", settings)
     window = control.new_window([workspace])
     companion.load()
     return window
