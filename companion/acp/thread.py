@@ -74,8 +74,10 @@ class AgentRequests(Protocol):
         ...
 
 
-class SessionModes:
-    """The agent's session modes (session/new's `modes`): the ones it offers and the current one."""
+class _Offered:
+    """What the agent offers to pick from in session/new (its modes, its models) and the current one."""
+
+    kind = ""  # "mode" or "model", as the agent's error names it
 
     def __init__(
         self, agent: str, view: ChatView, requests: AgentRequests, available: list[Mode], current: str | None
@@ -89,10 +91,22 @@ class SessionModes:
     def __iter__(self) -> Iterator[Mode]:
         return iter(self.available)
 
+    def _check(self, wanted: str) -> None:
+        """ChatFailed, naming the ones offered, for an id the agent does not offer."""
+        ids = [m.id for m in self.available]
+        if wanted not in ids:
+            raise ChatFailed(f"{self.agent} has no {self.kind} {wanted!r}; pick one of {ids}.")
+
+
+class SessionModes(_Offered):
+    """The agent's session modes (session/new's `modes`): the ones it offers and the current one."""
+
+    kind = "mode"
+
     async def set(self, mode_id: str) -> None:
         """session/set_mode; the view is told the new mode. ChatFailed for a mode the agent lacks."""
-        if self.available and mode_id not in [m.id for m in self.available]:
-            raise ChatFailed(f"{self.agent} has no mode {mode_id!r}; pick one of {[m.id for m in self.available]}.")
+        if self.available:  # an agent that lists none may still take a mode id it documents
+            self._check(mode_id)
         await self._requests.set_mode(mode_id)
         self.changed(mode_id)
 
@@ -102,24 +116,13 @@ class SessionModes:
         self._view.mode(mode_id, self.available)
 
 
-class SessionModels:
+class SessionModels(_Offered):
     """Gemini's models (session/new's `models`, for session/set_model: reference acp.md §2)."""
 
-    def __init__(
-        self, agent: str, view: ChatView, requests: AgentRequests, available: list[Mode], current: str | None
-    ) -> None:
-        self.agent = agent
-        self.available = available
-        self.current = current
-        self._view = view
-        self._requests = requests
-
-    def __iter__(self) -> Iterator[Mode]:
-        return iter(self.available)
+    kind = "model"
 
     async def set(self, model_id: str) -> None:
-        if model_id not in [m.id for m in self.available]:
-            raise ChatFailed(f"{self.agent} has no model {model_id!r}; pick one of {[m.id for m in self.available]}.")
+        self._check(model_id)
         await self._requests.set_model(model_id)
         self.current = model_id
         self._view.models(model_id, self.available)
